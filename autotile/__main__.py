@@ -1,0 +1,5 @@
+"""``python -m autotile`` runs the command line."""
+
+from autotile.cli import main
+
+main()

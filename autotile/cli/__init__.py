@@ -1,0 +1,60 @@
+"""The ``autotile`` command: argument parsing only; each command lives in its own module here.
+
+Exit codes: 0 success, 2 bad input (one line naming file, line, column and field), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from autotile import __version__
+from autotile.atomic import OutputError
+from autotile.errors import InputError
+
+# command name -> module (inside autotile.cli) defining HELP, add_arguments(p) and run(args)
+COMMANDS = {
+    "hw": "hw",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad arguments as one line with exit code 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise InputError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="autotile", description="Tiling-parameter search for Ascend-style NPU operators.")
+    parser.add_argument("--version", action="version", version=f"autotile {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, modname in COMMANDS.items():
+        mod = importlib.import_module(f"autotile.cli.{modname}")
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the exit code (used by tests in-process)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args._run(args) or 0)
+    except InputError as exc:
+        print(f"autotile: error: {exc}", file=sys.stderr)
+        return 2
+    except OutputError as exc:
+        print(f"autotile: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("autotile: interrupted", file=sys.stderr)
+        return 130
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    sys.exit(run(argv))

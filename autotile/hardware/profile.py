@@ -1,0 +1,348 @@
+"""The hardware profile: a frozen description of one chip, loaded strictly from YAML.
+
+Every constant in a profile file is a mapping ``{value: X, source: "..."}`` or
+``{value: X, calibrated: "..."}`` so a reader can always tell where a number came from.
+Adding a chip means adding a YAML file; the simulator never changes for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from autotile.errors import InputError
+from autotile.yamlsrc import Located, load_file, suggest
+
+SCHEMA = "autotile.hardware/1"
+DEFAULT_PROFILE = "ascend910b2"
+COPY_PATHS = ("gm_ub", "ub_gm", "gm_l1", "gm_l0a", "gm_l0b", "l1_l0a", "l1_l0b", "l0c_gm", "l0c_l1", "ub_ub")
+CUBE_DTYPES = ("fp16", "bf16", "fp32", "int8")
+BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
+
+
+@dataclass(frozen=True)
+class CopyPath:
+    """One data path of a core's memory engines (MTE1/MTE2/MTE3/FixPipe).
+
+    A copy of B bytes keeps its pipe busy ``issue_cycles + B / bytes_per_cycle`` and its data is
+    usable ``latency_cycles`` after that (the latency overlaps other work on the same pipe).
+    """
+
+    bytes_per_cycle: float
+    issue_cycles: float
+    latency_cycles: float
+
+
+@dataclass(frozen=True)
+class VectorCost:
+    """One vector instruction of ``repeat`` repeats costs ``max(min_cycles, startup + per_repeat * repeat)``."""
+
+    startup: float
+    per_repeat: float
+    min_cycles: float
+
+
+@dataclass(frozen=True)
+class CubeCosts:
+    """Cube (M pipe) costs: MACs per cycle by dtype, per-Mmad issue cost and pipeline latency."""
+
+    macs_per_cycle: dict
+    issue_cycles: float
+    latency_cycles: float
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """A chip. Sizes are bytes, rates are bytes per cycle, times are cycles of ``clock_ghz``."""
+
+    name: str
+    description: str
+    cube_cores: int
+    vector_cores: int
+    clock_ghz: float
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    ub_bytes: int
+    l2_bytes: int
+    hbm_bytes_per_cycle: float  # whole chip
+    l2_read_bytes_per_cycle: float  # per core
+    l2_write_bytes_per_cycle: float  # per core
+    align: dict  # buffer -> bytes granule
+    copy: dict  # path -> CopyPath
+    cube: CubeCosts
+    vector_bytes_per_repeat: int
+    vector_max_repeat: int
+    vector: dict  # op -> {dtype signature -> VectorCost}
+    scalar: dict  # op -> cycles per operation
+    notes: dict = field(default_factory=dict, compare=False)  # constant path -> source note
+    path: str | None = field(default=None, compare=False)
+
+    # -- derived figures -------------------------------------------------------------
+    def symbols(self) -> dict[str, float | int]:
+        """The ``hw.`` namespace of spec expressions."""
+        return {
+            "l1_bytes": self.l1_bytes,
+            "l0a_bytes": self.l0a_bytes,
+            "l0b_bytes": self.l0b_bytes,
+            "l0c_bytes": self.l0c_bytes,
+            "ub_bytes": self.ub_bytes,
+            "l2_bytes": self.l2_bytes,
+            "cube_cores": self.cube_cores,
+            "vector_cores": self.vector_cores,
+            "clock_ghz": self.clock_ghz,
+        }
+
+    def peak_flops(self, unit: str, dtype: str) -> float:
+        """Whole-chip peak FLOP/s (2 per MAC) of ``unit`` for ``dtype``."""
+        if unit == "cube":
+            return 2.0 * self.cube.macs_per_cycle[dtype] * self.cube_cores * self.clock_ghz * 1e9
+        if unit == "vector":
+            lanes = self.vector_bytes_per_repeat // max(1, _dtype_bytes(dtype))
+            per_repeat = self.vector["vmla"].get(_sig3(dtype)) if "vmla" in self.vector else None
+            cyc = per_repeat.per_repeat if per_repeat else 1.0
+            # a multiply-add is 2 FLOPs per lane per repeat
+            return 2.0 * lanes / cyc * self.vector_cores * self.clock_ghz * 1e9
+        if unit == "scalar":
+            return 1.0 / self.scalar.get("mul", 1.0) * self.vector_cores * self.clock_ghz * 1e9
+        raise KeyError(f"unknown unit {unit!r}")
+
+    @property
+    def hbm_bytes_per_second(self) -> float:
+        return self.hbm_bytes_per_cycle * self.clock_ghz * 1e9
+
+    def content_hash(self) -> str:
+        """sha256 of the profile's values (not its notes): models and tables record it."""
+        data = asdict(self)
+        data.pop("notes", None)
+        data.pop("path", None)
+        data.pop("description", None)
+        blob = json.dumps(data, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def summary(self) -> dict[str, Any]:
+        """The `autotile hw show --json` view."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "cube_cores": self.cube_cores,
+            "vector_cores": self.vector_cores,
+            "clock_ghz": self.clock_ghz,
+            "l1_bytes": self.l1_bytes,
+            "l0a_bytes": self.l0a_bytes,
+            "l0b_bytes": self.l0b_bytes,
+            "l0c_bytes": self.l0c_bytes,
+            "ub_bytes": self.ub_bytes,
+            "l2_bytes": self.l2_bytes,
+            "hbm_gb_per_s": round(self.hbm_bytes_per_second / 1e9, 1),
+            "peak_tflops_fp16_cube": round(self.peak_flops("cube", "fp16") / 1e12, 1),
+            "content_hash": self.content_hash(),
+            "path": self.path,
+        }
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}.get(dtype, 2)
+
+
+def _sig3(dtype: str) -> str:
+    return f"{dtype}_{dtype}_{dtype}"
+
+
+# -- loading -------------------------------------------------------------------------------
+
+def bundled_names() -> list[str]:
+    """Names of the profiles shipped in this package."""
+    root = resources.files("autotile.hardware")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def bundled_path(name: str) -> Path:
+    return Path(str(resources.files("autotile.hardware").joinpath(f"{name}.yaml")))
+
+
+_CACHE: dict[tuple[str, float], HardwareProfile] = {}
+
+
+def load_profile(name_or_path: str | None = None) -> HardwareProfile:
+    """Load a bundled profile by name, or a profile file by path (validated strictly).
+
+    >>> load_profile("ascend910b2").cube_cores
+    24
+    """
+    ref = name_or_path or DEFAULT_PROFILE
+    if ref in bundled_names():
+        path = bundled_path(ref)
+    else:
+        path = Path(ref)
+        if not (path.suffix in (".yaml", ".yml") or path.exists()):
+            raise InputError(
+                f"unknown hardware profile {ref!r}, expected a bundled name "
+                f"({', '.join(bundled_names())}) or a path to a profile file"
+                + suggest(ref, bundled_names())
+            )
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime)
+    except OSError:
+        key = None
+    if key and key in _CACHE:
+        return _CACHE[key]
+    prof = parse_profile(load_file(path))
+    if key:
+        _CACHE[key] = prof
+    return prof
+
+
+class _Reader:
+    """Strict reading of a profile document, collecting source notes as it goes."""
+
+    def __init__(self, doc: Located):
+        self.doc = doc
+        self.notes: dict[str, str] = {}
+
+    def mapping(self, path, keys_required, keys_optional=()):
+        value = self._get(path)
+        if not isinstance(value, dict):
+            raise self.doc.error(path, "expected a mapping")
+        allowed = set(keys_required) | set(keys_optional)
+        for k in value:
+            if k not in allowed:
+                raise self.doc.error(
+                    path + (k,), "unknown key" + suggest(k, sorted(allowed)), key=True
+                )
+        for k in keys_required:
+            if k not in value:
+                raise self.doc.error(path, f"missing key {k!r}")
+        return value
+
+    def _get(self, path):
+        v = self.doc.value
+        for p in path:
+            v = v[p]
+        return v
+
+    def const(self, path, kind=float, positive=True, extra=()):
+        """A ``{value, source|calibrated}`` constant at ``path``."""
+        node = self._get(path)
+        if not isinstance(node, dict):
+            raise self.doc.error(
+                path, "expected a constant {value: ..., source: '...'} or {value: ..., calibrated: '...'}"
+            )
+        self.mapping(path, ["value"], ["source", "calibrated", *extra])
+        notes = [k for k in ("source", "calibrated") if k in node]
+        if len(notes) != 1:
+            raise self.doc.error(path, "every constant needs exactly one of source: or calibrated:")
+        note = node[notes[0]]
+        if not isinstance(note, str) or not note.strip():
+            raise self.doc.error(path + (notes[0],), "expected a non-empty note")
+        self.notes[".".join(map(str, path))] = f"{notes[0]}: {note}"
+        return self.number(path + ("value",), kind, positive)
+
+    def number(self, path, kind=float, positive=True):
+        v = self._get(path)
+        if kind is bool:
+            if not isinstance(v, bool):
+                raise self.doc.error(path, "expected true or false")
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.doc.error(path, f"expected a {'whole ' if kind is int else ''}number, got {v!r}")
+        if kind is int and (not isinstance(v, int)):
+            raise self.doc.error(path, f"expected a whole number, got {v!r}")
+        if v != v or v in (float("inf"), float("-inf")):
+            raise self.doc.error(path, "expected a finite number")
+        if positive and v <= 0:
+            raise self.doc.error(path, f"expected a positive number, got {v!r}")
+        if not positive and v < 0:
+            raise self.doc.error(path, f"expected a number >= 0, got {v!r}")
+        return kind(v)
+
+
+def parse_profile(doc: Located) -> HardwareProfile:
+    """Validate a loaded profile document and build the profile."""
+    r = _Reader(doc)
+    if not isinstance(doc.value, dict):
+        raise InputError("expected a hardware profile mapping", file=doc.file, line=1, col=1)
+    top = r.mapping((), ["schema", "name", "chip", "memory", "align", "copy", "cube", "vector", "scalar"], ["description"])
+    if top["schema"] != SCHEMA:
+        raise doc.error(("schema",), f"expected {SCHEMA!r}, got {top['schema']!r}")
+    name = top["name"]
+    if not isinstance(name, str) or not name:
+        raise doc.error(("name",), "expected a profile name")
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise doc.error(("description",), "expected text")
+
+    r.mapping(("chip",), ["cube_cores", "vector_cores", "clock_ghz"])
+    mem_keys = [f"{b}_bytes" for b in (*BUFFERS, "l2")] + [
+        "hbm_bytes_per_cycle", "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle"]
+    r.mapping(("memory",), mem_keys)
+    r.mapping(("align",), list(BUFFERS))
+    r.mapping(("copy",), list(COPY_PATHS))
+    copies = {}
+    for p in COPY_PATHS:
+        r.mapping(("copy", p), ["bytes_per_cycle", "issue_cycles", "latency_cycles"])
+        copies[p] = CopyPath(
+            r.const(("copy", p, "bytes_per_cycle")),
+            r.const(("copy", p, "issue_cycles"), positive=False),
+            r.const(("copy", p, "latency_cycles"), positive=False),
+        )
+    r.mapping(("cube",), ["macs_per_cycle", "issue_cycles", "latency_cycles"])
+    r.mapping(("cube", "macs_per_cycle"), list(CUBE_DTYPES))
+    cube = CubeCosts(
+        {d: r.const(("cube", "macs_per_cycle", d), int) for d in CUBE_DTYPES},
+        r.const(("cube", "issue_cycles"), positive=False),
+        r.const(("cube", "latency_cycles"), positive=False),
+    )
+    r.mapping(("vector",), ["bytes_per_repeat", "max_repeat", "ops"])
+    ops_node = r.mapping(("vector", "ops"), list(doc.value["vector"].get("ops") or {}) if isinstance(doc.value["vector"].get("ops"), dict) else [])
+    vector = {}
+    for op, sigs in ops_node.items():
+        if not isinstance(sigs, dict) or not sigs:
+            raise doc.error(("vector", "ops", op), "expected a mapping of dtype signatures to costs")
+        vector[op] = {}
+        for sig, node in sigs.items():
+            path = ("vector", "ops", op, sig)
+            r.mapping(path, ["startup", "per_repeat", "min_cycles"], ["source", "calibrated"])
+            if sum(k in node for k in ("source", "calibrated")) != 1:
+                raise doc.error(path, "every constant needs exactly one of source: or calibrated:")
+            note_key = "source" if "source" in node else "calibrated"
+            r.notes[".".join(path)] = f"{note_key}: {node[note_key]}"
+            vector[op][sig] = VectorCost(
+                r.number(path + ("startup",), positive=False),
+                r.number(path + ("per_repeat",)),
+                r.number(path + ("min_cycles",), positive=False),
+            )
+    scalar_node = r.mapping(("scalar",), list(doc.value["scalar"]) if isinstance(doc.value["scalar"], dict) else [])
+    scalar = {op: r.const(("scalar", op)) for op in scalar_node}
+    for need in ("add", "mul"):
+        if need not in scalar:
+            raise doc.error(("scalar",), f"missing key {need!r}")
+
+    prof = HardwareProfile(
+        name=name,
+        description=description,
+        cube_cores=r.const(("chip", "cube_cores"), int),
+        vector_cores=r.const(("chip", "vector_cores"), int),
+        clock_ghz=r.const(("chip", "clock_ghz")),
+        **{f"{b}_bytes": r.const(("memory", f"{b}_bytes"), int) for b in (*BUFFERS, "l2")},
+        hbm_bytes_per_cycle=r.const(("memory", "hbm_bytes_per_cycle")),
+        l2_read_bytes_per_cycle=r.const(("memory", "l2_read_bytes_per_cycle")),
+        l2_write_bytes_per_cycle=r.const(("memory", "l2_write_bytes_per_cycle")),
+        align={b: r.const(("align", b), int) for b in BUFFERS},
+        copy=copies,
+        cube=cube,
+        vector_bytes_per_repeat=r.const(("vector", "bytes_per_repeat"), int),
+        vector_max_repeat=r.const(("vector", "max_repeat"), int),
+        vector=vector,
+        scalar=scalar,
+        notes=r.notes,
+        path=doc.file,
+    )
+    if prof.vector_cores < prof.cube_cores:
+        raise doc.error(("chip", "vector_cores"), "expected at least as many vector cores as cube cores")
+    return prof

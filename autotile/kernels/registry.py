@@ -1,0 +1,57 @@
+"""The operator registry: static metadata, with the implementation module imported on demand.
+
+Spec validation needs only the metadata (dimension names, units, dtypes), so loading a spec never
+imports Numba. ``implementation(name)`` imports the kernel module when a simulation needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What a spec may say about an operator."""
+
+    name: str
+    dims: tuple[str, ...]  # shape dimension names, in the order tables key them
+    units: tuple[str, ...]  # execution units it has kernels for; the first is the default
+    dtypes: tuple[str, ...]
+    module: str  # autotile.kernels.<module>
+    summary: str
+
+
+OPS: dict[str, OpInfo] = {
+    op.name: op
+    for op in (
+        OpInfo("matmul", ("m", "n", "k"), ("cube", "vector"), ("fp16", "bf16", "fp32", "int8"),
+               "matmul", "C = A @ B, A MxK and B KxN row-major in GM"),
+        OpInfo("weighted_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
+               "weighted_sum", "out = sum(w[i] * x[i])"),
+        OpInfo("global_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
+               "global_sum", "sum of a whole tensor"),
+        OpInfo("sigmoid", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
+               "sigmoid", "1 / (1 + exp(-x)), exact and approximate variants"),
+        OpInfo("elementwise", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
+               "elementwise", "add, mul, relu"),
+        OpInfo("resize", ("n", "c", "h_in", "w_in", "h_out", "w_out"), ("vector",), ("fp32", "fp16"),
+               "resize", "nearest / bilinear interpolation"),
+        OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
+               ("fp32", "fp16"), "roi_align", "ROI Align with average pooling"),
+    )
+}
+
+
+def get(name: str) -> OpInfo:
+    """Metadata of operator ``name``; KeyError names the valid ones."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}, expected one of {', '.join(OPS)}") from None
+
+
+def implementation(name: str) -> ModuleType:
+    """Import and return the kernel module of operator ``name``."""
+    return importlib.import_module(f"autotile.kernels.{get(name).module}")

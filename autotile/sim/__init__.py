@@ -1,0 +1,1 @@
+"""The memory-hierarchy cost simulator of an Ascend AI Core: pipes, buffer queues, cores, GM."""

@@ -1,0 +1,1 @@
+"""Tiling search spaces: YAML specs, parameter kinds, safe expressions, feasible-space enumeration."""

@@ -1,0 +1,153 @@
+"""Safe YAML loading that remembers where every key and value came from.
+
+Specs, profiles and tables all need errors of the form ``file:line:col: field: message``.
+PyYAML's safe loader gives us nodes with marks; we build plain Python values and a side table of
+positions keyed by the path of each value (a tuple of keys and indices).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autotile.errors import InputError
+
+MAX_NODES = 200_000  # refuse alias bombs ("billion laughs") before they expand
+
+Path_ = tuple  # a path into the document: keys (str) and list indices (int)
+
+
+@dataclass(frozen=True)
+class Located:
+    """A loaded YAML document: its plain value and where each part of it stands."""
+
+    value: Any
+    file: str
+    value_pos: dict = field(default_factory=dict)  # path -> (line, col) of the value
+    key_pos: dict = field(default_factory=dict)  # path -> (line, col) of the mapping key
+
+    def where(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
+        """(line, col), 1-based, of the value (or key) at ``path``; nearest known ancestor."""
+        table = self.key_pos if key else self.value_pos
+        p = tuple(path)
+        while True:
+            if p in table:
+                return table[p]
+            if key and p in self.value_pos:
+                return self.value_pos[p]
+            if not p:
+                return (None, None)
+            p = p[:-1]
+
+    def error(self, path: Path_, message: str, *, key: bool = False) -> InputError:
+        """An InputError located at ``path`` (the key itself when ``key`` is true)."""
+        line, col = self.where(path, key=key)
+        return InputError(message, file=self.file, line=line, col=col, field=dotted(path))
+
+
+def dotted(path: Path_) -> str:
+    """``("params", "base_m", "high")`` -> ``params.base_m.high``; indices as ``[i]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def suggest(word: str, choices) -> str:
+    """`, did you mean X?` for the closest valid choice, or an empty string."""
+    match = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f", did you mean {match[0]}?" if match else ""
+
+
+def load_text(text: str, file: str) -> Located:
+    """Parse YAML text with the safe loader into plain values plus positions."""
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark else None
+            col = mark.column + 1 if mark else None
+            problem = exc.problem or exc.context or "invalid YAML"
+            raise InputError(f"invalid YAML: {problem}", file=file, line=line, col=col) from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"invalid YAML: {exc}", file=file) from None
+        value_pos: dict = {}
+        key_pos: dict = {}
+        counter = [0]
+
+        def build(n, path):
+            counter[0] += 1
+            if counter[0] > MAX_NODES:
+                raise InputError(
+                    f"document too large (more than {MAX_NODES} nodes after aliases)", file=file
+                )
+            value_pos[path] = (n.start_mark.line + 1, n.start_mark.column + 1)
+            if isinstance(n, yaml.MappingNode):
+                out = {}
+                loader.flatten_mapping(n)
+                for knode, vnode in n.value:
+                    if not isinstance(knode, yaml.ScalarNode):
+                        raise InputError(
+                            "mapping keys must be plain scalars",
+                            file=file,
+                            line=knode.start_mark.line + 1,
+                            col=knode.start_mark.column + 1,
+                            field=dotted(path),
+                        )
+                    key = loader.construct_object(knode)
+                    if not isinstance(key, (str, int)) or isinstance(key, bool):
+                        key = str(key)
+                    kpath = path + (key,)
+                    if key in out:
+                        raise InputError(
+                            "duplicate key",
+                            file=file,
+                            line=knode.start_mark.line + 1,
+                            col=knode.start_mark.column + 1,
+                            field=dotted(kpath),
+                        )
+                    key_pos[kpath] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+                    out[key] = build(vnode, kpath)
+                return out
+            if isinstance(n, yaml.SequenceNode):
+                return [build(v, path + (i,)) for i, v in enumerate(n.value)]
+            try:
+                return loader.construct_object(n)
+            except yaml.YAMLError as exc:
+                raise InputError(
+                    f"invalid value: {getattr(exc, 'problem', exc)}",
+                    file=file,
+                    line=n.start_mark.line + 1,
+                    col=n.start_mark.column + 1,
+                    field=dotted(path),
+                ) from None
+
+        value = None if node is None else build(node, ())
+        return Located(value, file, value_pos, key_pos)
+    finally:
+        loader.dispose()
+
+
+def load_file(path: str | Path) -> Located:
+    """Read and parse a YAML file; unreadable files are InputErrors naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(p)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a YAML file", file=str(p)) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", file=str(p)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=str(p)) from None
+    return load_text(text, str(p))
