@@ -1,0 +1,391 @@
+"""Matmul C = A @ B on the cube, tiled like Ascend C's TCubeTiling.
+
+A is M x K and B is K x N, row-major in GM. Each of ``usedCoreNum = ceil(M/single_core_m) *
+ceil(N/single_core_n)`` cube cores computes one single_core_m x single_core_n block of C over the
+whole K. Inside a core the loop nest is the one an Ascend C matmul runs:
+
+* GM -> L1 (MTE2): panels of step_m base blocks of A by step_ka base_k slices (and step_n x
+  step_kb for B); L1 holds depth_a1 / (step_m * step_ka) such panels (1 = single, 2 = double
+  buffered), reused while the iteration stays inside them;
+* L1 -> L0A / L0B (MTE1): one base_m x base_k and one base_k x base_n block per K step, in
+  queues of db_l0a / db_l0b slots;
+* Mmad (M): accumulates into an L0C block (db_l0c slots), paying for whole fractals;
+* L0C -> GM (FIX): the finished base_m x base_n block, converted to the output dtype.
+
+The same loop nest runs in count mode (operations go to the simulator only) and in execute mode
+(it also does the arithmetic: fp16/bf16 inputs, fp32 accumulation in L0C, C rounded to the input
+dtype; int8 to int32), so the simulated trace belongs to a kernel that computes ``A @ B``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from autotile.dtypes import get as get_dtype
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector, l2_hit_fraction
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("cube",)
+DIMS = ("m", "n", "k")
+PARAMS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "depth_a1",
+          "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m", "single_core_n")
+ORDERS = ("m_first", "n_first")
+
+# queues of the engine state
+Q_L0A, Q_L0B, Q_L0C = 0, 1, 2
+MAX_L1_SLOTS = 4
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _align(a: int, b: int) -> int:
+    return _cdiv(a, b) * b
+
+
+@njit(cache=True)
+def _gemm_acc(acc, a, b, r0, c0, k0, tm, tn, tk, ar0, bc0):
+    """acc[r0:r0+tm, c0:c0+tn] += A[ar0+.., k0..] @ B[k0.., bc0+..] in the accumulator dtype."""
+    for i in range(tm):
+        for kk in range(tk):
+            aik = acc.dtype.type(a[ar0 + i, k0 + kk])
+            for j in range(tn):
+                acc[r0 + i, c0 + j] += aik * acc.dtype.type(b[k0 + kk, bc0 + j])
+
+
+@njit(cache=True)
+def core(st, cost, sm, sn, K, bm, bn, bk, step_m, step_n, step_ka, step_kb, slots_a, slots_b,
+         db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes, execute, a, b, acc, m0, n0):
+    """Run one core's block (sm x sn over all K); returns nothing, the state holds the timing.
+
+    ``acc`` (execute mode) is the core's L0C-precision result for its block, written in place.
+    """
+    E.set_queue(st, Q_L0A, db_a)
+    E.set_queue(st, Q_L0B, db_b)
+    E.set_queue(st, Q_L0C, db_c)
+    mt = (sm + bm - 1) // bm
+    nt = (sn + bn - 1) // bn
+    kt = (K + bk - 1) // bk
+    ka_groups = (kt + step_ka - 1) // step_ka
+    kb_groups = (kt + step_kb - 1) // step_kb
+    # L1 panel caches: tag (panel id), data-ready time, release time (last MTE1 read)
+    tag_a = np.full(MAX_L1_SLOTS, -1, dtype=np.int64)
+    rdy_a = np.zeros(MAX_L1_SLOTS)
+    rel_a = np.zeros(MAX_L1_SLOTS)
+    tag_b = np.full(MAX_L1_SLOTS, -1, dtype=np.int64)
+    rdy_b = np.zeros(MAX_L1_SLOTS)
+    rel_b = np.zeros(MAX_L1_SLOTS)
+    next_a = 0
+    next_b = 0
+    outer = mt if n_first else nt
+    inner = nt if n_first else mt
+    for o in range(outer):
+        for i in range(inner):
+            if n_first:
+                mi = o
+                ni = i
+            else:
+                mi = i
+                ni = o
+            tm = min(bm, sm - mi * bm)
+            tn = min(bn, sn - ni * bn)
+            cslot, cfree = E.alloc(st, Q_L0C)
+            last = 0.0
+            for ki in range(kt):
+                tk = min(bk, K - ki * bk)
+                # --- A panel in L1 (GM -> L1 on MTE2 unless resident)
+                pa = (mi // step_m) * ka_groups + ki // step_ka
+                sa = -1
+                for s in range(slots_a):
+                    if tag_a[s] == pa:
+                        sa = s
+                if sa < 0:
+                    sa = next_a
+                    next_a = (next_a + 1) % slots_a
+                    rows = min(step_m * bm, sm - (mi // step_m) * step_m * bm)
+                    kbeg = (ki // step_ka) * step_ka * bk
+                    cols = min(step_ka * bk, K - kbeg)
+                    burst = ((cols * in_bytes + 31) // 32) * 32
+                    rdy_a[sa] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_a[sa])
+                    tag_a[sa] = pa
+                # --- B panel in L1
+                pb = (ni // step_n) * kb_groups + ki // step_kb
+                sb = -1
+                for s in range(slots_b):
+                    if tag_b[s] == pb:
+                        sb = s
+                if sb < 0:
+                    sb = next_b
+                    next_b = (next_b + 1) % slots_b
+                    cols = min(step_n * bn, sn - (ni // step_n) * step_n * bn)
+                    kbeg = (ki // step_kb) * step_kb * bk
+                    rows = min(step_kb * bk, K - kbeg)
+                    burst = ((cols * in_bytes + 31) // 32) * 32
+                    rdy_b[sb] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_b[sb])
+                    tag_b[sb] = pb
+                # --- L1 -> L0A / L0B (MTE1), padded to fractals
+                tmp = ((tm + 15) // 16) * 16
+                tkp = ((tk + c0 - 1) // c0) * c0
+                tnp = ((tn + 15) // 16) * 16
+                qa, fa = E.alloc(st, Q_L0A)
+                ra = E.copy(st, cost, E.L1_L0A, float(tmp * tkp * in_bytes), max(fa, rdy_a[sa]))
+                rel_a[sa] = max(rel_a[sa], st.pipe_free[E.MTE1])
+                qb, fb = E.alloc(st, Q_L0B)
+                rb = E.copy(st, cost, E.L1_L0B, float(tkp * tnp * in_bytes), max(fb, rdy_b[sb]))
+                rel_b[sb] = max(rel_b[sb], st.pipe_free[E.MTE1])
+                ready = max(ra, rb)
+                if ki == 0 and cfree > ready:
+                    ready = cfree
+                last = E.mmad(st, cost, tm, tk, tn, c0, ready)
+                E.release(st, Q_L0A, qa, st.pipe_free[E.M])
+                E.release(st, Q_L0B, qb, st.pipe_free[E.M])
+                if execute:
+                    _gemm_acc(acc, a, b, mi * bm, ni * bn, ki * bk, tm, tn, tk, m0 + mi * bm, n0 + ni * bn)
+            # --- L0C -> GM through FixPipe
+            E.copy(st, cost, E.L0C_GM, float(tm * ((tn * out_bytes + 31) // 32) * 32), last)
+            E.release(st, Q_L0C, cslot, st.pipe_free[E.FIX])
+
+
+# ---------------------------------------------------------------------------------------
+# Python side: validation, buffers, core classes, chip-level assembly
+
+
+def _ints(params: dict) -> dict:
+    p = {k: params[k] for k in PARAMS}
+    for k in PARAMS:
+        if k == "iterate_order":
+            if p[k] not in ORDERS:
+                raise InfeasibleConfig(f"iterate_order={p[k]!r}, expected one of {ORDERS}")
+            continue
+        v = p[k]
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
+        p[k] = int(v)
+    return p
+
+
+def buffers(params: dict, dtype: str, hw: HardwareProfile) -> dict:
+    """Bytes each on-chip buffer holds for this tiling, padded as the hardware pads them."""
+    dt = get_dtype(dtype)
+    p = params
+    am = _align(p["base_m"], 16)
+    ak = _align(p["base_k"], dt.c0)
+    an = _align(p["base_n"], 16)
+    a_blk = am * ak * dt.bytes
+    b_blk = ak * an * dt.bytes
+    l1 = _align(p["depth_a1"] * a_blk, hw.align["l1"]) + _align(p["depth_b1"] * b_blk, hw.align["l1"])
+    l0a = p["db_l0a"] * _align(a_blk, hw.align["l0a"])
+    l0b = p["db_l0b"] * _align(b_blk, hw.align["l0b"])
+    l0c = p["db_l0c"] * _align(am * an * 4, hw.align["l0c"])
+    caps = {"l1": hw.l1_bytes, "l0a": hw.l0a_bytes, "l0b": hw.l0b_bytes, "l0c": hw.l0c_bytes}
+    used = {"l1": l1, "l0a": l0a, "l0b": l0b, "l0c": l0c}
+    return {k: {"used": used[k], "capacity": caps[k]} for k in used}
+
+
+def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
+    """Validate a tiling for a shape; returns (int params, buffers) or raises InfeasibleConfig."""
+    p = _ints(params)
+    dt = get_dtype(dtype)
+    if p["base_k"] % dt.c0 and p["base_k"] < shape["k"]:
+        raise InfeasibleConfig(f"base_k={p['base_k']} is not a multiple of C0={dt.c0} for {dtype}")
+    bufs = buffers(p, dtype, hw)
+    for name, b in bufs.items():
+        if b["used"] > b["capacity"]:
+            raise InfeasibleConfig(
+                f"{name.upper()} overflow: the tiling needs {b['used']} bytes, {name.upper()} holds {b['capacity']}")
+    for step, ks in ((p["step_m"] * p["step_ka"], "depth_a1"), (p["step_n"] * p["step_kb"], "depth_b1")):
+        depth = p[ks]
+        if depth % step or not 1 <= depth // step <= MAX_L1_SLOTS:
+            raise InfeasibleConfig(
+                f"{ks}={depth} must be 1 to {MAX_L1_SLOTS} times the L1 panel of {step} base blocks")
+    used = _cdiv(shape["m"], p["single_core_m"]) * _cdiv(shape["n"], p["single_core_n"])
+    if used > hw.cube_cores:
+        raise InfeasibleConfig(f"usedCoreNum={used} exceeds the {hw.cube_cores} cube cores of {hw.name}")
+    return p, bufs
+
+
+def core_classes(shape: dict, p: dict) -> list[tuple[int, int, int]]:
+    """(count, block rows, block cols) of the distinct core blocks: full blocks and tails."""
+    M, N = shape["m"], shape["n"]
+    scm, scn = min(p["single_core_m"], M), min(p["single_core_n"], N)
+    nbm, nbn = _cdiv(M, scm), _cdiv(N, scn)
+    rows = {scm: nbm - 1, M - (nbm - 1) * scm: 1} if M % scm else {scm: nbm}
+    cols = {scn: nbn - 1, N - (nbn - 1) * scn: 1} if N % scn else {scn: nbn}
+    out = []
+    for r, cr in rows.items():
+        for c, cc in cols.items():
+            if cr * cc:
+                out.append((cr * cc, r, c))
+    return out
+
+
+_STATE = None
+_EMPTY2 = np.zeros((1, 1), dtype=np.float32)
+
+
+def _state(trace_capacity=0):
+    global _STATE
+    if trace_capacity:
+        return E.new_state(trace_capacity)
+    if _STATE is None:
+        _STATE = E.new_state(0)
+    E.reset(_STATE)
+    return _STATE
+
+
+def _run_core(st, cost, shape, p, dt, sm, sn, execute=False, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0):
+    slots_a = p["depth_a1"] // (p["step_m"] * p["step_ka"])
+    slots_b = p["depth_b1"] // (p["step_n"] * p["step_kb"])
+    out_bytes = 4 if dt.name == "int8" else dt.bytes
+    core(st, cost, sm, sn, shape["k"], p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
+         p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
+         p["iterate_order"] == "n_first", dt.c0, dt.bytes, out_bytes, execute, a, b, acc, m0, n0)
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str = "cube",
+             trace_capacity: int = 0, want_traces: bool = False):
+    """Simulate one tiling on the chip; returns a SimResult (and traces if ``want_traces``).
+
+    Each distinct core block (full blocks and tails) is simulated once and counted for every
+    core that has it. GM reads are first simulated to learn the traffic, which gives the L2 hit
+    share; the final pass uses GM rates with that share and the HBM split over active cores.
+    """
+    shape = {d: int(shape[d]) for d in DIMS}
+    try:
+        p, bufs = check(shape, params, dtype, hw)
+    except InfeasibleConfig as exc:
+        return (infeasible("matmul", unit, dtype, shape, params, exc.reason), []) if want_traces else \
+            infeasible("matmul", unit, dtype, shape, params, exc.reason)
+    dt = get_dtype(dtype)
+    classes = core_classes(shape, p)
+    active = sum(c for c, _, _ in classes)
+    unique = (shape["m"] * shape["k"] + shape["k"] * shape["n"]) * dt.bytes
+    out_bytes = 4 if dt.name == "int8" else dt.bytes
+    footprint = unique + shape["m"] * shape["n"] * out_bytes
+    # pass 1: traffic (bytes do not depend on timing)
+    cost = cost_vector(hw, dtype, active_cores=active, l2_hit=0.0)
+    total_read = 0.0
+    for count, sm, sn in classes:
+        st = _state()
+        _run_core(st, cost, shape, p, dt, sm, sn)
+        total_read += count * st.path_bytes[E.GM_L1]
+    hit = l2_hit_fraction(hw, total_read, unique, footprint)
+    cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit)
+    runs, traces = [], []
+    for count, sm, sn in classes:
+        st = _state(trace_capacity)
+        _run_core(st, cost, shape, p, dt, sm, sn)
+        runs.append(CoreRun.from_state(st, count))
+        if want_traces:
+            traces.append((count, sm, sn, st.trace[: st.ntrace[0]].copy()))
+    flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
+    res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),
+                   must_move_bytes=float(footprint), l2_hit=hit, buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(a: np.ndarray, b: np.ndarray, params: dict, dtype: str, hw: HardwareProfile) -> np.ndarray:
+    """Run the tiled kernel in execute mode on every core's block; returns C.
+
+    ``a``/``b`` hold values representable in ``dtype`` (see ``make_inputs``); accumulation is
+    fp32 (int32 for int8) in L0C and C is rounded to the output dtype like FixPipe does.
+    """
+    M, K = a.shape
+    N = b.shape[1]
+    shape = {"m": M, "n": N, "k": K}
+    p, _ = check(shape, params, dtype, hw)
+    dt = get_dtype(dtype)
+    acc_t = np.int32 if dt.name == "int8" else np.float32
+    a_ = np.ascontiguousarray(a, dtype=acc_t)
+    b_ = np.ascontiguousarray(b, dtype=acc_t)
+    c = np.zeros((M, N), dtype=acc_t)
+    cost = cost_vector(hw, dtype)
+    scm, scn = min(p["single_core_m"], M), min(p["single_core_n"], N)
+    for bi in range(_cdiv(M, scm)):
+        for bj in range(_cdiv(N, scn)):
+            m0, n0 = bi * scm, bj * scn
+            sm, sn = min(scm, M - m0), min(scn, N - n0)
+            acc = np.zeros((sm, sn), dtype=acc_t)
+            _run_core(_state(), cost, shape, p, dt, sm, sn, True, a_, b_, acc, m0, n0)
+            c[m0:m0 + sm, n0:n0 + sn] = acc
+    return dtype_emul.to_output(c, dtype)
+
+
+def reference(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+    """NumPy reference: exact products of the dtype's values, accumulated in float64/int64."""
+    if dtype == "int8":
+        return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    c = a.astype(np.float64) @ b.astype(np.float64)
+    return dtype_emul.to_output(c, dtype)
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random A (M x K) and B (K x N) holding values exactly representable in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    if dtype == "int8":
+        return (rng.integers(-128, 128, (M, K), dtype=np.int8), rng.integers(-128, 128, (K, N), dtype=np.int8))
+    a = rng.uniform(-1, 1, (M, K))
+    b = rng.uniform(-1, 1, (K, N))
+    return dtype_emul.round_to(a, dtype), dtype_emul.round_to(b, dtype)
+
+
+def tolerance(dtype: str, k: int) -> tuple[float, float]:
+    """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation."""
+    if dtype == "int8":
+        return 0.0, 0.0
+    eps_out = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    # |C| <= K for inputs in [-1, 1]; fp32 accumulation error grows ~ sqrt(K) eps32 |C|
+    atol = math.sqrt(k) * 2.0 ** -24 * k + eps_out
+    return 2.0 * eps_out, atol
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile) -> dict:
+    """The baseline: what a careful engineer writes without a tuner.
+
+    Reasoning, step by step:
+    1. Base block: 128 x 128 output (a 64 KiB fp32 L0C block, so db_l0c=2 fills L0C exactly),
+       base_k = 64 for 2-byte inputs (128x64 A/B blocks of 16 KiB: double-buffered L0A/L0B
+       uses half of L0), 32 for fp32, 128 for int8; shrunk to the 16-aligned shape when small.
+    2. Core split: the most cores that a grid of whole-base-block core blocks can use,
+       preferring the split whose largest block is smallest (least imbalance), then squarer.
+    3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
+       wide (step_m = step_n = 1), double buffered (depth = 2 x panel) so MTE2 overlaps compute.
+    4. Double buffering everywhere on L0 (db_l0a = db_l0b = db_l0c = 2); iterate M first.
+    """
+    dt = get_dtype(dtype)
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    bk = {1: 128, 2: 64, 4: 32}[dt.bytes]
+    bm = min(128, _align(M, 16))
+    bn = min(128, _align(N, 16))
+    bk = min(bk, _align(K, dt.c0 if dt.c0 > 16 else 16))
+    best = None
+    mblocks, nblocks = _cdiv(M, bm), _cdiv(N, bn)
+    for cm in range(1, min(hw.cube_cores, mblocks) + 1):
+        for cn in range(1, min(hw.cube_cores // cm, nblocks) + 1):
+            scm = _cdiv(mblocks, cm) * bm
+            scn = _cdiv(nblocks, cn) * bn
+            used = _cdiv(M, scm) * _cdiv(N, scn)
+            key = (-used, min(scm, M) * min(scn, N), abs(scm - scn))
+            if best is None or key < best[0]:
+                best = (key, scm, scn)
+    _, scm, scn = best
+    kt = _cdiv(K, bk)
+    step_k = min(4, kt)
+    return {
+        "base_m": bm, "base_n": bn, "base_k": bk,
+        "step_m": 1, "step_n": 1, "step_ka": step_k, "step_kb": step_k,
+        "depth_a1": 2 * step_k, "depth_b1": 2 * step_k,
+        "db_l0a": 2, "db_l0b": 2, "db_l0c": 2,
+        "iterate_order": "m_first",
+        "single_core_m": scm, "single_core_n": scn,
+    }

@@ -1,0 +1,86 @@
+"""Turn a hardware profile into the flat cost arrays the Numba engine reads.
+
+Chip-level sharing is folded in here, before the per-core recurrence runs: the GM traffic of
+all active cores shares the chip's HBM bandwidth (each core gets a fair share when all stream),
+reads that hit the shared L2 go at the L2 rate instead, and every core stays capped by its own
+per-path rate. Kernels never see these rules; they only issue copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotile.hardware import HardwareProfile
+from autotile.sim import engine as E
+
+
+def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float) -> tuple[float, float]:
+    """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
+
+    A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise goes to
+    HBM, whose bandwidth the active cores share evenly. Writes go to HBM through L2.
+    """
+    share = hw.hbm_bytes_per_cycle / max(1, active_cores)
+    h = min(max(l2_hit, 0.0), 1.0)
+    read = 1.0 / ((1.0 - h) / share + h / hw.l2_read_bytes_per_cycle)
+    write = min(share, hw.l2_write_bytes_per_cycle)
+    return read, write
+
+
+def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: int = 1, l2_hit: float = 0.0) -> np.ndarray:
+    """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel."""
+    c = np.zeros(E.NCOST)
+    read, write = gm_rates(hw, active_cores, l2_hit)
+    for i, path in enumerate(E.PATH_NAMES):
+        cp = hw.copy[path]
+        rate = cp.bytes_per_cycle
+        if path.startswith("gm_"):
+            rate = min(rate, read)
+        if path.endswith("_gm"):
+            rate = min(rate, write)
+        c[3 * i] = rate
+        c[3 * i + 1] = cp.issue_cycles
+        c[3 * i + 2] = cp.latency_cycles
+    c[E.C_CUBE_ISSUE] = hw.cube.issue_cycles
+    c[E.C_CUBE_LAT] = hw.cube.latency_cycles
+    c[E.C_CUBE_MACS] = hw.cube.macs_per_cycle.get(dtype, hw.cube.macs_per_cycle["fp16"])
+    c[E.C_SCALAR] = hw.scalar["add"]
+    c[E.C_VEC_BYTES] = hw.vector_bytes_per_repeat
+    c[E.C_VEC_MAXREP] = hw.vector_max_repeat
+    return c
+
+
+def vector_table(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
+    """Rows (startup, per_repeat, min_cycles) for the (op, dtype signature) pairs a kernel uses.
+
+    A signature the profile lacks falls back to the same op's signature with the same source
+    dtype, then to any signature of that op (documented approximation, never silent for ops
+    the profile lacks entirely: that is a KeyError).
+    """
+    out = np.zeros((max(1, len(ops)), 3))
+    for i, (op, sig) in enumerate(ops):
+        if op not in hw.vector:
+            raise KeyError(f"hardware profile {hw.name} has no cost for vector op {op!r}")
+        table = hw.vector[op]
+        vc = table.get(sig)
+        if vc is None:
+            src = sig.split("_")[0]
+            same = [v for s, v in table.items() if s.split("_")[0] == src]
+            vc = same[0] if same else next(iter(table.values()))
+        out[i] = (vc.startup, vc.per_repeat, vc.min_cycles)
+    return out
+
+
+def l2_hit_fraction(hw: HardwareProfile, total_read_bytes: float, unique_read_bytes: float,
+                    footprint_bytes: float) -> float:
+    """Share of GM reads that hit L2: re-reads hit while the kernel's footprint fits in L2.
+
+    First touches always go to HBM. When the footprint exceeds L2, re-reads hit only in
+    proportion to the part of the footprint L2 can hold.
+    """
+    if total_read_bytes <= 0:
+        return 0.0
+    rereads = max(0.0, 1.0 - unique_read_bytes / total_read_bytes)
+    if footprint_bytes > hw.l2_bytes:
+        rereads *= hw.l2_bytes / footprint_bytes
+    return rereads

@@ -1,0 +1,137 @@
+"""Simulation results and the chip-level assembly of per-core runs into one result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from autotile.hardware import HardwareProfile
+from autotile.sim import engine as E
+
+
+@dataclass(frozen=True)
+class CoreRun:
+    """One simulated core class: how many cores do this work and what the engine measured."""
+
+    count: int
+    cycles: float
+    busy: tuple  # per pipe, cycles
+    path_bytes: tuple  # per copy path, bytes
+    counts: tuple  # useful MACs, padded MACs, vector repeats, scalar ops, ops issued
+
+    @staticmethod
+    def from_state(st, count: int) -> CoreRun:
+        return CoreRun(
+            count=count,
+            cycles=float(E.finish_time(st)),
+            busy=tuple(float(x) for x in st.busy),
+            path_bytes=tuple(float(x) for x in st.path_bytes),
+            counts=tuple(float(x) for x in st.counts),
+        )
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What `autotile simulate --json` prints (see architecture.md for the field names)."""
+
+    op: str
+    unit: str
+    dtype: str
+    shape: dict
+    params: dict
+    feasible: bool
+    reason: str | None = None
+    cycles: float = float("nan")
+    time_us: float = float("nan")
+    pct_of_peak: float = 0.0
+    pct_of_bandwidth: float | None = None
+    bound: str = ""
+    block_dim: int = 0
+    pipes: dict = field(default_factory=dict)
+    msprof: dict = field(default_factory=dict)
+    bytes: dict = field(default_factory=dict)
+    buffers: dict = field(default_factory=dict)
+    core_classes: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("cycles", "time_us"):
+            if d[k] != d[k]:
+                d[k] = None
+        return d
+
+
+def infeasible(op, unit, dtype, shape, params, reason, buffers=None) -> SimResult:
+    """A result for a configuration that cannot run; never simulated."""
+    return SimResult(op=op, unit=unit, dtype=dtype, shape=dict(shape), params=dict(params),
+                     feasible=False, reason=reason, buffers=buffers or {})
+
+
+def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[CoreRun],
+             useful_flops: float, peak_flops: float, must_move_bytes: float | None,
+             l2_hit: float, buffers: dict) -> SimResult:
+    """Combine core classes: the chip finishes when its slowest core does.
+
+    The per-pipe figures and msprof ratios are those of the slowest (critical) core, as msprof
+    shows per block; bytes are summed over all cores.
+    """
+    crit = max(runs, key=lambda r: r.cycles)
+    cycles = crit.cycles
+    time_s = cycles / (hw.clock_ghz * 1e9)
+    block_dim = sum(r.count for r in runs)
+    pipes = {
+        name: {"busy_cycles": round(crit.busy[i], 3), "ratio": round(crit.busy[i] / cycles, 4) if cycles else 0.0}
+        for i, name in enumerate(E.PIPE_NAMES)
+    }
+    ratio = {name: pipes[name]["ratio"] for name in E.PIPE_NAMES}
+    cube = unit == "cube"
+    msprof = {
+        "aic_mac_ratio": ratio["m"],
+        "aic_mte1_ratio": ratio["mte1"],
+        "aic_mte2_ratio": ratio["mte2"] if cube else 0.0,
+        "aic_fixpipe_ratio": ratio["fix"],
+        "aiv_vec_ratio": ratio["v"],
+        "aiv_mte2_ratio": 0.0 if cube else ratio["mte2"],
+        "aiv_mte3_ratio": ratio["mte3"],
+        "aiv_scalar_ratio": ratio["s"],
+    }
+    path_total = np.zeros(E.NPATHS)
+    for r in runs:
+        path_total += np.asarray(r.path_bytes) * r.count
+    gm_read = float(sum(path_total[i] for i, p in enumerate(E.PATH_NAMES) if p.startswith("gm_")))
+    gm_write = float(sum(path_total[i] for i, p in enumerate(E.PATH_NAMES) if p.endswith("_gm")))
+    byts = {
+        "gm_read": gm_read,
+        "gm_write": gm_write,
+        "l2_hit": float(gm_read * l2_hit),
+        "hbm_read": float(gm_read * (1.0 - l2_hit)),
+        "hbm_write": gm_write,
+        **{p: float(path_total[i]) for i, p in enumerate(E.PATH_NAMES) if path_total[i] > 0},
+    }
+    pct_bw = None
+    if must_move_bytes is not None and time_s > 0:
+        pct_bw = 100.0 * must_move_bytes / (hw.hbm_bytes_per_second * time_s)
+    return SimResult(
+        op=op, unit=unit, dtype=dtype, shape=dict(shape), params=dict(params), feasible=True,
+        cycles=cycles, time_us=time_s * 1e6,
+        pct_of_peak=100.0 * useful_flops / (peak_flops * time_s) if time_s > 0 else 0.0,
+        pct_of_bandwidth=pct_bw, bound=_bound(crit, cycles), block_dim=block_dim,
+        pipes=pipes, msprof=msprof, bytes=byts, buffers=buffers,
+        core_classes=[{"count": r.count, "cycles": r.cycles} for r in runs],
+    )
+
+
+def _bound(run: CoreRun, cycles: float) -> str:
+    """What limits the critical core: its busiest pipe if busy most of the time, else latency."""
+    if cycles <= 0:
+        return "latency"
+    i = int(np.argmax(run.busy))
+    share = run.busy[i] / cycles
+    if share < 0.6:
+        return "latency"
+    name = E.PIPE_NAMES[i]
+    if name in ("m", "v", "s"):
+        return f"compute:{ {'m': 'cube', 'v': 'vector', 's': 'scalar'}[name] }"
+    paths = [p for j, p in enumerate(E.PATH_NAMES) if E.PATH_PIPE[j] == i and run.path_bytes[j] > 0]
+    return "memory:" + (max(paths, key=lambda p: run.path_bytes[E.PATH_NAMES.index(p)]) if paths else name)
