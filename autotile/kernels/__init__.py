@@ -1,1 +1,16 @@
-"""Operators: one module per operator with its tiled Numba kernel, reference and default tiling."""
+"""Operators: one module per operator with its tiled Numba kernel, reference and default tiling.
+
+Every operator module offers the same interface, so the tuner, the verifier and the commands
+treat all operators alike (``options`` is the spec's op-specific ``inputs:`` mapping):
+
+- ``UNITS``: the units it has kernels for, default first; ``DIMS``: its shape dimensions.
+- ``default_params(shape, dtype, hw, unit=None) -> dict``: the careful-engineer baseline.
+- ``simulate(shape, params, dtype, hw, *, unit=None, options=None, trace_capacity=0,
+  want_traces=False) -> SimResult`` (or ``(SimResult, traces)``): count mode on the simulator;
+  an infeasible tiling gives ``feasible=False`` with a reason, never an exception.
+- ``make_inputs(shape, dtype, seed=0, *, options=None) -> tuple`` of arrays.
+- ``execute(inputs, params, dtype, hw, *, unit=None, options=None) -> ndarray``: the same loop
+  nest in execute mode.
+- ``reference(inputs, dtype, *, options=None) -> ndarray``: NumPy reference.
+- ``tolerance(dtype, shape) -> (rtol, atol)``.
+"""

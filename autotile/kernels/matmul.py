@@ -250,8 +250,8 @@ def _run_core(st, cost, shape, p, dt, sm, sn, execute=False, a=_EMPTY2, b=_EMPTY
          p["iterate_order"] == "n_first", dt.c0, dt.bytes, out_bytes, execute, a, b, acc, m0, n0)
 
 
-def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str = "cube",
-             trace_capacity: int = 0, want_traces: bool = False):
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
     """Simulate one tiling on the chip; returns a SimResult (and traces if ``want_traces``).
 
     Each distinct core block (full blocks and tails) is simulated once and counted for every
@@ -259,6 +259,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     share; the final pass uses GM rates with that share and the HBM split over active cores.
     """
     shape = {d: int(shape[d]) for d in DIMS}
+    unit = unit or UNITS[0]
     try:
         p, bufs = check(shape, params, dtype, hw)
     except InfeasibleConfig as exc:
@@ -293,12 +294,14 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     return (res, traces) if want_traces else res
 
 
-def execute(a: np.ndarray, b: np.ndarray, params: dict, dtype: str, hw: HardwareProfile) -> np.ndarray:
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
     """Run the tiled kernel in execute mode on every core's block; returns C.
 
     ``a``/``b`` hold values representable in ``dtype`` (see ``make_inputs``); accumulation is
     fp32 (int32 for int8) in L0C and C is rounded to the output dtype like FixPipe does.
     """
+    a, b = inputs
     M, K = a.shape
     N = b.shape[1]
     shape = {"m": M, "n": N, "k": K}
@@ -320,15 +323,16 @@ def execute(a: np.ndarray, b: np.ndarray, params: dict, dtype: str, hw: Hardware
     return dtype_emul.to_output(c, dtype)
 
 
-def reference(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
     """NumPy reference: exact products of the dtype's values, accumulated in float64/int64."""
+    a, b = inputs
     if dtype == "int8":
         return (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
     c = a.astype(np.float64) @ b.astype(np.float64)
     return dtype_emul.to_output(c, dtype)
 
 
-def make_inputs(shape: dict, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
     """Random A (M x K) and B (K x N) holding values exactly representable in ``dtype``."""
     rng = np.random.default_rng(seed)
     M, N, K = shape["m"], shape["n"], shape["k"]
@@ -339,8 +343,9 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.
     return dtype_emul.round_to(a, dtype), dtype_emul.round_to(b, dtype)
 
 
-def tolerance(dtype: str, k: int) -> tuple[float, float]:
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
     """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation."""
+    k = shape["k"]
     if dtype == "int8":
         return 0.0, 0.0
     eps_out = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
@@ -349,7 +354,7 @@ def tolerance(dtype: str, k: int) -> tuple[float, float]:
     return 2.0 * eps_out, atol
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
     """The baseline: what a careful engineer writes without a tuner.
 
     Reasoning, step by step:
