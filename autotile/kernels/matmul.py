@@ -40,6 +40,7 @@ ORDERS = ("m_first", "n_first")
 
 # queues of the engine state
 Q_L0A, Q_L0B, Q_L0C = 0, 1, 2
+MODE_COUNT, MODE_TRAFFIC, MODE_EXECUTE = 0, 1, 2
 MAX_L1_SLOTS = 4
 
 
@@ -62,12 +63,22 @@ def _gemm_acc(acc, a, b, r0, c0, k0, tm, tn, tk, ar0, bc0):
 
 
 @njit(cache=True)
-def core(st, cost, sm, sn, K, bm, bn, bk, step_m, step_n, step_ka, step_kb, slots_a, slots_b,
-         db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes, execute, a, b, acc, m0, n0):
-    """Run one core's block (sm x sn over all K); returns nothing, the state holds the timing.
+def core(st, cost, ip, mode, a, b, acc):
+    """Run one core's block (sm x sn over all K); the state holds the timing.
 
-    ``acc`` (execute mode) is the core's L0C-precision result for its block, written in place.
+    ``ip`` packs the integer arguments (see ``pack``): one array instead of twenty arguments
+    keeps the Python-to-Numba call cheap, which matters at thousands of configurations/s.
+
+    ``mode``: MODE_COUNT issues every operation to the engine; MODE_TRAFFIC only follows the
+    L1 panel reuse and counts the GM bytes it loads (the first, cheap pass that gives the L2
+    hit share); MODE_EXECUTE also computes the block into ``acc`` (L0C precision).
     """
+    sm, sn, K, bm, bn, bk = ip[0], ip[1], ip[2], ip[3], ip[4], ip[5]
+    step_m, step_n, step_ka, step_kb, slots_a, slots_b = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11]
+    db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes = ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18]
+    m0, n0 = ip[19], ip[20]
+    traffic = mode == MODE_TRAFFIC
+    execute = mode == MODE_EXECUTE
     E.set_queue(st, Q_L0A, db_a)
     E.set_queue(st, Q_L0B, db_b)
     E.set_queue(st, Q_L0C, db_c)
@@ -114,7 +125,10 @@ def core(st, cost, sm, sn, K, bm, bn, bk, step_m, step_n, step_ka, step_kb, slot
                     kbeg = (ki // step_ka) * step_ka * bk
                     cols = min(step_ka * bk, K - kbeg)
                     burst = ((cols * in_bytes + 31) // 32) * 32
-                    rdy_a[sa] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_a[sa])
+                    if traffic:
+                        st.path_bytes[E.GM_L1] += rows * burst
+                    else:
+                        rdy_a[sa] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_a[sa])
                     tag_a[sa] = pa
                 # --- B panel in L1
                 pb = (ni // step_n) * kb_groups + ki // step_kb
@@ -129,8 +143,13 @@ def core(st, cost, sm, sn, K, bm, bn, bk, step_m, step_n, step_ka, step_kb, slot
                     kbeg = (ki // step_kb) * step_kb * bk
                     rows = min(step_kb * bk, K - kbeg)
                     burst = ((cols * in_bytes + 31) // 32) * 32
-                    rdy_b[sb] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_b[sb])
+                    if traffic:
+                        st.path_bytes[E.GM_L1] += rows * burst
+                    else:
+                        rdy_b[sb] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_b[sb])
                     tag_b[sb] = pb
+                if traffic:
+                    continue
                 # --- L1 -> L0A / L0B (MTE1), padded to fractals
                 tmp = ((tm + 15) // 16) * 16
                 tkp = ((tk + c0 - 1) // c0) * c0
@@ -149,6 +168,8 @@ def core(st, cost, sm, sn, K, bm, bn, bk, step_m, step_n, step_ka, step_kb, slot
                 E.release(st, Q_L0B, qb, st.pipe_free[E.M])
                 if execute:
                     _gemm_acc(acc, a, b, mi * bm, ni * bn, ki * bk, tm, tn, tk, m0 + mi * bm, n0 + ni * bn)
+            if traffic:
+                continue
             # --- L0C -> GM through FixPipe
             E.copy(st, cost, E.L0C_GM, float(tm * ((tn * out_bytes + 31) // 32) * 32), last)
             E.release(st, Q_L0C, cslot, st.pipe_free[E.FIX])
@@ -241,13 +262,18 @@ def _state(trace_capacity=0):
     return _STATE
 
 
-def _run_core(st, cost, shape, p, dt, sm, sn, execute=False, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0):
+def pack(shape, p, dt, sm, sn, m0=0, n0=0) -> np.ndarray:
+    """The integer arguments of ``core`` for one core block, in its order."""
     slots_a = p["depth_a1"] // (p["step_m"] * p["step_ka"])
     slots_b = p["depth_b1"] // (p["step_n"] * p["step_kb"])
     out_bytes = 4 if dt.name == "int8" else dt.bytes
-    core(st, cost, sm, sn, shape["k"], p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
-         p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
-         p["iterate_order"] == "n_first", dt.c0, dt.bytes, out_bytes, execute, a, b, acc, m0, n0)
+    return np.array([sm, sn, shape["k"], p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
+                     p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
+                     int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes, m0, n0], dtype=np.int64)
+
+
+def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0):
+    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0), mode, a, b, acc)
 
 
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
@@ -271,12 +297,12 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     unique = (shape["m"] * shape["k"] + shape["k"] * shape["n"]) * dt.bytes
     out_bytes = 4 if dt.name == "int8" else dt.bytes
     footprint = unique + shape["m"] * shape["n"] * out_bytes
-    # pass 1: traffic (bytes do not depend on timing)
+    # pass 1: traffic only (bytes do not depend on timing)
     cost = cost_vector(hw, dtype, active_cores=active, l2_hit=0.0)
     total_read = 0.0
     for count, sm, sn in classes:
         st = _state()
-        _run_core(st, cost, shape, p, dt, sm, sn)
+        _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC)
         total_read += count * st.path_bytes[E.GM_L1]
     hit = l2_hit_fraction(hw, total_read, unique, footprint)
     cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit)
@@ -286,7 +312,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         _run_core(st, cost, shape, p, dt, sm, sn)
         runs.append(CoreRun.from_state(st, count))
         if want_traces:
-            traces.append((count, sm, sn, st.trace[: st.ntrace[0]].copy()))
+            traces.append((count, sm, sn, st.trace[: st.ntrace[0]].copy() if st.trace is not None else None))
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
     res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),
@@ -318,7 +344,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
             m0, n0 = bi * scm, bj * scn
             sm, sn = min(scm, M - m0), min(scn, N - n0)
             acc = np.zeros((sm, sn), dtype=acc_t)
-            _run_core(_state(), cost, shape, p, dt, sm, sn, True, a_, b_, acc, m0, n0)
+            _run_core(_state(), cost, shape, p, dt, sm, sn, MODE_EXECUTE, a_, b_, acc, m0, n0)
             c[m0:m0 + sm, n0:n0 + sn] = acc
     return dtype_emul.to_output(c, dtype)
 

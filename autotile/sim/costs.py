@@ -27,8 +27,27 @@ def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float) -> tuple[flo
     return read, write
 
 
+_CACHE: dict = {}
+
+
 def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: int = 1, l2_hit: float = 0.0) -> np.ndarray:
-    """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel."""
+    """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
+
+    Memoized: the tuner asks for the same few vectors thousands of times per second.
+    """
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    c = _build(hw, dtype, active_cores, l2_hit)
+    c.flags.writeable = False
+    _CACHE[key] = (hw, c)
+    return c
+
+
+def _build(hw: HardwareProfile, dtype: str, active_cores: int, l2_hit: float) -> np.ndarray:
     c = np.zeros(E.NCOST)
     read, write = gm_rates(hw, active_cores, l2_hit)
     for i, path in enumerate(E.PATH_NAMES):

@@ -53,7 +53,11 @@ State = namedtuple(
 
 
 def new_state(trace_capacity: int = 0) -> State:
-    """Fresh per-core state; ``trace_capacity`` > 0 records up to that many operations."""
+    """Fresh per-core state; ``trace_capacity`` > 0 records up to that many operations.
+
+    Without a trace the ``trace`` field is None, and Numba compiles the recording away: count
+    mode pays nothing for the trace support.
+    """
     return State(
         np.zeros(NPIPES),
         np.zeros(NPIPES),
@@ -62,7 +66,7 @@ def new_state(trace_capacity: int = 0) -> State:
         np.ones(MAX_QUEUES, dtype=np.int64),
         np.zeros(MAX_QUEUES, dtype=np.int64),
         np.zeros(5),
-        np.zeros((max(trace_capacity, 0), TRACE_COLS)),
+        np.zeros((trace_capacity, TRACE_COLS)) if trace_capacity > 0 else None,
         np.zeros(1, dtype=np.int64),
     )
 
@@ -93,7 +97,10 @@ def set_queue(st, q, depth):
 def alloc(st, q):
     """Take the next slot of queue ``q`` (round robin); returns (slot, time it becomes free)."""
     slot = st.qhead[q]
-    st.qhead[q] = (slot + 1) % st.qdepth[q]
+    nxt = slot + 1
+    if nxt >= st.qdepth[q]:
+        nxt = 0
+    st.qhead[q] = nxt
     return slot, st.qfree[q, slot]
 
 
@@ -105,18 +112,20 @@ def release(st, q, slot, t):
 
 
 @njit(cache=True)
-def _record(st, pipe, start, end, kind, sub, nbytes, macs):
-    i = st.ntrace[0]
-    if i < st.trace.shape[0]:
-        row = st.trace[i]
-        row[0] = pipe
-        row[1] = start
-        row[2] = end
-        row[3] = kind
-        row[4] = sub
-        row[5] = nbytes
-        row[6] = macs
-        st.ntrace[0] = i + 1
+def _record(trace, ntrace, pipe, start, end, kind, sub, nbytes, macs):
+    """Append one operation to the trace; compiled to nothing when ``trace`` is None."""
+    if trace is not None:
+        i = ntrace[0]
+        if i < trace.shape[0]:
+            row = trace[i]
+            row[0] = pipe
+            row[1] = start
+            row[2] = end
+            row[3] = kind
+            row[4] = sub
+            row[5] = nbytes
+            row[6] = macs
+            ntrace[0] = i + 1
 
 
 @njit(cache=True)
@@ -129,8 +138,7 @@ def run_op(st, pipe, ready, occupancy, kind, sub, nbytes, macs):
     st.pipe_free[pipe] = end
     st.busy[pipe] += occupancy
     st.counts[4] += 1.0
-    if st.trace.shape[0] > 0:
-        _record(st, pipe, start, end, kind, sub, nbytes, macs)
+    _record(st.trace, st.ntrace, pipe, start, end, kind, sub, nbytes, macs)
     return end
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from autotile.hardware import HardwareProfile
 from autotile.sim import engine as E
 
@@ -24,10 +22,10 @@ class CoreRun:
     def from_state(st, count: int) -> CoreRun:
         return CoreRun(
             count=count,
-            cycles=float(E.finish_time(st)),
-            busy=tuple(float(x) for x in st.busy),
-            path_bytes=tuple(float(x) for x in st.path_bytes),
-            counts=tuple(float(x) for x in st.counts),
+            cycles=max(st.pipe_free.tolist()),
+            busy=tuple(st.busy.tolist()),
+            path_bytes=tuple(st.path_bytes.tolist()),
+            counts=tuple(st.counts.tolist()),
         )
 
 
@@ -68,6 +66,10 @@ def infeasible(op, unit, dtype, shape, params, reason, buffers=None) -> SimResul
                      feasible=False, reason=reason, buffers=buffers or {})
 
 
+_GM_READ = [i for i, p in enumerate(E.PATH_NAMES) if p.startswith("gm_")]
+_GM_WRITE = [i for i, p in enumerate(E.PATH_NAMES) if p.endswith("_gm")]
+
+
 def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[CoreRun],
              useful_flops: float, peak_flops: float, must_move_bytes: float | None,
              l2_hit: float, buffers: dict) -> SimResult:
@@ -96,11 +98,9 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
         "aiv_mte3_ratio": ratio["mte3"],
         "aiv_scalar_ratio": ratio["s"],
     }
-    path_total = np.zeros(E.NPATHS)
-    for r in runs:
-        path_total += np.asarray(r.path_bytes) * r.count
-    gm_read = float(sum(path_total[i] for i, p in enumerate(E.PATH_NAMES) if p.startswith("gm_")))
-    gm_write = float(sum(path_total[i] for i, p in enumerate(E.PATH_NAMES) if p.endswith("_gm")))
+    path_total = [sum(r.path_bytes[i] * r.count for r in runs) for i in range(E.NPATHS)]
+    gm_read = sum(path_total[i] for i in _GM_READ)
+    gm_write = sum(path_total[i] for i in _GM_WRITE)
     byts = {
         "gm_read": gm_read,
         "gm_write": gm_write,
@@ -126,7 +126,7 @@ def _bound(run: CoreRun, cycles: float) -> str:
     """What limits the critical core: its busiest pipe if busy most of the time, else latency."""
     if cycles <= 0:
         return "latency"
-    i = int(np.argmax(run.busy))
+    i = max(range(len(run.busy)), key=run.busy.__getitem__)
     share = run.busy[i] / cycles
     if share < 0.6:
         return "latency"
