@@ -388,7 +388,9 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
        base_k = 64 for 2-byte inputs (128x64 A/B blocks of 16 KiB: double-buffered L0A/L0B
        uses half of L0), 32 for fp32, 128 for int8; shrunk to the 16-aligned shape when small.
     2. Core split: the most cores that a grid of whole-base-block core blocks can use,
-       preferring the split whose largest block is smallest (least imbalance), then squarer.
+       preferring the larger base block, then the split whose largest block is smallest (least
+       imbalance), then squarer blocks; a 64 x 64 base block is tried too when 128 x 128 blocks
+       cannot keep every core busy (e.g. M=128, N=4096).
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
        wide (step_m = step_n = 1), double buffered (depth = 2 x panel) so MTE2 overlaps compute.
     4. Double buffering everywhere on L0 (db_l0a = db_l0b = db_l0c = 2); iterate M first.
@@ -396,20 +398,21 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     dt = get_dtype(dtype)
     M, N, K = shape["m"], shape["n"], shape["k"]
     bk = {1: 128, 2: 64, 4: 32}[dt.bytes]
-    bm = min(128, _align(M, 16))
-    bn = min(128, _align(N, 16))
     bk = min(bk, _align(K, dt.c0 if dt.c0 > 16 else 16))
     best = None
-    mblocks, nblocks = _cdiv(M, bm), _cdiv(N, bn)
-    for cm in range(1, min(hw.cube_cores, mblocks) + 1):
-        for cn in range(1, min(hw.cube_cores // cm, nblocks) + 1):
-            scm = _cdiv(mblocks, cm) * bm
-            scn = _cdiv(nblocks, cn) * bn
-            used = _cdiv(M, scm) * _cdiv(N, scn)
-            key = (-used, min(scm, M) * min(scn, N), abs(scm - scn))
-            if best is None or key < best[0]:
-                best = (key, scm, scn)
-    _, scm, scn = best
+    for base in (128, 64):
+        bm, bn = min(base, _align(M, 16)), min(base, _align(N, 16))
+        mblocks, nblocks = _cdiv(M, bm), _cdiv(N, bn)
+        for cm in range(1, min(hw.cube_cores, mblocks) + 1):
+            for cn in range(1, min(hw.cube_cores // cm, nblocks) + 1):
+                scm = _cdiv(mblocks, cm) * bm
+                scn = _cdiv(nblocks, cn) * bn
+                used = _cdiv(M, scm) * _cdiv(N, scn)
+                # most cores, then the larger base block, then the smallest largest block
+                key = (-used, -bm * bn, min(scm, M) * min(scn, N), abs(scm - scn))
+                if best is None or key < best[0]:
+                    best = (key, bm, bn, scm, scn)
+    _, bm, bn, scm, scn = best
     kt = _cdiv(K, bk)
     step_k = min(4, kt)
     return {

@@ -1,0 +1,124 @@
+"""The matmul kernel: execute mode equals A @ B, and count mode behaves physically."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotile.kernels import matmul as mm
+
+
+def _tiling(draw, shape, dtype):
+    c0 = 32 if dtype == "int8" else 16
+    bm = draw(st.sampled_from([16, 32, 48, 64]))
+    bn = draw(st.sampled_from([16, 32, 48, 64]))
+    bk = draw(st.sampled_from([c0, 2 * c0]))
+    step_m, step_n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    step_ka = draw(st.sampled_from([1, 2, 4]))
+    step_kb = draw(st.sampled_from([step_ka, 1, 2 * step_ka]))
+    if step_ka % step_kb and step_kb % step_ka:
+        step_kb = step_ka
+    return {
+        "base_m": bm, "base_n": bn, "base_k": bk,
+        "step_m": step_m, "step_n": step_n, "step_ka": step_ka, "step_kb": step_kb,
+        "depth_a1": step_m * step_ka * draw(st.integers(1, 2)),
+        "depth_b1": step_n * step_kb * draw(st.integers(1, 2)),
+        "db_l0a": draw(st.integers(1, 2)), "db_l0b": draw(st.integers(1, 2)), "db_l0c": draw(st.integers(1, 2)),
+        "iterate_order": draw(st.sampled_from(mm.ORDERS)),
+        "single_core_m": bm * draw(st.integers(1, max(1, -(-shape["m"] // bm)))),
+        "single_core_n": bn * draw(st.integers(1, max(1, -(-shape["n"] // bn)))),
+    }
+
+
+@st.composite
+def cases(draw):
+    dtype = draw(st.sampled_from(["fp16", "bf16", "fp32", "int8"]))
+    shape = {"m": draw(st.integers(1, 90)), "n": draw(st.integers(1, 90)), "k": draw(st.integers(1, 100))}
+    return shape, dtype, _tiling(draw, shape, dtype), draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_execute_matches_reference(hw, case):
+    shape, dtype, params, seed = case
+    inputs = mm.make_inputs(shape, dtype, seed)
+    try:
+        mm.check(shape, params, dtype, hw)
+    except mm.InfeasibleConfig:
+        return
+    got = mm.execute(inputs, params, dtype, hw)
+    want = mm.reference(inputs, dtype)
+    assert got.shape == (shape["m"], shape["n"])
+    rtol, atol = mm.tolerance(dtype, shape)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def test_execute_detects_a_wrong_result(hw):
+    """The comparison above can fail: a perturbed result is outside the tolerance."""
+    shape = {"m": 40, "n": 33, "k": 70}
+    inputs = mm.make_inputs(shape, "fp16", 1)
+    got = mm.execute(inputs, mm.default_params(shape, "fp16", hw), "fp16", hw).astype(np.float64)
+    got[3, 5] += 0.05
+    rtol, atol = mm.tolerance("fp16", shape)
+    assert not np.allclose(got, mm.reference(inputs, "fp16").astype(np.float64), rtol=rtol, atol=atol)
+
+
+def test_infeasible_names_buffer_and_bytes(hw):
+    shape = {"m": 1024, "n": 2048, "k": 512}
+    p = mm.default_params(shape, "fp16", hw) | {"base_m": 256, "base_k": 256, "step_ka": 1, "step_kb": 1,
+                                                "depth_a1": 1, "depth_b1": 1, "db_l0a": 2}
+    res = mm.simulate(shape, p, "fp16", hw)
+    assert not res.feasible
+    assert "L0A overflow" in res.reason and "262144 bytes" in res.reason and "65536" in res.reason
+    p = mm.default_params(shape, "fp16", hw) | {"single_core_m": 16, "base_m": 16}
+    res = mm.simulate(shape, p, "fp16", hw)
+    assert not res.feasible and "usedCoreNum" in res.reason
+
+
+@pytest.mark.parametrize("shape", [
+    {"m": 1024, "n": 2048, "k": 512}, {"m": 4096, "n": 4096, "k": 4096}, {"m": 128, "n": 4096, "k": 4096},
+    {"m": 16, "n": 11008, "k": 4096}, {"m": 1000, "n": 1000, "k": 1000}, {"m": 1, "n": 1, "k": 1},
+])
+def test_default_tiling_is_feasible_and_uses_cores(hw, shape):
+    p = mm.default_params(shape, "fp16", hw)
+    res = mm.simulate(shape, p, "fp16", hw)
+    assert res.feasible, res.reason
+    assert 0 < res.pct_of_peak < 100
+    if shape["m"] * shape["n"] >= 128 * 128 * hw.cube_cores:
+        assert res.block_dim >= hw.cube_cores * 3 // 4
+
+
+def test_tail_classes_cover_all_cores(hw):
+    shape = {"m": 1000, "n": 1000, "k": 1000}
+    p = mm.default_params(shape, "fp16", hw) | {"single_core_m": 256, "single_core_n": 192}
+    classes = mm.core_classes(shape, p)
+    assert sum(c for c, _, _ in classes) == 4 * 6
+    assert sum(c * r * k for c, r, k in classes) == 1000 * 1000
+
+
+def test_double_buffering_overlaps_copies(hw):
+    shape = {"m": 1024, "n": 2048, "k": 512}
+    p = mm.default_params(shape, "fp16", hw)
+    single = p | {"db_l0a": 1, "db_l0b": 1, "db_l0c": 1, "depth_a1": p["step_ka"], "depth_b1": p["step_kb"]}
+    fast, slow = mm.simulate(shape, p, "fp16", hw), mm.simulate(shape, single, "fp16", hw)
+    assert fast.cycles < 0.9 * slow.cycles
+    # the same bytes move either way; only the schedule differs
+    assert fast.bytes["l1_l0a"] == slow.bytes["l1_l0a"]
+
+
+def test_l2_makes_reuse_cheap_and_is_reported(hw):
+    shape = {"m": 1024, "n": 2048, "k": 512}
+    res = mm.simulate(shape, mm.default_params(shape, "fp16", hw), "fp16", hw)
+    unique = (1024 * 512 + 512 * 2048) * 2
+    assert res.bytes["hbm_read"] == pytest.approx(unique, rel=1e-6)
+    assert res.bytes["l2_hit"] == pytest.approx(res.bytes["gm_read"] - unique, rel=1e-6)
+    assert res.bound.startswith("compute") or res.pct_of_peak > 50
+
+
+def test_small_tiles_are_far_below_peak(hw):
+    shape = {"m": 1024, "n": 2048, "k": 512}
+    p = mm.default_params(shape, "fp16", hw) | {
+        "base_m": 16, "base_n": 16, "base_k": 16, "step_ka": 1, "step_kb": 1, "depth_a1": 1, "depth_b1": 1,
+        "db_l0a": 1, "db_l0b": 1, "db_l0c": 1, "single_core_m": 16 * 16, "single_core_n": 16 * 22}
+    res = mm.simulate(shape, p, "fp16", hw)
+    assert res.feasible and res.pct_of_peak < 30
