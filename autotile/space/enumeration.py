@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from autotile.errors import InputError
-from autotile.space.params import ChoiceParam, Param
+from autotile.space.params import ChoiceParam, GridTooLarge, Param
 from autotile.space.spec import Constraint, Derived
 
 MAX_ROWS = 4_000_000  # rows of the working table an enumeration may build
 COUNT_ROWS = 500_000  # rows of the merged table before counting falls back to sampling
-SAMPLES = 20_000
+SAMPLES = 50_000
 _WEIGHT_LIMIT = 2.0**62
 
 
@@ -83,7 +83,7 @@ def enumerate_space(space, max_rows: int = MAX_ROWS) -> Enumeration:
     would be needed at any step."""
     try:
         cols, _ = _expand(space, space.constraints, keep_all=True, max_rows=max_rows)
-    except _TooLarge:
+    except (_TooLarge, GridTooLarge):
         raise InputError(f"space of {space.spec.op.name} {space.shape} {space.dtype} {space.unit} "
                          f"needs more than {max_rows} rows to enumerate; use count() or "
                          "narrow the params", file=space.spec.file, field="params") from None
@@ -102,12 +102,12 @@ def count_space(space, max_rows: int = COUNT_ROWS, samples: int = SAMPLES,
     seed = space.spec.seed if seed is None else seed
     try:
         raw = _exact(space, (), max_rows)
-    except _TooLarge:
+    except (_TooLarge, GridTooLarge):
         return _sampled(space, samples, seed, None)
     try:
         feasible = _exact(space, space.constraints, max_rows)
         removes = [raw - _exact(space, (c,), max_rows) for c in space.constraints]
-    except _TooLarge:
+    except (_TooLarge, GridTooLarge):
         return _sampled(space, samples, seed, raw)
     top = max(range(len(removes)), key=lambda i: removes[i], default=None)
     if top is None or removes[top] == 0:
@@ -269,17 +269,31 @@ def _sampled(space, samples: int, seed: int, raw_exact: int | None) -> Count:
             ok = np.broadcast_to(np.asarray(value) != 0, (n,)) & ~bad
             fails[id(step)] = (step, ~ok)
             feasible &= ok
-    raw = raw_exact if raw_exact is not None else round(weight.mean())
-    feas = weight * feasible
-    half = 1.96 * feas.std() / math.sqrt(n)
-    estimate = feas.mean()
-    top, removes = None, 0
+    if raw_exact is not None:
+        # ratio estimator: the exact raw size times the weighted feasible share
+        raw = raw_exact
+        total = weight.sum()
+        share = float((weight * feasible).sum() / total) if total else 0.0
+        se = float(np.std(weight * (feasible - share)) / weight.mean() / math.sqrt(n)) if total else 0.0
+        estimate, half = raw * share, 1.96 * raw * se
+
+        def removed(failed):
+            return raw * float((weight * failed).sum() / total) if total else 0.0
+    else:
+        raw = round(float(weight.mean()))
+        estimate = float((weight * feasible).mean())
+        half = 1.96 * float((weight * feasible).std()) / math.sqrt(n)
+
+        def removed(failed):
+            return float((weight * failed).mean())
+    top, removes = None, 0.0
     for step, failed in fails.values():
-        r = float((weight * failed).mean())
+        r = removed(failed)
         if r > removes:
             top, removes = step.message, r
-    return Count(raw, round(estimate), "sampled", top, round(removes), samples,
-                 (max(0, math.floor(estimate - half)), math.ceil(estimate + half)))
+    estimate = min(round(estimate), raw)
+    ci = (max(0, math.floor(estimate - half)), min(raw, math.ceil(estimate + half)))
+    return Count(raw, estimate, "sampled", top, round(removes), samples, ci)
 
 
 def _reads(step) -> tuple[str, ...]:

@@ -1,5 +1,9 @@
 """Parameter kinds: integer ranges (step, power of two, multiple of) and choices.
 
+An integer param may also carry ``where``, a condition on its own value (and earlier params)
+that filters the domain, for relations a range cannot express (``step_kb`` a multiple or a
+divisor of ``step_ka``): define-by-run suggestion then only offers values that satisfy it.
+
 A parameter's domain may depend on the shape, dtype, hardware and earlier parameters through
 its bound expressions. Each kind gives its domain two ways: ``domain(env)`` for one
 configuration (a ``range`` or a list, what define-by-run suggestion needs) and
@@ -16,13 +20,20 @@ import numpy as np
 
 from autotile.space.expr import EvalError, Expr
 
+MAX_FILTERED = 100_000  # candidate values one row of a ``where`` domain may test
+
+
+class GridTooLarge(Exception):
+    """Building a filtered domain would test more candidates than allowed."""
+
 
 @dataclass(frozen=True)
 class Grid:
     """Domains of ``n`` rows at once: row r holds ``count[r]`` values.
 
     Value i of row r is ``start[r] + i * step[r]`` (arithmetic), ``2 ** (start[r] + i)``
-    (``pow2``), or ``values[i]`` (``values`` given: the same choices on every row).
+    (``pow2``), ``values[i]`` (``values`` given: the same choices on every row), or
+    ``flat[offset[r] + i]`` (``flat`` given: explicit per-row lists, row after row).
     """
 
     count: np.ndarray
@@ -30,11 +41,17 @@ class Grid:
     step: np.ndarray | None = None
     pow2: bool = False
     values: np.ndarray | None = None
+    flat: np.ndarray | None = None
 
     def value_at(self, rows: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Values number ``index`` of rows ``rows`` (both int arrays of one length)."""
         if self.values is not None:
             return self.values[index]
+        if self.flat is not None:
+            if not len(self.flat):
+                return np.zeros(len(rows), dtype=np.int64)
+            offset = np.cumsum(self.count) - self.count
+            return self.flat[np.minimum(offset[rows] + index, len(self.flat) - 1)]
         if self.pow2:
             return np.left_shift(np.int64(1), self.start[rows] + index)
         return self.start[rows] + index * self.step[rows]
@@ -51,6 +68,7 @@ class IntParam:
     step: Expr | None = None
     multiple_of: Expr | None = None
     pow2: bool = False
+    where: Expr | None = None
     units: tuple[str, ...] | None = None
     description: str = ""
 
@@ -60,8 +78,9 @@ class IntParam:
     @property
     def depends(self) -> tuple[str, ...]:
         """Environment keys the domain reads."""
-        exprs = (self.low, self.high, self.step, self.multiple_of)
-        return tuple(dict.fromkeys(n for e in exprs if e is not None for n in e.names))
+        exprs = (self.low, self.high, self.step, self.multiple_of, self.where)
+        names = (n for e in exprs if e is not None for n in e.names if n != self.name)
+        return tuple(dict.fromkeys(names))
 
     def domain(self, env) -> Sequence[int]:
         """Allowed values for one configuration; EvalError if a bound cannot be evaluated.
@@ -71,6 +90,21 @@ class IntParam:
         >>> list(IntParam("x", c("10", s), c("40", s), multiple_of=c("16", s)).domain({}))
         [16, 32]
         """
+        values = self._unfiltered(env)
+        if self.where is None:
+            return values
+        if len(values) > MAX_FILTERED:
+            raise EvalError(f"{len(values)} candidates to filter with where (at most {MAX_FILTERED})")
+        out = []
+        for v in values:
+            try:
+                if self.where.eval({**env, self.name: v}):
+                    out.append(v)
+            except EvalError:
+                continue
+        return out
+
+    def _unfiltered(self, env) -> Sequence[int]:
         low = _round(self.low.eval(env), math.ceil, "low")
         high = _round(self.high.eval(env), math.floor, "high")
         if self.pow2:
@@ -86,6 +120,24 @@ class IntParam:
 
     def grid(self, env, n: int) -> Grid:
         """Domains of ``n`` rows; rows whose bounds fail to evaluate get an empty domain."""
+        grid = self._unfiltered_grid(env, n)
+        if self.where is None:
+            return grid
+        count = np.where(grid.count > MAX_FILTERED, 0, grid.count)
+        total = int(count.sum())
+        if total > 50 * MAX_FILTERED:
+            raise GridTooLarge
+        rows = np.repeat(np.arange(n), count)
+        index = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+        values = grid.value_at(rows, index)
+        sub = {k: np.asarray(env[k])[rows] if np.ndim(env[k]) else env[k]
+               for k in self.where.names if k != self.name}
+        sub[self.name] = values
+        ok, bad = self.where.eval_array(sub, total)
+        keep = np.broadcast_to(np.asarray(ok) != 0, (total,)) & ~bad
+        return Grid(np.bincount(rows[keep], minlength=n).astype(np.int64), flat=values[keep])
+
+    def _unfiltered_grid(self, env, n: int) -> Grid:
         low, bad = _column(self.low, env, n, np.ceil)
         high, bad_h = _column(self.high, env, n, np.floor)
         bad |= bad_h
@@ -118,6 +170,8 @@ class IntParam:
             out["multiple_of"] = plain(self.multiple_of)
         if self.pow2:
             out["pow2"] = True
+        if self.where is not None:
+            out["where"] = plain(self.where)
         return _common(self, out)
 
 

@@ -382,7 +382,7 @@ class _Parser:
             units = self.names_list(path + ("units",), d["units"], spec_units, "unit")
         desc = self.text(path + ("description",), d.get("description", ""), empty_ok=True)
         if kind == "int":
-            self.mapping(path, d, common + ("low", "high", "step", "pow2", "multiple_of"),
+            self.mapping(path, d, common + ("low", "high", "step", "pow2", "multiple_of", "where"),
                          ("low", "high"))
             exclusive = [k for k in ("step", "pow2", "multiple_of") if k in d]
             if len(exclusive) > 1:
@@ -406,6 +406,9 @@ class _Parser:
                         if isinstance(v, bool) or not float(v).is_integer() or v <= 0:
                             raise self.err(path + (key,), f"expected a positive integer, got {_show(d[key])}")
                     extra[key] = e
+            if "where" in d:
+                own = Scope(scope.namespaces, scope.names + (name,), scope.hidden)
+                extra["where"] = self.expr(path + ("where",), d["where"], own)
             return IntParam(name, low, high, pow2="pow2" in d, units=units, description=desc, **extra)
         if kind == "categorical":
             self.mapping(path, d, common + ("choices",), ("choices",))
