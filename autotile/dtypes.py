@@ -22,11 +22,17 @@ class DType:
     is_float: bool
 
     @property
+    def acc_bytes(self) -> int:
+        """Bytes of one L0C accumulator element (4: fp32 for floats, int32 for int8)."""
+        return _ACC_BYTES[self.acc]
+
+    @property
     def numpy(self) -> np.dtype:
         """NumPy storage dtype (bf16 is stored as float32 values rounded to bf16)."""
         return np.dtype(_NUMPY[self.name])
 
 
+_ACC_BYTES = {"fp32": 4, "int32": 4}
 _NUMPY = {"fp32": "float32", "fp16": "float16", "bf16": "float32", "int8": "int8", "int32": "int32"}
 
 DTYPES: dict[str, DType] = {

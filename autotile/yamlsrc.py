@@ -29,6 +29,7 @@ class Located:
     file: str
     value_pos: dict = field(default_factory=dict)  # path -> (line, col) of the value
     key_pos: dict = field(default_factory=dict)  # path -> (line, col) of the mapping key
+    style: dict = field(default_factory=dict)  # path -> scalar style ('"', "'", '|', '>', None)
 
     def where(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
         """(line, col), 1-based, of the value (or key) at ``path``; nearest known ancestor."""
@@ -82,6 +83,7 @@ def load_text(text: str, file: str) -> Located:
             raise InputError(f"invalid YAML: {exc}", file=file) from None
         value_pos: dict = {}
         key_pos: dict = {}
+        style: dict = {}
         counter = [0]
 
         def build(n, path):
@@ -120,6 +122,7 @@ def load_text(text: str, file: str) -> Located:
                 return out
             if isinstance(n, yaml.SequenceNode):
                 return [build(v, path + (i,)) for i, v in enumerate(n.value)]
+            style[path] = n.style
             try:
                 return loader.construct_object(n)
             except yaml.YAMLError as exc:
@@ -132,7 +135,7 @@ def load_text(text: str, file: str) -> Located:
                 ) from None
 
         value = None if node is None else build(node, ())
-        return Located(value, file, value_pos, key_pos)
+        return Located(value, file, value_pos, key_pos, style)
     finally:
         loader.dispose()
 

@@ -1,0 +1,76 @@
+"""``autotile space SPEC``: the size of a spec's search space per shape, dtype and unit."""
+
+from __future__ import annotations
+
+from autotile.cli.common import parse_kv, print_json
+from autotile.errors import InputError
+from autotile.space import load_spec
+
+HELP = "show the raw and feasible size of a spec's search space"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="the study spec (YAML)")
+    p.add_argument("--shape", help="one shape instead of the spec's, e.g. m=1024,n=2048,k=512")
+    p.add_argument("--dtype", help="one dtype instead of the spec's")
+    p.add_argument("--unit", help="one unit instead of the spec's")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args) -> int:
+    spec = load_spec(args.spec)
+    shapes = [_shape(spec, args.shape)] if args.shape else list(spec.shapes)
+    dtypes = [args.dtype] if args.dtype else list(spec.dtypes)
+    units = [args.unit] if args.unit else list(spec.units)
+    rows = []
+    for shape in shapes:
+        for dtype in dtypes:
+            for unit in units:
+                count = spec.count(shape, dtype, unit)
+                rows.append({"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()})
+    first = rows[0]
+    if args.json:
+        print_json({
+            "op": spec.op.name,
+            "hardware": spec.hardware.name,
+            "content_hash": spec.content_hash(),
+            "raw_size": first["raw_size"],
+            "feasible_size": first["feasible_size"],
+            "params": list(spec.param_names(first["unit"])),
+            "method": first["method"],
+            "top_constraint": first["top_constraint"],
+            "spaces": rows,
+        })
+        return 0
+    print(f"{spec.op.name} on {spec.hardware.name}: {len(spec.params)} params "
+          f"({', '.join(p.name for p in spec.params)})")
+    for r in rows:
+        shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
+        approx = "~" if r["method"] == "sampled" else ""
+        share = r["feasible_size"] / r["raw_size"] if r["raw_size"] else 0.0
+        line = (f"{shape} {r['dtype']} {r['unit']}: raw {r['raw_size']:,}, feasible "
+                f"{approx}{r['feasible_size']:,} ({share:.1%}, {r['method']}")
+        if r["method"] == "sampled":
+            lo, hi = r["ci95"]
+            line += f", {r['samples']} samples, 95% CI {lo:,}..{hi:,}"
+        line += ")"
+        if r["top_constraint"]:
+            line += f"; top constraint: {r['top_constraint']} (fails on {r['top_constraint_removes']:,})"
+        print(line)
+    return 0
+
+
+def _shape(spec, text: str) -> dict:
+    shape = parse_kv(text, what="--shape", ints=True)
+    dims = spec.op.dims
+    unknown = [k for k in shape if k not in dims]
+    if unknown:
+        raise InputError(f"--shape: unknown dimension {unknown[0]!r} of {spec.op.name}, "
+                         f"expected {', '.join(dims)}")
+    missing = [d for d in dims if d not in shape]
+    if missing:
+        raise InputError(f"--shape: missing dimension {missing[0]!r}, expected {', '.join(dims)}")
+    bad = [k for k, v in shape.items() if v <= 0]
+    if bad:
+        raise InputError(f"--shape: {bad[0]} must be a positive integer, got {shape[bad[0]]}")
+    return {d: shape[d] for d in dims}

@@ -1,0 +1,555 @@
+"""Safe expressions for spec bounds, derived values and constraints.
+
+User text is parsed with :mod:`ast` (``mode="eval"``) and checked against a strict whitelist; it is
+never passed to ``eval``, ``exec`` or ``compile``. Each expression is compiled once into closures
+that evaluate either on Python scalars (one configuration) or on NumPy arrays (a whole column of
+configurations at once, for enumeration) with the same results.
+
+Evaluation problems (division by zero, an exponent above 64, an integer beyond 2**62, ``log2`` of
+a non-positive number) make the configuration infeasible: in scalar mode they raise
+:class:`EvalError`, in array mode they mark the row in a ``bad`` mask. Sub-expressions without
+names are folded at compile time, so ``10**10**10`` or ``1/0`` is refused when the spec loads.
+
+>>> e = compile_expr("align_up(shape.m, 16) // base_m", Scope({"shape": ("m",)}, ("base_m",)))
+>>> e.eval({"shape.m": 1000, "base_m": 64})
+15
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autotile.yamlsrc import suggest
+
+FUNCTIONS = {  # name -> (min args, max args)
+    "min": (2, 16),
+    "max": (2, 16),
+    "ceil": (1, 1),
+    "floor": (1, 1),
+    "log2": (1, 1),
+    "align_up": (2, 2),
+    "divides": (2, 2),
+}
+MAX_TEXT = 1000  # characters of one expression
+MAX_NODES = 400  # AST nodes of one expression
+MAX_EXPONENT = 64  # largest |exponent| of **
+CAP = 2**62  # largest integer magnitude an expression may produce
+
+
+class ExprError(Exception):
+    """A static problem in an expression; ``offset`` is the 0-based column within its text."""
+
+    def __init__(self, message: str, offset: int | None = None):
+        self.message = message
+        self.offset = offset
+        super().__init__(message)
+
+
+class EvalError(Exception):
+    """Evaluation made a configuration infeasible (division by zero, overflow, ...)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an expression may refer to.
+
+    ``namespaces`` maps ``shape``/``dtype``/``hw`` to their attribute names; ``names`` are the
+    bare names visible here (earlier params, derived values); ``hidden`` maps names that exist
+    but are not visible here to the reason why (e.g. declared below).
+    """
+
+    namespaces: Mapping[str, tuple[str, ...]]
+    names: tuple[str, ...] = ()
+    hidden: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A compiled expression. ``names`` are the environment keys it reads, in order of use.
+
+    Environment keys are bare names for params and derived values and ``ns.attr`` for
+    namespaces (``shape.m``, ``dtype.bytes``, ``hw.l1_bytes``).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    _fn: Callable = field(repr=False, compare=False)
+
+    def eval(self, env: Mapping):
+        """Value on scalars; raises EvalError if the configuration is infeasible."""
+        return self._fn(env, _Ctx(None))
+
+    def eval_array(self, env: Mapping, n: int):
+        """(values, bad) over ``n`` rows: ``env`` holds arrays of length n or scalars."""
+        ctx = _Ctx(n)
+        out = self._fn(env, ctx)
+        return out, ctx.bad
+
+    @property
+    def is_constant(self) -> bool:
+        return not self.names
+
+
+class _Ctx:
+    """Evaluation state: scalar mode raises, array mode marks rows (only where guarded)."""
+
+    __slots__ = ("vec", "bad", "guard")
+
+    def __init__(self, n: int | None):
+        self.vec = n is not None
+        self.bad = np.zeros(n, dtype=bool) if self.vec else False
+        self.guard = True
+
+    def fail(self, cond, reason: str) -> None:
+        if self.vec:
+            self.bad |= np.asarray(cond, dtype=bool) & self.guard
+        elif cond:
+            raise EvalError(reason)
+
+
+def compile_expr(source, scope: Scope) -> Expr:
+    """Parse and check ``source`` (text, int, float or bool) and compile it.
+
+    Raises ExprError (with the column offset of the offending part) for anything outside the
+    language: unknown names, attributes other than ``shape.<dim>``, ``dtype.<field>``,
+    ``hw.<name>``, calls other than the whitelisted functions, strings, subscripts, ...
+    """
+    if isinstance(source, bool) or isinstance(source, (int, float)):
+        source = repr(source)
+    if not isinstance(source, str):
+        raise ExprError(f"expected a number or an expression, got {type(source).__name__}")
+    text = source.strip()
+    if not text:
+        raise ExprError("empty expression")
+    if len(text) > MAX_TEXT:
+        raise ExprError(f"expression longer than {MAX_TEXT} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        col = (exc.offset - 1) if exc.offset and (exc.lineno or 1) == 1 else None
+        raise ExprError(f"invalid expression: {exc.msg}", col) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ExprError("expression too deeply nested") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+        raise ExprError(f"expression has more than {MAX_NODES} parts")
+    compiler = _Compiler(text, scope)
+    fn, names = compiler.node(tree.body)
+    return Expr(text, tuple(dict.fromkeys(names)), fn)
+
+
+# -- the compiler ---------------------------------------------------------------------------
+
+_FORBIDDEN = {
+    ast.Subscript: "subscripts",
+    ast.Lambda: "lambdas",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "comprehensions",
+    ast.List: "lists",
+    ast.Tuple: "tuples",
+    ast.Set: "sets",
+    ast.Dict: "dicts",
+    ast.Starred: "starred arguments",
+    ast.NamedExpr: "assignments",
+    ast.JoinedStr: "text",
+    ast.Await: "await",
+    ast.Slice: "slices",
+}
+
+
+class _Compiler:
+    def __init__(self, text: str, scope: Scope):
+        self.text = text
+        self.scope = scope
+
+    def col(self, node) -> int | None:
+        if getattr(node, "lineno", 1) != 1:
+            return None
+        # ast offsets count UTF-8 bytes; report characters
+        return len(self.text.encode()[: node.col_offset].decode(errors="ignore"))
+
+    def error(self, node, message: str) -> ExprError:
+        return ExprError(message, self.col(node))
+
+    def node(self, node):
+        """(closure, names) for ``node``; constant sub-trees are folded to literals."""
+        fn, names = self._node(node)
+        if not names and not isinstance(node, ast.Constant):
+            try:
+                value = fn({}, _Ctx(None))
+            except EvalError as exc:
+                raise self.error(node, exc.reason) from None
+            fn = _literal(value)
+        return fn, names
+
+    def _node(self, node):
+        for kind, what in _FORBIDDEN.items():
+            if isinstance(node, kind):
+                raise self.error(node, f"{what} are not allowed in expressions")
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"{type(node).__name__} is not allowed in expressions")
+        return method(node)
+
+    def _Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return _literal(v), []
+        if isinstance(v, int):
+            if abs(v) > CAP:
+                raise self.error(node, "integer literal larger than 2**62")
+            return _literal(v), []
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise self.error(node, "number literal is not finite")
+            return _literal(v), []
+        if isinstance(v, (str, bytes)):
+            raise self.error(node, "text literals are not allowed in expressions")
+        raise self.error(node, f"literal {v!r} is not allowed in expressions")
+
+    def _Name(self, node):
+        name = node.id
+        if name in self.scope.names:
+            return _lookup(name), [name]
+        if name in self.scope.hidden:
+            raise self.error(node, self.scope.hidden[name])
+        if name in self.scope.namespaces:
+            fields = ", ".join(f"{name}.{a}" for a in self.scope.namespaces[name])
+            raise self.error(node, f"{name} is a namespace, use one of {fields}")
+        if name in FUNCTIONS:
+            raise self.error(node, f"{name} is a function, call it as {name}(...)")
+        known = [*self.scope.names, *self.scope.namespaces, *FUNCTIONS]
+        raise self.error(node, f"unknown name {name!r}" + suggest(name, known))
+
+    def _Attribute(self, node):
+        base = node.value
+        if not isinstance(base, ast.Name) or base.id not in self.scope.namespaces:
+            raise self.error(
+                node,
+                "attribute access is only allowed as "
+                + ", ".join(f"{ns}.<name>" for ns in self.scope.namespaces),
+            )
+        fields = self.scope.namespaces[base.id]
+        if node.attr not in fields:
+            raise self.error(
+                node,
+                f"unknown {base.id} field {node.attr!r}, expected one of {', '.join(fields)}"
+                + suggest(node.attr, fields),
+            )
+        key = f"{base.id}.{node.attr}"
+        return _lookup(key), [key]
+
+    def _BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, f"operator {type(node.op).__name__} is not allowed")
+        fa, na = self.node(node.left)
+        fb, nb = self.node(node.right)
+        return (lambda env, ctx: op(fa(env, ctx), fb(env, ctx), ctx)), na + nb
+
+    def _UnaryOp(self, node):
+        fa, na = self.node(node.operand)
+        if isinstance(node.op, ast.USub):
+            return (lambda env, ctx: _neg(fa(env, ctx), ctx)), na
+        if isinstance(node.op, ast.UAdd):
+            return (lambda env, ctx: _pos(fa(env, ctx), ctx)), na
+        if isinstance(node.op, ast.Not):
+            return (lambda env, ctx: _not(fa(env, ctx), ctx)), na
+        raise self.error(node, "operator ~ is not allowed")
+
+    def _Compare(self, node):
+        parts = [self.node(node.left)] + [self.node(c) for c in node.comparators]
+        ops = []
+        for o in node.ops:
+            if type(o) not in _COMPARE:
+                raise self.error(node, f"comparison {type(o).__name__} is not allowed")
+            ops.append(_COMPARE[type(o)])
+        fns = [p[0] for p in parts]
+        names = [n for p in parts for n in p[1]]
+
+        def compare(env, ctx):
+            left = fns[0](env, ctx)
+            result = True
+            for op, f in zip(ops, fns[1:]):
+                right = f(env, ctx)
+                r = op(_num(left, ctx), _num(right, ctx))
+                if ctx.vec:
+                    result = np.logical_and(result, r)
+                elif not r:
+                    return False
+                left = right
+            return result
+
+        return compare, names
+
+    def _BoolOp(self, node):
+        parts = [self.node(v) for v in node.values]
+        fns = [p[0] for p in parts]
+        names = [n for p in parts for n in p[1]]
+        is_and = isinstance(node.op, ast.And)
+
+        def boolop(env, ctx):
+            if not ctx.vec:
+                for f in fns:
+                    if bool(f(env, ctx)) != is_and:
+                        return not is_and
+                return is_and
+            acc = _truth(fns[0](env, ctx))
+            saved = ctx.guard
+            for f in fns[1:]:
+                ctx.guard = saved & (acc if is_and else ~acc)
+                v = _truth(f(env, ctx))
+                acc = (acc & v) if is_and else (acc | v)
+            ctx.guard = saved
+            return acc
+
+        return boolop, names
+
+    def _IfExp(self, node):
+        ft, nt = self.node(node.test)
+        fa, na = self.node(node.body)
+        fb, nb = self.node(node.orelse)
+
+        def ifexp(env, ctx):
+            t = ft(env, ctx)
+            if not ctx.vec:
+                return fa(env, ctx) if t else fb(env, ctx)
+            t = _truth(t)
+            saved = ctx.guard
+            ctx.guard = saved & t
+            a = fa(env, ctx)
+            ctx.guard = saved & ~t
+            b = fb(env, ctx)
+            ctx.guard = saved
+            return np.where(t, _num(a, ctx), _num(b, ctx))
+
+        return ifexp, nt + na + nb
+
+    def _Call(self, node):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            what = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+            raise self.error(
+                node,
+                f"unknown function {what!r}, expected one of {', '.join(FUNCTIONS)}"
+                + suggest(what, FUNCTIONS),
+            )
+        name = node.func.id
+        if node.keywords:
+            raise self.error(node, f"{name}() takes no keyword arguments")
+        lo, hi = FUNCTIONS[name]
+        if not lo <= len(node.args) <= hi:
+            count = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise self.error(node, f"{name}() takes {count} arguments, got {len(node.args)}")
+        parts = [self.node(a) for a in node.args]
+        fns = [p[0] for p in parts]
+        names = [n for p in parts for n in p[1]]
+        impl = _FUNCS[name]
+        return (lambda env, ctx: impl([f(env, ctx) for f in fns], ctx)), names
+
+
+def _literal(value):
+    return lambda env, ctx: value
+
+
+def _lookup(key):
+    return lambda env, ctx: env[key]
+
+
+# -- operations on scalars and arrays -----------------------------------------------------
+
+def _num(x, ctx):
+    """Bool arrays become int64 so arithmetic matches Python's bool-as-int."""
+    if ctx.vec and isinstance(x, np.ndarray) and x.dtype == bool:
+        return x.astype(np.int64)
+    return x
+
+
+def _truth(x):
+    return np.asarray(x) != 0
+
+
+def _is_int(x) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "iub"
+    return isinstance(x, (int, np.integer))
+
+
+def _cap(r, ctx):
+    """Integers beyond CAP make the configuration infeasible (floats may grow to inf)."""
+    if _is_int(r):
+        if ctx.vec:
+            big = np.abs(r) > CAP
+            if np.any(big):
+                ctx.fail(big, "value exceeds 2**62")
+                r = np.where(big, 0, r)
+        elif abs(r) > CAP:
+            ctx.fail(True, f"value {r} exceeds 2**62")
+    return r
+
+
+def _add(a, b, ctx):
+    return _cap(_num(a, ctx) + _num(b, ctx), ctx)
+
+
+def _sub(a, b, ctx):
+    return _cap(_num(a, ctx) - _num(b, ctx), ctx)
+
+
+def _mul(a, b, ctx):
+    a, b = _num(a, ctx), _num(b, ctx)
+    if ctx.vec and _is_int(a) and _is_int(b):
+        big = np.abs(np.multiply(a, b, dtype=np.float64)) > CAP
+        if np.any(big):
+            ctx.fail(big, "value exceeds 2**62")
+            a = np.where(big, 0, a)
+    return _cap(a * b, ctx)
+
+
+def _divisor(b, ctx):
+    zero = b == 0
+    ctx.fail(zero, "division by zero")
+    return np.where(zero, 1, b) if ctx.vec else b
+
+
+def _truediv(a, b, ctx):
+    b = _divisor(_num(b, ctx), ctx)
+    return np.true_divide(_num(a, ctx), b) if ctx.vec else a / b
+
+
+def _floordiv(a, b, ctx):
+    b = _divisor(_num(b, ctx), ctx)
+    return np.floor_divide(_num(a, ctx), b) if ctx.vec else a // b
+
+
+def _mod(a, b, ctx):
+    b = _divisor(_num(b, ctx), ctx)
+    return np.mod(_num(a, ctx), b) if ctx.vec else a % b
+
+
+def _pow(a, b, ctx):
+    a, b = _num(a, ctx), _num(b, ctx)
+    if not ctx.vec:
+        if abs(b) > MAX_EXPONENT:
+            ctx.fail(True, f"exponent {b} is larger than {MAX_EXPONENT}")
+        if a == 0 and b < 0:
+            ctx.fail(True, "division by zero")
+        if a < 0 and not float(b).is_integer():
+            ctx.fail(True, "negative number to a fractional power")
+        if abs(a) > 1 and b > 0 and b * math.log2(abs(a)) > 62:
+            ctx.fail(True, f"{a}**{b} exceeds 2**62")
+        return _cap(a**b, ctx)
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    with np.errstate(all="ignore"):
+        mag = b_arr * np.log2(np.maximum(np.abs(a_arr), 1.0))
+        bad = (np.abs(b_arr) > MAX_EXPONENT) | ((a_arr == 0) & (b_arr < 0)) | (mag > 62)
+        bad |= (a_arr < 0) & (np.floor(b_arr) != b_arr)
+    ctx.fail(bad, "invalid power")
+    a_safe = np.where(bad, 1, a_arr)
+    b_safe = np.where(bad, 1, b_arr)
+    if _is_int(a_safe) and _is_int(b_safe) and not np.any(b_safe < 0):
+        return np.power(a_safe, b_safe)
+    return np.power(a_safe.astype(np.float64), b_safe)
+
+
+def _neg(a, ctx):
+    return -_num(a, ctx)
+
+
+def _pos(a, ctx):
+    return +_num(a, ctx)
+
+
+def _not(a, ctx):
+    return ~_truth(a) if ctx.vec else not a
+
+
+_BINOPS = {
+    ast.Add: _add,
+    ast.Sub: _sub,
+    ast.Mult: _mul,
+    ast.Div: _truediv,
+    ast.FloorDiv: _floordiv,
+    ast.Mod: _mod,
+    ast.Pow: _pow,
+}
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _fmin(args, ctx):
+    args = [_num(a, ctx) for a in args]
+    return functools.reduce(np.minimum, args) if ctx.vec else min(args)
+
+
+def _fmax(args, ctx):
+    args = [_num(a, ctx) for a in args]
+    return functools.reduce(np.maximum, args) if ctx.vec else max(args)
+
+
+def _rounding(np_fn, py_fn):
+    def rounded(args, ctx):
+        x = _num(args[0], ctx)
+        if _is_int(x):
+            return x
+        if not ctx.vec:
+            if not math.isfinite(x) or abs(x) > CAP:
+                ctx.fail(True, f"cannot round {x} to an integer")
+            return py_fn(x)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(x) | (np.abs(x) > CAP)
+        ctx.fail(bad, "cannot round to an integer")
+        return np_fn(np.where(bad, 0.0, x)).astype(np.int64)
+
+    return rounded
+
+
+def _log2(args, ctx):
+    x = _num(args[0], ctx)
+    bad = x <= 0
+    ctx.fail(bad, f"log2 of {x} (expected a positive number)" if not ctx.vec else "log2 of <= 0")
+    if ctx.vec:
+        return np.log2(np.where(bad, 1, x).astype(np.float64))
+    return math.log2(x)
+
+
+def _align_up(args, ctx):
+    x, a = _num(args[0], ctx), _num(args[1], ctx)
+    a = _divisor(a, ctx)
+    return _cap(-(np.floor_divide(-x, a) if ctx.vec else (-x // a)) * a, ctx)
+
+
+def _divides(args, ctx):
+    a, b = _num(args[0], ctx), _num(args[1], ctx)
+    if not ctx.vec:
+        return b == 0 if a == 0 else b % a == 0
+    zero = np.asarray(a == 0)
+    return np.where(zero, b == 0, np.mod(b, np.where(zero, 1, a)) == 0)
+
+
+_FUNCS = {
+    "min": _fmin,
+    "max": _fmax,
+    "ceil": _rounding(np.ceil, math.ceil),
+    "floor": _rounding(np.floor, math.floor),
+    "log2": _log2,
+    "align_up": _align_up,
+    "divides": _divides,
+}

@@ -1,0 +1,186 @@
+"""The search space of one (shape, dtype, unit): domains, evaluation, checking.
+
+This is what the tuner and the simulator use: ``names`` for the params to suggest,
+``domain(name, env)`` for define-by-run suggestion, ``check(params)`` for feasibility with a
+readable reason, ``evaluate(params)`` for the derived values, ``enumerate()`` and ``count()``
+for the whole space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from autotile import dtypes as dtypes_mod
+from autotile.errors import InfeasibleConfig, InputError
+from autotile.space.expr import EvalError
+from autotile.space.params import Param
+from autotile.space.spec import Constraint, Derived, Spec
+from autotile.yamlsrc import suggest
+
+
+@dataclass(frozen=True)
+class Space:
+    """One shape x dtype x unit of a spec, with the params, derived values and constraints
+    that apply to that unit (those referring to a param of another unit are left out)."""
+
+    spec: Spec
+    shape: dict
+    dtype: str
+    unit: str
+    params: tuple[Param, ...]
+    derived: tuple[Derived, ...]
+    constraints: tuple[Constraint, ...]
+
+    @classmethod
+    def of(cls, spec: Spec, shape, dtype: str | None = None, unit: str | None = None) -> Space:
+        """Validate the shape (dict, or tuple in dim order), dtype and unit and build the space."""
+        dims = spec.op.dims
+        if not isinstance(shape, dict):
+            shape = dict(zip(dims, shape)) if len(shape) == len(dims) else {}
+        if set(shape) != set(dims) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in shape.values()
+        ):
+            raise InputError(f"shape: expected positive integers for {', '.join(dims)}, got {shape}")
+        dtype = dtype or spec.dtypes[0]
+        if dtype not in spec.op.dtypes:
+            raise InputError(f"dtype: unknown dtype {dtype!r} for {spec.op.name}, expected one of "
+                             f"{', '.join(spec.op.dtypes)}" + suggest(dtype, spec.op.dtypes))
+        unit = unit or spec.units[0]
+        if unit not in spec.units:
+            raise InputError(f"unit: {unit!r} is not a unit of this spec, expected one of "
+                             f"{', '.join(spec.units)}" + suggest(unit, spec.units))
+        params = tuple(p for p in spec.params if p.units is None or unit in p.units)
+        bound = {p.name for p in params}
+        derived = []
+        for d in spec.derived:
+            if _bare(d.expr.names) <= bound:
+                derived.append(d)
+                bound.add(d.name)
+        constraints = tuple(c for c in spec.constraints if _bare(c.expr.names) <= bound)
+        shape = {d: shape[d] for d in dims}
+        return cls(spec, shape, dtype, unit, params, tuple(derived), constraints)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Param names of this space, in declaration order (the order to suggest them)."""
+        return tuple(p.name for p in self.params)
+
+    def base_env(self) -> dict:
+        """The ``shape.``, ``dtype.`` and ``hw.`` values of expressions."""
+        dt = dtypes_mod.get(self.dtype)
+        env = {f"shape.{k}": v for k, v in self.shape.items()}
+        env.update({"dtype.bytes": dt.bytes, "dtype.c0": dt.c0, "dtype.acc_bytes": dt.acc_bytes})
+        env.update({f"hw.{k}": v for k, v in self.spec.hardware.symbols().items()})
+        return env
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise InputError(f"unknown param {name!r} in unit {self.unit}" + suggest(name, self.names))
+
+    def domain(self, name: str, env: dict) -> Sequence:
+        """Allowed values of ``name`` given the values of the params above it in ``env``.
+
+        Returns a ``range`` for integer steps and multiples, else a list; empty when the
+        bounds cannot be evaluated (the configuration is infeasible).
+
+        >>> space.domain("base_k", {"base_m": 128, "db_l0a": 2})  # doctest: +SKIP
+        range(16, 129, 16)
+        """
+        try:
+            return self.param(name).domain({**self.base_env(), **env})
+        except EvalError:
+            return []
+
+    def _env(self, params: dict) -> dict:
+        for k in params:
+            if k not in self.names:
+                raise InputError(f"unknown param {k!r} in unit {self.unit}" + suggest(k, self.names))
+        missing = [n for n in self.names if n not in params]
+        if missing:
+            raise InputError(f"missing params: {', '.join(missing)}")
+        return {**self.base_env(), **params}
+
+    def evaluate(self, params: dict) -> dict:
+        """The environment of one configuration: shape/dtype/hw, params and derived values.
+
+        Raises InfeasibleConfig if a derived value cannot be computed (e.g. division by zero).
+        """
+        env = self._env(params)
+        for d in self.derived:
+            try:
+                env[d.name] = d.expr.eval(env)
+            except EvalError as exc:
+                raise InfeasibleConfig(f"{d.name}: {exc.reason}") from None
+        return env
+
+    def check(self, params: dict) -> str | None:
+        """None if ``params`` is feasible, else the first reason it is not, with the numbers.
+
+        >>> space.check({..., "base_k": 48, ...})  # doctest: +SKIP
+        'base_k=48 outside its domain [16, 32, ..., 256]'
+        """
+        env = self._env(params)
+        for p in self.params:
+            try:
+                dom = p.domain(env)
+            except EvalError as exc:
+                return f"{p.name}: cannot evaluate its domain: {exc.reason}"
+            if not _contains(dom, env[p.name]):
+                return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
+        try:
+            env = self.evaluate(params)
+        except InfeasibleConfig as exc:
+            return exc.reason
+        for c in self.constraints:
+            numbers = ", ".join(f"{k}={_fmt(env[k])}" for k in c.expr.names)
+            try:
+                ok = c.expr.eval(env)
+            except EvalError as exc:
+                return f"{c.message}: {exc.reason} ({numbers})"
+            if not ok:
+                return f"{c.message} ({c.expr.text} with {numbers})"
+        return None
+
+    def enumerate(self, max_rows: int | None = None):
+        """Every feasible configuration as columns (see enumeration.Enumeration)."""
+        from autotile.space.enumeration import enumerate_space
+
+        return enumerate_space(self) if max_rows is None else enumerate_space(self, max_rows)
+
+    def count(self, **kw):
+        """Raw and feasible sizes, method and top constraint (see enumeration.Count)."""
+        from autotile.space.enumeration import count_space
+
+        return count_space(self, **kw)
+
+
+def describe(dom: Sequence) -> str:
+    """A short text for a domain: ``[16, 32, ..., 256]``."""
+    if len(dom) == 0:
+        return "(empty)"
+    if len(dom) <= 6:
+        return "[" + ", ".join(_fmt(v) for v in dom) + "]"
+    return f"[{_fmt(dom[0])}, {_fmt(dom[1])}, ..., {_fmt(dom[-1])}]"
+
+
+def _contains(dom: Sequence, value) -> bool:
+    if isinstance(dom, range):
+        return (not isinstance(value, bool) and isinstance(value, (int, float))
+                and float(value).is_integer() and int(value) in dom)
+    return any(value == v and isinstance(value, str) == isinstance(v, str) for v in dom)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _bare(names) -> set[str]:
+    """Param and derived names among expression keys (namespace keys contain a dot)."""
+    return {n for n in names if "." not in n}
