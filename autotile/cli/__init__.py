@@ -17,6 +17,7 @@ from autotile.errors import InputError
 COMMANDS = {
     "hw": "hw",
     "space": "space",
+    "tune": "tune",
 }
 
 
@@ -54,6 +55,9 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("autotile: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `autotile space ... | head`
+        sys.stderr.close()
+        return 0
 
 
 def main(argv: list[str] | None = None) -> None:

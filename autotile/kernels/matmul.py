@@ -349,6 +349,28 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     return dtype_emul.to_output(c, dtype)
 
 
+VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_shape)
+
+
+def verify_shape(shape: dict, params: dict) -> dict:
+    """A shape small enough to execute quickly that keeps this tiling's structure.
+
+    It keeps up to two core blocks in M and in N (a full one and the tail one, so the tail
+    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail.
+    """
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    if M * N * K <= VERIFY_MACS:
+        return dict(shape)
+
+    def keep(total, block):
+        n = _cdiv(total, block)
+        return total if n <= 2 else block + (total - (n - 1) * block)
+
+    panel = params["base_k"] * max(params["step_ka"], params["step_kb"])
+    k = K if K <= 2 * panel + params["base_k"] else 2 * panel + (K % params["base_k"] or params["base_k"])
+    return {"m": keep(M, params["single_core_m"]), "n": keep(N, params["single_core_n"]), "k": k}
+
+
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
     """NumPy reference: exact products of the dtype's values, accumulated in float64/int64."""
     a, b = inputs

@@ -1,1 +1,1 @@
-"""tables package."""
+"""Tiling tables: the versioned JSON schema, C / Ascend C exports and shape lookup."""

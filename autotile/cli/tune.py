@@ -1,0 +1,63 @@
+"""``autotile tune SPEC``: the main job (studies, verification, table, report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autotile.cli.common import print_json
+from autotile.errors import InputError
+
+HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="a spec file, e.g. studies/matmul.yaml")
+    p.add_argument("--trials", type=int, help="budget of distinct feasible configurations per study")
+    p.add_argument("--sampler", help="tpe (default), random, cmaes, gp, nsga2 or exhaustive")
+    p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes in all (default 1)")
+    p.add_argument("--storage", help="sqlite:///FILE or postgresql://... (default: a journal file in --out)")
+    p.add_argument("--out", help="output folder (default results/<spec name>)")
+    p.add_argument("--no-warm-start", action="store_true", help="do not seed studies from the nearest tuned shape")
+    p.add_argument("--no-verify", action="store_true", help="skip the execute-mode verification gate")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def run(args) -> int:
+    from autotile.space.spec import load_spec
+    from autotile.tune.driver import Options, default_out, tune
+
+    if args.trials is not None and args.trials < 1:
+        raise InputError(f"--trials: expected a positive integer, got {args.trials}")
+    if args.jobs < 1:
+        raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else default_out(spec)
+    opts = Options(trials=args.trials, sampler=args.sampler, seed=args.seed, jobs=args.jobs,
+                   storage=args.storage, out=out, quiet=args.quiet or args.json,
+                   warm_start=not args.no_warm_start, verify=not args.no_verify)
+    summary = tune(spec, opts)
+    if args.json:
+        print_json({k: v for k, v in summary.items()} | {"results": [
+            {k: v for k, v in r.items() if k != "history"} for r in summary["results"]]})
+    else:
+        print(format_summary(summary, out))
+    return 130 if summary["interrupted"] else 0
+
+
+def format_summary(summary: dict, out: Path) -> str:
+    """A short human summary: one line per study."""
+    lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {summary['budget']}, "
+             f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
+    for r in summary["results"]:
+        shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
+        if r.get("cycles") is None:
+            lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r.get('reason')}")
+            continue
+        speed = f"{r['speedup_vs_baseline']:.2f}x vs baseline" if r.get("speedup_vs_baseline") else "no baseline"
+        ver = "verified" if r.get("verified") else "NOT verified"
+        lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {r['pct_of_peak']:.1f}% of peak, "
+                     f"{speed}, {r['unique_configs']} configs ({r['infeasible']} infeasible), {ver}")
+    lines.append(f"outputs in {out}/ (summary.json, table.json, report.html)")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Scoring configurations: constraints first, then the cost backend, with a duplicate cache.
+
+An ``Evaluator`` belongs to one (shape, dtype, unit) space. ``score(params)`` returns an
+``Outcome``: infeasible configurations are recognized by the spec's constraints (and the
+kernel's own capacity checks) before any simulation; a configuration seen before is answered
+from the cache without simulating again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autotile.kernels import registry
+from autotile.space.space import Space
+
+ERROR_OBJECTIVES = ("max_abs_error", "max_rel_error")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The score of one configuration."""
+
+    params: dict
+    feasible: bool
+    reason: str | None = None
+    values: dict = field(default_factory=dict)  # objective name -> value
+    result: object = None  # the backend's full result (SimResult for the simulator)
+    cached: bool = False
+
+
+def config_key(params: dict) -> str:
+    """A canonical text for a configuration (cache key, and how trials record it)."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=_plain)
+
+
+def _plain(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(type(v))
+
+
+class Evaluator:
+    """Scores configurations of one space on the simulator (the default backend)."""
+
+    def __init__(self, space: Space, objectives: tuple[str, ...] = ("cycles",), *, kernel=None):
+        self.space = space
+        self.objectives = tuple(objectives)
+        self.kernel = kernel or registry.implementation(space.spec.op.name)
+        self.hw = space.spec.hardware
+        self.options = dict(space.spec.inputs or {})
+        self.cache: dict[str, Outcome] = {}
+        self.simulated = 0
+        self._inputs = None
+
+    def score(self, params: dict) -> Outcome:
+        """Constraints, then simulation; repeated configurations come from the cache."""
+        params = {k: _plain(v) if isinstance(v, np.generic) else v for k, v in params.items()}
+        key = config_key(params)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Outcome(hit.params, hit.feasible, hit.reason, hit.values, hit.result, cached=True)
+        reason = self.space.check(params)
+        if reason is not None:
+            out = Outcome(params, False, reason)
+        else:
+            out = self._simulate(params)
+        self.cache[key] = out
+        return out
+
+    def _simulate(self, params: dict) -> Outcome:
+        sp = self.space
+        res = self.kernel.simulate(sp.shape, params, sp.dtype, self.hw, unit=sp.unit, options=self.options)
+        self.simulated += 1
+        if not res.feasible:
+            return Outcome(params, False, res.reason, result=res)
+        values = {"cycles": float(res.cycles), "time_us": float(res.time_us)}
+        if any(o in ERROR_OBJECTIVES for o in self.objectives):
+            values.update(self.errors(params))
+        return Outcome(params, True, None, values, res)
+
+    def errors(self, params: dict) -> dict:
+        """Max absolute and relative error of execute mode against the reference."""
+        sp = self.space
+        if self._inputs is None:
+            inputs = self.kernel.make_inputs(sp.shape, sp.dtype, 0, options=self.options)
+            ref = np.asarray(self.kernel.reference(inputs, sp.dtype, options=self.options), dtype=np.float64)
+            self._inputs = (inputs, ref)
+        inputs, ref = self._inputs
+        got = np.asarray(self.kernel.execute(inputs, params, sp.dtype, self.hw, unit=sp.unit,
+                                             options=self.options), dtype=np.float64)
+        return error_metrics(got, ref)
+
+
+def error_metrics(got: np.ndarray, ref: np.ndarray) -> dict:
+    """max_abs_error and max_rel_error (relative to max(|ref|, tiny) per element)."""
+    diff = np.abs(got - ref)
+    denom = np.maximum(np.abs(ref), 1e-30)
+    bad = ~np.isfinite(got)
+    if bad.any():
+        return {"max_abs_error": float("inf"), "max_rel_error": float("inf")}
+    return {"max_abs_error": float(diff.max(initial=0.0)),
+            "max_rel_error": float((diff / denom).max(initial=0.0))}

@@ -1,0 +1,200 @@
+"""One study: the Optuna loop for one (op, hardware, dtype, shape, unit), resumable.
+
+Budget: the study runs until it holds ``budget`` completed trials with distinct feasible
+configurations (duplicates are answered from the cache and infeasible configurations are pruned,
+so neither eats the budget), with a hard cap of ``CAP_FACTOR`` x budget trials in all. Running
+the same study again continues from what the storage holds. With several workers on one study,
+each checks the count before a trial, so the study ends with between budget and
+budget + workers - 1 completed configurations.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import optuna
+from optuna.trial import TrialState
+
+from autotile.space.space import Space
+from autotile.tune import storage as storage_mod
+from autotile.tune.evaluate import Evaluator, Outcome, config_key
+from autotile.tune.suggest import suggest
+
+CAP_FACTOR = 5
+CONFIG_ATTR = "config"
+BASELINE_ATTR = "baseline"
+WARM_ATTR = "warm_start"
+REASON_ATTR = "infeasible"
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """What to run: the space, how to score it, and the search settings."""
+
+    name: str
+    space: Space
+    objectives: tuple[str, ...]
+    sampler: str
+    seed: int
+    budget: int
+    timeout_s: float | None
+    baseline: dict | None
+    warm: tuple = ()  # configurations to enqueue after the baseline
+
+
+@dataclass
+class StudyOutcome:
+    """What a finished (or interrupted) study gives back."""
+
+    name: str
+    best: list = field(default_factory=list)  # [(params, values, trial number)] best first
+    baseline: tuple | None = None  # (params, values)
+    trials: int = 0
+    complete: int = 0
+    infeasible: int = 0
+    failed: int = 0
+    unique: int = 0
+    simulated: int = 0
+    elapsed_s: float = 0.0
+    history: list = field(default_factory=list)  # first objective per complete trial, in order
+    pareto: list = field(default_factory=list)  # two objectives: [{params, values, trial}]
+    interrupted: bool = False
+
+
+def optuna_params(space: Space, params: dict) -> dict:
+    """The Optuna parameter values that make ``suggest`` reproduce ``params`` (for enqueue)."""
+    out = {}
+    for p in space.params:
+        if p.name not in params or p.kind == "fixed":
+            continue
+        v = params[p.name]
+        if p.kind == "int" and getattr(p, "pow2", False):
+            out[f"{p.name}.log2"] = int(v).bit_length() - 1
+        else:
+            out[p.name] = v
+    return out
+
+
+class _Stop:
+    """Set by a SIGINT handler: stop after the current trial."""
+
+    requested = False
+
+
+def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker: int = 0,
+        progress=None) -> StudyOutcome:
+    """Run (or resume) one study until its budget, its timeout or a stop request."""
+    from autotile.tune.samplers import make_sampler
+
+    evaluator = evaluator or Evaluator(plan.space, plan.objectives)
+    sampler = make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
+                           n_objectives=len(plan.objectives))
+    directions = ["minimize"] * len(plan.objectives)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
+                                directions=directions, load_if_exists=True)
+    storage_mod.fail_stale_trials(study)
+    _prime_cache(study, evaluator)
+    if worker == 0 and not study.get_trials(deepcopy=False):
+        if plan.baseline is not None:
+            study.enqueue_trial(optuna_params(plan.space, plan.baseline), user_attrs={BASELINE_ATTR: True},
+                                skip_if_exists=True)
+        for cfg in plan.warm:
+            study.enqueue_trial(optuna_params(plan.space, cfg), user_attrs={WARM_ATTR: True},
+                                skip_if_exists=True)
+    start = time.monotonic()
+    cap = CAP_FACTOR * plan.budget
+    me = storage_mod.owner()
+
+    def objective(trial: optuna.Trial):
+        trial.set_user_attr(storage_mod.OWNER_ATTR, me)
+        params, reason = suggest(trial, plan.space)
+        out = evaluator.score(params) if reason is None else Outcome(params, False, reason)
+        trial.set_user_attr(CONFIG_ATTR, config_key(out.params))
+        if not out.feasible:
+            trial.set_user_attr(REASON_ATTR, out.reason)
+            trial.set_constraint("feasible", 1.0)
+            raise optuna.TrialPruned(out.reason)
+        trial.set_constraint("feasible", 0.0)
+        res = out.result
+        if res is not None and hasattr(res, "pct_of_peak"):
+            trial.set_user_attr("pct_of_peak", float(res.pct_of_peak))
+        trial.set_user_attr("values", out.values)
+        vals = [out.values[o] for o in plan.objectives]
+        return vals[0] if len(vals) == 1 else vals
+
+    def callback(study: optuna.Study, trial) -> None:
+        done = _unique_complete(study)
+        if progress is not None:
+            progress(study, trial, done)
+        if _Stop.requested or done >= plan.budget or len(study.get_trials(deepcopy=False)) >= cap:
+            study.stop()
+        elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
+            study.stop()
+
+    if _unique_complete(study) < plan.budget and not _Stop.requested:
+        study.optimize(objective, callbacks=[callback], catch=(), gc_after_trial=False)
+    return summarize(study, plan, evaluator, time.monotonic() - start)
+
+
+def _unique_complete(study: optuna.Study) -> int:
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in trials})
+
+
+def _prime_cache(study: optuna.Study, evaluator: Evaluator) -> None:
+    """Put the values of trials already in the storage into the duplicate cache (resume)."""
+    import json
+
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        key = t.user_attrs.get(CONFIG_ATTR)
+        values = t.user_attrs.get("values")
+        if key and values and key not in evaluator.cache:
+            evaluator.cache[key] = Outcome(json.loads(key), True, None, values)
+
+
+def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapsed: float) -> StudyOutcome:
+    """Counts, best configurations and history of a study from its storage."""
+    import json
+
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    out = StudyOutcome(name=plan.name, trials=len(trials), complete=len(complete),
+                       infeasible=sum(1 for t in trials if t.state == TrialState.PRUNED),
+                       failed=sum(1 for t in trials if t.state == TrialState.FAIL),
+                       unique=len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in complete}),
+                       simulated=evaluator.simulated, elapsed_s=elapsed, interrupted=_Stop.requested)
+    first = plan.objectives[0]
+    seen, ranked = set(), []
+    for t in sorted(complete, key=lambda t: (t.values[0], t.number)):
+        key = t.user_attrs.get(CONFIG_ATTR)
+        if key in seen or key is None:
+            continue
+        seen.add(key)
+        ranked.append((json.loads(key), t.user_attrs.get("values", {first: t.values[0]}), t.number))
+    out.best = ranked
+    for t in complete:
+        out.history.append(t.values[0])
+        if t.user_attrs.get(BASELINE_ATTR) and out.baseline is None:
+            out.baseline = (json.loads(t.user_attrs[CONFIG_ATTR]), t.user_attrs.get("values", {}))
+    if len(plan.objectives) > 1 and complete:
+        for t in study.best_trials:
+            out.pareto.append({"params": json.loads(t.user_attrs[CONFIG_ATTR]),
+                               "values": dict(zip(plan.objectives, t.values)), "trial": t.number})
+    if out.baseline is None and plan.baseline is not None:
+        base = evaluator.score(plan.baseline)
+        if base.feasible:
+            out.baseline = (base.params, base.values)
+    return out
+
+
+def trials_to_within(history: list, optimum: float, frac: float) -> int | None:
+    """1-based trial count at which best-so-far first came within ``frac`` of ``optimum``."""
+    best = math.inf
+    for i, v in enumerate(history, 1):
+        best = min(best, v)
+        if best <= optimum * (1 + frac):
+            return i
+    return None

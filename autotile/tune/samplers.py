@@ -1,0 +1,46 @@
+"""Sampler construction by name, with clear messages for optional extras."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import optuna
+
+from autotile.errors import InputError
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive")
+_EXTRAS = {"cmaes": ("cmaes", "cmaes"), "gp": ("torch", "gp")}
+
+
+def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startup: int = 10):
+    """An Optuna sampler for ``name`` (``exhaustive`` is handled outside Optuna's loop).
+
+    >>> type(make_sampler("tpe", 0)).__name__
+    'TPESampler'
+    """
+    if name not in SAMPLERS:
+        raise InputError(f"unknown sampler {name!r}, expected one of {', '.join(SAMPLERS)}")
+    if name in _EXTRAS:
+        module, extra = _EXTRAS[name]
+        if importlib.util.find_spec(module) is None:
+            hint = "pip install 'autotile[gp]' (CPU PyTorch: pip install torch==2.13.0)" if extra == "gp" \
+                else f"pip install 'autotile[{extra}]'"
+            raise InputError(f"sampler {name!r} needs the {module!r} package: {hint}")
+    if n_objectives > 1 and name in ("cmaes",):
+        raise InputError(f"sampler {name!r} is single-objective; use nsga2, tpe or random for two objectives")
+    if name == "tpe":
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, multivariate=True,
+                                          group=True, constant_liar=True)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=n_startup,
+                                            independent_sampler=optuna.samplers.RandomSampler(seed=seed),
+                                            warn_independent_sampling=False)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup))
+    raise InputError(f"sampler {name!r} does not run inside an Optuna study")

@@ -1,0 +1,87 @@
+"""The verification gate: a configuration enters a table only after the kernel, in execute mode
+on real inputs, matches the NumPy reference within the dtype's tolerance.
+
+Where the full shape would take too long to execute, the kernel's ``verify_shape`` gives a
+reduced shape that keeps the tiling's tail blocks and its multi-core split; the record says so.
+A failing configuration is logged and the next best is tried.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autotile.errors import InfeasibleConfig
+
+log = logging.getLogger("autotile.verify")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How one configuration fared against the reference."""
+
+    passed: bool
+    shape: dict  # the shape actually executed
+    reduced: bool
+    max_abs_error: float
+    max_rel_error: float
+    rtol: float
+    atol: float
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class GateResult:
+    """The first configuration that passed, and the ones rejected before it."""
+
+    params: dict | None
+    rank: int | None  # index in the candidate list
+    verification: Verification | None
+    rejected: list = field(default_factory=list)  # [(params, Verification)]
+
+
+def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, options=None,
+               seed: int = 0) -> Verification:
+    """Execute ``params`` on inputs of ``shape`` (or the kernel's reduced shape) and compare."""
+    run_shape = dict(shape)
+    reduce_fn = getattr(kernel, "verify_shape", None)
+    if reduce_fn is not None:
+        run_shape = reduce_fn(shape, params)
+    reduced = run_shape != dict(shape)
+    rtol, atol = kernel.tolerance(dtype, run_shape)
+    try:
+        inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
+        got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
+        want = np.asarray(kernel.reference(inputs, dtype, options=options), dtype=np.float64)
+    except InfeasibleConfig as exc:
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol, exc.reason)
+    if got.shape != want.shape:
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol,
+                            f"output shape {got.shape} != reference {want.shape}")
+    diff = np.abs(got - want)
+    finite = np.isfinite(got).all()
+    max_abs = float(diff.max(initial=0.0)) if finite else float("inf")
+    max_rel = float((diff / np.maximum(np.abs(want), 1e-30)).max(initial=0.0)) if finite else float("inf")
+    ok = bool(finite and np.all(diff <= atol + rtol * np.abs(want)))
+    reason = None if ok else (f"max abs error {max_abs:.3g} exceeds the tolerance "
+                              f"(rtol {rtol:.3g}, atol {atol:.3g})")
+    return Verification(ok, run_shape, reduced, max_abs, max_rel, rtol, atol, reason)
+
+
+def gate(kernel, shape: dict, candidates: list[dict], dtype: str, hw, *, unit=None, options=None,
+         limit: int = 5) -> GateResult:
+    """Verify candidates best first; the first that passes wins (at most ``limit`` tried)."""
+    result = GateResult(None, None, None)
+    for rank, params in enumerate(candidates[:limit]):
+        v = verify_one(kernel, shape, params, dtype, hw, unit=unit, options=options)
+        if v.passed:
+            result.params, result.rank, result.verification = params, rank, v
+            return result
+        log.warning("verification rejected %s: %s", params, v.reason)
+        result.rejected.append((params, v))
+    return result
