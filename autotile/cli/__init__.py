@@ -18,6 +18,8 @@ COMMANDS = {
     "hw": "hw",
     "space": "space",
     "tune": "tune",
+    "micro": "micro",
+    "calibrate": "calibrate",
 }
 
 

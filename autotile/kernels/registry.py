@@ -28,6 +28,8 @@ OPS: dict[str, OpInfo] = {
     for op in (
         OpInfo("matmul", ("m", "n", "k"), ("cube", "vector"), ("fp16", "bf16", "fp32", "int8"),
                "matmul", "C = A @ B, A MxK and B KxN row-major in GM"),
+        OpInfo("copy", ("n",), ("vector",), ("int8", "fp16", "bf16", "fp32"),
+               "copy", "out = x streamed GM -> UB -> GM (n elements; bytes for int8)"),
         OpInfo("weighted_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "weighted_sum", "out = sum(w[i] * x[i])"),
         OpInfo("global_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),

@@ -14,42 +14,52 @@ from autotile.hardware import HardwareProfile
 from autotile.sim import engine as E
 
 
-def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float) -> tuple[float, float]:
+def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
+             write_share: float | None = None) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
     A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise goes to
     HBM, whose bandwidth the active cores share evenly. Writes go to HBM through L2.
+    ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
+    HBM share between reads and writes that stream together; ``None`` gives each direction the
+    whole share (kernels whose reads and writes do not stream at the same time).
     """
     share = hw.hbm_bytes_per_cycle / max(1, active_cores)
+    rshare, wshare = share, share
+    if write_share is not None:
+        w = min(max(write_share, 0.0), 1.0)
+        rshare, wshare = share * max(1.0 - w, 1e-9), share * max(w, 1e-9)
     h = min(max(l2_hit, 0.0), 1.0)
-    read = 1.0 / ((1.0 - h) / share + h / hw.l2_read_bytes_per_cycle)
-    write = min(share, hw.l2_write_bytes_per_cycle)
+    read = 1.0 / ((1.0 - h) / rshare + h / hw.l2_read_bytes_per_cycle)
+    write = min(wshare, hw.l2_write_bytes_per_cycle)
     return read, write
 
 
 _CACHE: dict = {}
 
 
-def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: int = 1, l2_hit: float = 0.0) -> np.ndarray:
+def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_hit: float = 0.0,
+                write_share: float | None = None) -> np.ndarray:
     """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
 
     Memoized: the tuner asks for the same few vectors thousands of times per second.
     """
-    key = (id(hw), dtype, active_cores, round(l2_hit, 9))
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is hw:
         return hit[1]
     if len(_CACHE) > 4096:
         _CACHE.clear()
-    c = _build(hw, dtype, active_cores, l2_hit)
+    c = _build(hw, dtype, active_cores, l2_hit, write_share)
     c.flags.writeable = False
     _CACHE[key] = (hw, c)
     return c
 
 
-def _build(hw: HardwareProfile, dtype: str, active_cores: int, l2_hit: float) -> np.ndarray:
+def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
+           write_share: float | None) -> np.ndarray:
     c = np.zeros(E.NCOST)
-    read, write = gm_rates(hw, active_cores, l2_hit)
+    read, write = gm_rates(hw, active_cores, l2_hit, write_share)
     for i, path in enumerate(E.PATH_NAMES):
         cp = hw.copy[path]
         rate = cp.bytes_per_cycle

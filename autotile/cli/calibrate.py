@@ -1,0 +1,93 @@
+"""``autotile calibrate --hw PROFILE --measurements FILE.csv [-o NEW.yaml] [--json]``.
+
+Without ``-o``: measured vs predicted cycles per row and the error summary. With ``-o``: fit the
+profile's cube and vector constants and write the fitted profile atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from autotile.atomic import write_text
+from autotile.cli.common import print_json
+from autotile.hardware import load_profile
+
+HELP = "compare a hardware profile with measured micro-operations, or fit it to them (-o)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--hw", default=None, help="hardware profile name or path (default ascend910b2)")
+    p.add_argument("--measurements", required=True, help="CSV: chip,op,dtype,m,k,n,elems,repeat,cycles,series")
+    p.add_argument("-o", "--output", default=None, help="write the fitted profile here")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args) -> int:
+    from autotile.hardware import emit
+    from autotile.sim import calibrate as C
+
+    hw = load_profile(args.hw)
+    rows = C.read_measurements(args.measurements)
+    if not args.output:
+        C.check_ops(rows, hw, args.measurements)
+        rep = C.evaluate(hw, rows, C.series_notes(hw, rows))
+        if args.json:
+            print_json({"hw": hw.name, "measurements": str(args.measurements), **rep.to_json()})
+        else:
+            for r in rep.rows:
+                flag = "  FAR OFF" if r.far_off else ""
+                print(f"line {r.line:>4} {r.op:<6} {r.dtype:<15} {_params(r.params):<24} "
+                      f"measured {r.measured:>9.3f}  predicted {r.predicted:>9.3f}  {100 * r.rel_error:+7.2f}%{flag}")
+            _summary("errors", rep)
+            for n in rep.notes:
+                print(f"note: {n}")
+        return 0
+    src = Path(args.measurements).name
+    date = _dt.date.today().isoformat()
+    fit = C.fit(hw, rows, src, date)
+    doc = emit.load_document(hw.path)
+    for path, (value, note) in fit.updates.items():
+        emit.set_constant(doc, path, value, note)
+    header = _header(hw.path) + f"\nConstants marked calibrated: fitted by `autotile calibrate` to {src}, {date}."
+    write_text(args.output, emit.render(doc, header))
+    load_profile(args.output)  # the written file must load strictly
+    if args.json:
+        print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements),
+                    "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
+                    "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()}})
+    else:
+        _summary("before", fit.before)
+        _summary("after ", fit.after)
+        for r in fit.after.rows:
+            if r.far_off:
+                print(f"far off after the fit: line {r.line} {r.op} {r.dtype} {_params(r.params)} "
+                      f"measured {r.measured} predicted {r.predicted:.3f}")
+        for n in fit.notes:
+            print(f"note: {n}")
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _params(p: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in p.items() if v is not None)
+
+
+def _val(v):
+    return v.__dict__ if hasattr(v, "__dict__") else v
+
+
+def _summary(what, rep) -> None:
+    far = sum(r.far_off for r in rep.rows)
+    print(f"{what}: {len(rep.rows)} rows, median |rel error| {100 * rep.median_abs_rel_error:.2f}%, "
+          f"p90 {100 * rep.p90_abs_rel_error:.2f}%, {far} far off")
+
+
+def _header(path) -> str:
+    lines = []
+    for line in Path(path).read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if "Constants marked calibrated" not in line:
+            lines.append(line[1:].strip())
+    return "\n".join(lines)

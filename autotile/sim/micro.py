@@ -1,0 +1,203 @@
+"""Micro-operations: one Mmad, copy or vector instruction on one core, through the engine.
+
+The same ``@njit`` engine helpers the kernels call (``engine.mmad``, ``engine.copy``,
+``engine.vector``) time a single operation or a back-to-back series of identical ones, so the
+figures here are exactly what a kernel would pay. Calibration predicts measurements through
+these functions, and the anchors benchmark reads them.
+
+>>> from autotile.hardware import load_profile
+>>> r = micro("mmad", {"m": 32, "k": 16, "n": 16, "repeat": 16}, "fp16", load_profile())
+>>> 4.0 < r.cycles_per_op < 6.0
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autotile.dtypes import DTYPES
+from autotile.errors import InputError
+from autotile.hardware import HardwareProfile
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector
+
+OPS = ("mmad", "copy", "vector")
+KEYS = {
+    "mmad": {"m": True, "k": True, "n": True, "repeat": False},
+    "copy": {"path": True, "bytes": True, "repeat": False},
+    "vector": {"op": True, "elems": False, "repeat": False},
+}
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int16": 2, "int32": 4, "uint8": 1}
+
+
+@dataclass(frozen=True)
+class MicroResult:
+    """One micro-operation's timing. ``cycles`` is until the last result is usable."""
+
+    op: str
+    hw: str
+    dtype: str
+    params: dict
+    cycles: float
+    cycles_per_op: float
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "hw": self.hw, "dtype": self.dtype, "params": dict(self.params),
+                "cycles": round(self.cycles, 4), "cycles_per_op": round(self.cycles_per_op, 4),
+                **self.extra}
+
+
+# -- engine runs over plain arrays (the fitter calls these with trial constants) ----------------
+
+def run_mmad(cost: np.ndarray, m: int, k: int, n: int, c0: int, repeat: int) -> tuple[float, float]:
+    """(cycles until the last result is usable, steady-state cycles per Mmad) of ``repeat`` Mmads."""
+    st = E.new_state(repeat)
+    done = 0.0
+    for _ in range(repeat):
+        done = E.mmad(st, cost, m, k, n, c0, 0.0)
+    return float(done), _steady(st, repeat, done)
+
+
+def run_copy(cost: np.ndarray, path: int, nbytes: float, repeat: int) -> tuple[float, float]:
+    """(cycles until the last copy's data is usable, steady-state cycles per copy)."""
+    st = E.new_state(repeat)
+    done = 0.0
+    for _ in range(repeat):
+        done = E.copy(st, cost, path, float(nbytes), 0.0)
+    return float(done), _steady(st, repeat, done)
+
+
+def run_vector(cost: np.ndarray, vrow: np.ndarray, repeats: int) -> tuple[float, int]:
+    """(cycles, instructions issued) of one vector op over ``repeats`` repeats (split at max)."""
+    st = E.new_state(0)
+    end = E.vector(st, cost, vrow.reshape(1, 3), 0, repeats, 0.0)
+    return float(end), int(st.counts[4])
+
+
+def _steady(st, repeat: int, done: float) -> float:
+    """Per-op cost from the schedule: (end_R - end_1) / (R - 1); the whole time when R = 1."""
+    if repeat == 1:
+        return done
+    tr = st.trace[: st.ntrace[0]]
+    return float((tr[-1, 2] - tr[0, 2]) / (repeat - 1))
+
+
+# -- validation and the public entry point ---------------------------------------------------
+
+def _positive_int(params: dict, key: str, default=None) -> int:
+    v = params.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 1:
+        raise InputError(f"{key}={v!r}: expected a positive integer")
+    return int(v)
+
+
+def _check_keys(kind: str, params: dict) -> None:
+    allowed = KEYS[kind]
+    for k in params:
+        if k not in allowed:
+            raise InputError(f"micro {kind}: unknown parameter {k!r}, expected {', '.join(allowed)}")
+    for k, required in allowed.items():
+        if required and k not in params:
+            raise InputError(f"micro {kind}: missing parameter {k!r}")
+
+
+def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, bool]:
+    """(signature to cost, exact?) for ``op`` with ``dtype`` (a signature or a plain dtype)."""
+    if op not in hw.vector:
+        raise InputError(f"vector op {op!r} is not in hardware profile {hw.name} "
+                         f"(it has {', '.join(sorted(hw.vector))})")
+    table = hw.vector[op]
+    if dtype in table:
+        return dtype, True
+    parts = dtype.split("_")
+    if any(p not in DTYPE_BYTES for p in parts):
+        raise InputError(f"dtype {dtype!r}: expected a dtype or a signature like fp16_fp16_fp32")
+    same_src = [s for s in table if s.split("_")[0] == parts[0]]
+    if len(parts) == 1 and same_src:
+        return same_src[0], True
+    if same_src:
+        return same_src[0], False
+    raise InputError(f"vector op {op} has no cost for {dtype} in {hw.name} "
+                     f"(it has {', '.join(table)})")
+
+
+def lanes(hw: HardwareProfile, signature: str) -> int:
+    """Elements per repeat: 256 bytes of the source dtype (the first of the signature)."""
+    return hw.vector_bytes_per_repeat // DTYPE_BYTES[signature.split("_")[0]]
+
+
+def micro(kind: str, params: dict, dtype: str | None, hw: HardwareProfile) -> MicroResult:
+    """Simulate one micro-operation (``mmad``, ``copy`` or ``vector``) on one core of ``hw``."""
+    if kind not in OPS:
+        raise InputError(f"unknown micro-operation {kind!r}, expected one of {', '.join(OPS)}")
+    params = dict(params)
+    _check_keys(kind, params)
+    if kind == "mmad":
+        return _micro_mmad(params, dtype or "fp16", hw)
+    if kind == "copy":
+        return _micro_copy(params, dtype or "fp16", hw)
+    return _micro_vector(params, dtype or "fp16", hw)
+
+
+def _micro_mmad(params, dtype, hw) -> MicroResult:
+    if dtype not in DTYPES:
+        raise InputError(f"mmad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    m, k, n = (_positive_int(params, key) for key in ("m", "k", "n"))
+    repeat = _positive_int(params, "repeat", 1)
+    cost = cost_vector(hw, dtype)
+    cycles, per_op = run_mmad(cost, m, k, n, DTYPES[dtype].c0, repeat)
+    macs = float(m) * k * n
+    return MicroResult("mmad", hw.name, dtype, {"m": m, "k": k, "n": n, "repeat": repeat}, cycles, per_op, {
+        "repeat": repeat,
+        "macs_per_op": macs,
+        "macs_per_cycle": round(macs / per_op, 2),
+        "pct_of_cube_peak": round(100.0 * macs / per_op / hw.cube.macs_per_cycle[dtype], 2),
+    })
+
+
+def _micro_copy(params, dtype, hw) -> MicroResult:
+    path = params["path"]
+    if path not in E.PATH_NAMES:
+        raise InputError(f"copy path {path!r}: expected one of {', '.join(E.PATH_NAMES)}")
+    nbytes = _positive_int(params, "bytes")
+    repeat = _positive_int(params, "repeat", 1)
+    cost = cost_vector(hw, dtype if dtype in DTYPES else "fp16")
+    cycles, per_op = run_copy(cost, E.PATH_NAMES.index(path), nbytes, repeat)
+    bpc = nbytes / per_op
+    rate = cost[3 * E.PATH_NAMES.index(path)]
+    return MicroResult("copy", hw.name, dtype, {"path": path, "bytes": nbytes, "repeat": repeat}, cycles, per_op, {
+        "repeat": repeat,
+        "pipe": E.PIPE_NAMES[E.PATH_PIPE[E.PATH_NAMES.index(path)]],
+        "bytes_per_cycle": round(bpc, 3),
+        "gb_per_s": round(bpc * hw.clock_ghz, 3),
+        "plateau_bytes_per_cycle": round(float(rate), 3),
+        "pct_of_plateau": round(100.0 * bpc / rate, 2),
+    })
+
+
+def _micro_vector(params, dtype, hw) -> MicroResult:
+    op = params["op"]
+    if not isinstance(op, str):
+        raise InputError(f"vector op {op!r}: expected a name such as vadd")
+    sig, exact = vector_signature(hw, op, dtype)
+    if "elems" not in params and "repeat" not in params:
+        raise InputError("micro vector: give elems=, repeat= or both")
+    per = lanes(hw, sig)
+    elems = _positive_int(params, "elems") if "elems" in params else None
+    repeat = _positive_int(params, "repeat") if "repeat" in params else -(-elems // per)
+    if elems is None:
+        elems = repeat * per
+    vc = hw.vector[op][sig]
+    cost = cost_vector(hw, "fp16")
+    cycles, instructions = run_vector(cost, np.array([vc.startup, vc.per_repeat, vc.min_cycles]), repeat)
+    return MicroResult("vector", hw.name, dtype, {"op": op, "elems": elems, "repeat": repeat}, cycles,
+                       cycles / instructions, {
+                           "signature": sig,
+                           "signature_exact": exact,
+                           "instructions": instructions,
+                           "cycles_per_repeat": round(cycles / repeat, 4),
+                           "lanes_per_repeat": per,
+                       })
