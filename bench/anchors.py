@@ -1,29 +1,29 @@
 """Simulator anchors: the published figures the default profile must reproduce.
 
-    PYTHONPATH=. python bench/anchors.py --json [--trials 3000] [--seed 0]
+    PYTHONPATH=. python bench/anchors.py --json [--trials 400] [--seed 0]
 
 Prints a JSON list of ``{anchor, published, simulated, rel_error}`` (or ``{anchor, lower, upper,
 simulated, ok}`` for bounds). Every figure comes from the engine: micro-operations through
 ``autotile.sim.micro``, the calibration errors through ``autotile.sim.calibrate``, and the matmul
-anchors from ``autotile.kernels.matmul.simulate`` (the best of a seeded random search over valid
-TCubeTiling configurations, the heuristic default, and 16x16x16 blocks without double buffering).
+anchors from ``autotile.kernels.matmul.simulate`` (the best a seeded TPE study over
+studies/matmul.yaml's space finds, the heuristic default, and 16x16x16 blocks without double
+buffering).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
-from autotile.errors import InfeasibleConfig
 from autotile.hardware import load_profile
 from autotile.kernels import matmul as mm
 from autotile.sim import calibrate as cal
 from autotile.sim.micro import micro
 
-CSV = Path(__file__).resolve().parents[1] / ".." / "shared" / "calibration" / "ascend910b_microops.csv"
+ROOT = Path(__file__).resolve().parents[1]
+CSV = ROOT / ".." / "shared" / "calibration" / "ascend910b_microops.csv"
 SHAPE = {"m": 1024, "n": 2048, "k": 512}
 TOL = 0.20  # each published anchor within 20% relative
 
@@ -39,65 +39,29 @@ def bound(anchor, lower, upper, simulated) -> dict:
             "ok": (lower is None or simulated >= lower) and (upper is None or simulated <= upper)}
 
 
-def _base(rng: random.Random, dim: int) -> int:
-    """A multiple of 16 up to 256; half the time one that divides the 16-aligned dimension."""
-    choices = [16 * i for i in range(1, 17)]
-    divisors = [b for b in choices if (-(-dim // 16) * 16) % b == 0]
-    return rng.choice(divisors if divisors and rng.random() < 0.5 else choices)
+def tuned_best(hw_name: str, trials: int, seed: int) -> tuple[float, dict, int]:
+    """Best % of peak a TPE study over studies/matmul.yaml's space finds for SHAPE (fp16).
 
+    Runs the tuner's own study loop in memory (no files), the same path `autotile tune` takes.
+    """
+    import dataclasses
 
-def sample_params(rng: random.Random, shape: dict) -> dict:
-    """One random TCubeTiling-shaped configuration (may be infeasible; ``check`` decides)."""
-    p = {f"base_{d}": _base(rng, shape[d]) for d in ("m", "n", "k")}
-    for s in ("step_m", "step_n", "step_ka", "step_kb"):
-        p[s] = rng.randint(1, 8)
-    p["depth_a1"] = p["step_m"] * p["step_ka"] * rng.choice((1, 2))
-    p["depth_b1"] = p["step_n"] * p["step_kb"] * rng.choice((1, 2))
-    for d in ("db_l0a", "db_l0b", "db_l0c"):
-        p[d] = rng.choice((1, 2))
-    p["iterate_order"] = rng.choice(mm.ORDERS)
-    # the core grid first (cm x cn cores, at most 24), then the per-core block it implies,
-    # rounded up to whole base blocks: uniform multiples would mostly leave cores idle
-    cm = rng.randint(1, 24)
-    cn = rng.randint(1, 24 // cm)
-    for d, c in (("m", cm), ("n", cn)):
-        per = -(-shape[d] // c)
-        p[f"single_core_{d}"] = -(-per // p[f"base_{d}"]) * p[f"base_{d}"]
-    return p
+    import optuna
 
+    from autotile.space.spec import load_spec
+    from autotile.tune import runner
 
-def mutate(rng: random.Random, p: dict, shape: dict) -> dict:
-    """Resample one group of a configuration (bases with their core blocks, steps, buffering)."""
-    q = sample_params(rng, shape)
-    groups = (("base_m", "single_core_m"), ("base_n", "single_core_n"), ("base_k",),
-              ("step_m", "step_ka", "depth_a1"), ("step_n", "step_kb", "depth_b1"),
-              ("db_l0a", "db_l0b", "db_l0c"), ("iterate_order",), ("single_core_m", "single_core_n"))
-    out = dict(p)
-    for k in rng.choice(groups):
-        out[k] = q[k]
-    for d in ("m", "n"):  # keep the core block a whole number of base blocks
-        b = out[f"base_{d}"]
-        out[f"single_core_{d}"] = max(b, -(-out[f"single_core_{d}"] // b) * b)
-    return out
-
-
-def random_search(hw, shape=SHAPE, dtype="fp16", trials=3000, seed=0):
-    """Best (pct_of_peak, params, valid configs tried): random sampling for half of ``trials``
-    valid configurations, then random one-group mutations of the incumbent (a (1+1) search)."""
-    rng = random.Random(seed)
-    best, valid, tries = (0.0, None), 0, 0
-    while valid < trials and tries < 200 * trials:
-        tries += 1
-        p = sample_params(rng, shape) if valid < trials // 2 or best[1] is None else mutate(rng, best[1], shape)
-        try:
-            mm.check(shape, p, dtype, hw)
-        except InfeasibleConfig:
-            continue
-        valid += 1
-        r = mm.simulate(shape, p, dtype, hw)
-        if r.pct_of_peak > best[0]:
-            best = (r.pct_of_peak, p)
-    return best[0], best[1], valid
+    spec = load_spec(ROOT / "studies" / "matmul.yaml")
+    if spec.hardware.name != hw_name:
+        spec = dataclasses.replace(spec, hardware=load_profile(hw_name))
+    space = spec.space(SHAPE, "fp16", "cube")
+    base = {k: v for k, v in mm.default_params(SHAPE, "fp16", spec.hardware).items() if k in space.names}
+    plan = runner.StudyPlan(name="anchors", space=space, objectives=("cycles",), sampler="tpe", seed=seed,
+                            budget=trials, timeout_s=None, baseline=base)
+    out = runner.run(plan, optuna.storages.InMemoryStorage())
+    params = out.best[0][0]
+    pct = mm.simulate(SHAPE, params, "fp16", spec.hardware).pct_of_peak
+    return pct, params, out.unique
 
 
 def small_blocks_no_db(shape, hw, dtype="fp16") -> dict:
@@ -107,7 +71,7 @@ def small_blocks_no_db(shape, hw, dtype="fp16") -> dict:
             "step_kb": 1, "depth_a1": 1, "depth_b1": 1, "db_l0a": 1, "db_l0b": 1, "db_l0c": 1}
 
 
-def anchors(hw_name="ascend910b2", trials=3000, seed=0, csv=CSV) -> list[dict]:
+def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
     hw = load_profile(hw_name)
     out = [
         point("mmad back-to-back m=32,k=16,n=16 cycles/op", 4.86,
@@ -124,8 +88,9 @@ def anchors(hw_name="ascend910b2", trials=3000, seed=0, csv=CSV) -> list[dict]:
     rep = cal.evaluate(hw, cal.read_measurements(csv))
     out.append(bound("calibration median |rel error|", None, 0.10, rep.median_abs_rel_error))
     out.append(bound("calibration p90 |rel error|", None, 0.25, rep.p90_abs_rel_error))
-    best, params, valid = random_search(hw, trials=trials, seed=seed)
-    b = bound(f"matmul fp16 1024x512x2048 best of {valid} random tilings, % of peak", 65.0, 90.0, best)
+    best, params, valid = tuned_best(hw_name, trials, seed)
+    b = bound(f"matmul fp16 1024x512x2048 best of a {valid}-configuration TPE study, % of peak",
+              65.0, 90.0, best)
     b["published"] = "70-80"
     b["params"] = params
     out.append(b)
@@ -142,7 +107,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--hw", default="ascend910b2")
-    ap.add_argument("--trials", type=int, default=3000)
+    ap.add_argument("--trials", type=int, default=400, help="TPE budget for the matmul best")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--measurements", default=str(CSV))
     a = ap.parse_args(argv)

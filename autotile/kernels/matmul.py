@@ -29,7 +29,7 @@ from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import dtype_emul
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector, l2_hit_fraction
+from autotile.sim.costs import cost_vector, hbm_streams, l2_hit_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("cube",)
@@ -148,12 +148,13 @@ def core(st, cost, ip, mode, a, b, acc):
                     else:
                         rdy_b[sb] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_b[sb])
                     tag_b[sb] = pb
-                if traffic:
-                    continue
                 # --- L1 -> L0A / L0B (MTE1), padded to fractals
                 tmp = ((tm + 15) // 16) * 16
                 tkp = ((tk + c0 - 1) // c0) * c0
                 tnp = ((tn + 15) // 16) * 16
+                if traffic:
+                    st.counts[1] += float(tmp) * tkp * tnp
+                    continue
                 qa, fa = E.alloc(st, Q_L0A)
                 ra = E.copy(st, cost, E.L1_L0A, float(tmp * tkp * in_bytes), max(fa, rdy_a[sa]))
                 rel_a[sa] = max(rel_a[sa], st.pipe_free[E.MTE1])
@@ -168,10 +169,12 @@ def core(st, cost, ip, mode, a, b, acc):
                 E.release(st, Q_L0B, qb, st.pipe_free[E.M])
                 if execute:
                     _gemm_acc(acc, a, b, mi * bm, ni * bn, ki * bk, tm, tn, tk, m0 + mi * bm, n0 + ni * bn)
+            out_tile = float(tm * ((tn * out_bytes + 31) // 32) * 32)
             if traffic:
+                st.path_bytes[E.L0C_GM] += out_tile
                 continue
             # --- L0C -> GM through FixPipe
-            E.copy(st, cost, E.L0C_GM, float(tm * ((tn * out_bytes + 31) // 32) * 32), last)
+            E.copy(st, cost, E.L0C_GM, out_tile, last)
             E.release(st, Q_L0C, cslot, st.pipe_free[E.FIX])
 
 
@@ -297,15 +300,21 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     unique = (shape["m"] * shape["k"] + shape["k"] * shape["n"]) * dt.bytes
     out_bytes = 4 if dt.name == "int8" else dt.bytes
     footprint = unique + shape["m"] * shape["n"] * out_bytes
-    # pass 1: traffic only (bytes do not depend on timing)
+    # pass 1: traffic only (bytes and MACs do not depend on timing)
     cost = cost_vector(hw, dtype, active_cores=active, l2_hit=0.0)
-    total_read = 0.0
+    total_read = total_write = 0.0
+    lower = 1.0
     for count, sm, sn in classes:
         st = _state()
         _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC)
         total_read += count * st.path_bytes[E.GM_L1]
+        total_write += count * st.path_bytes[E.L0C_GM]
+        lower = max(lower, st.counts[1] / cost[E.C_CUBE_MACS],
+                    st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
+                    st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
     hit = l2_hit_fraction(hw, total_read, unique, footprint)
-    cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit)
+    streams = hbm_streams(hw, active, total_read * (1.0 - hit) + total_write, lower)
+    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit)
     runs, traces = [], []
     for count, sm, sn in classes:
         st = _state(trace_capacity)

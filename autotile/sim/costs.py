@@ -113,3 +113,18 @@ def l2_hit_fraction(hw: HardwareProfile, total_read_bytes: float, unique_read_by
     if footprint_bytes > hw.l2_bytes:
         rereads *= hw.l2_bytes / footprint_bytes
     return rereads
+
+
+def hbm_streams(hw: HardwareProfile, active_cores: int, hbm_bytes: float, lower_bound_cycles: float) -> float:
+    """How many cores contend for HBM at once, on average: ``active_cores`` x HBM utilization.
+
+    A kernel whose HBM traffic, spread over a lower bound of its duration, needs only part of
+    the chip's bandwidth does not have every core streaming all the time: copies then get a
+    larger share than an even split. The utilization is overestimated (the bound is <= the real
+    duration), so the share errs on the side of contention. Memory-bound kernels get the even
+    split among all active cores.
+    """
+    if lower_bound_cycles <= 0 or hbm_bytes <= 0:
+        return float(max(1, active_cores))
+    util = min(1.0, hbm_bytes / (hw.hbm_bytes_per_cycle * lower_bound_cycles))
+    return max(1.0, active_cores * util)
