@@ -16,6 +16,7 @@ from autotile.errors import InputError
 # command name -> module (inside autotile.cli) defining HELP, add_arguments(p) and run(args)
 COMMANDS = {
     "hw": "hw",
+    "crossover": "crossover",
 }
 
 
