@@ -18,6 +18,8 @@ CATEGORICAL = {  # op -> unit -> {param: choices}
     "weighted_sum": {"vector": {"reduction": ("tree", "vmla"), "acc_dtype": ("fp16", "fp32")},
                      "scalar": {"acc_dtype": ("fp16", "fp32")},
                      "cube": {"cube_form": ("trace", "naive")}},
+    "elementwise": {"vector": {}, "scalar": {}},
+    "sigmoid": {"vector": {"variant": ("exact",)}, "scalar": {"variant": ("exact",)}},  # precise only
 }
 
 
