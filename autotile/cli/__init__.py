@@ -20,6 +20,7 @@ COMMANDS = {
     "tune": "tune",
     "micro": "micro",
     "calibrate": "calibrate",
+    "crossover": "crossover",
 }
 
 

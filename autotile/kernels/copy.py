@@ -110,7 +110,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         core(st, cost, sb, p["tile_bytes"], p["depth"], False, _EMPTY, _EMPTY, 0)
         runs.append(CoreRun.from_state(st, count))
         if want_traces:
-            traces.append((count, sb, st.trace[: st.ntrace[0]].copy()))
+            traces.append((count, sb, E.recorded(st)))
     res = assemble(op="copy", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=0.0, peak_flops=1.0, must_move_bytes=2.0 * nbytes, l2_hit=0.0, buffers=bufs)
     return (res, traces) if want_traces else res

@@ -321,7 +321,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         _run_core(st, cost, shape, p, dt, sm, sn)
         runs.append(CoreRun.from_state(st, count))
         if want_traces:
-            traces.append((count, sm, sn, st.trace[: st.ntrace[0]].copy() if st.trace is not None else None))
+            traces.append((count, sm, sn, E.recorded(st)))
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
     res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),

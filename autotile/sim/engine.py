@@ -210,3 +210,10 @@ def finish_time(st):
         if st.pipe_free[p] > t:
             t = st.pipe_free[p]
     return t
+
+
+def recorded(st) -> np.ndarray:
+    """The operations recorded so far (rows of TRACE_COLS); empty in count mode."""
+    if st.trace is None:
+        return np.zeros((0, TRACE_COLS))
+    return st.trace[: st.ntrace[0]].copy()

@@ -1,0 +1,51 @@
+"""``autotile crossover OP``: where the best unit changes with size, found by simulation."""
+
+from __future__ import annotations
+
+from autotile.cli.common import print_json
+from autotile.errors import InputError
+from autotile.hardware import load_profile
+from autotile.kernels import registry
+
+HELP = "size from which one unit (default cube) stays faster than another (default vector)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("op")
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--hw", default=None, help="hardware profile name or path")
+    p.add_argument("--small-unit", default="vector")
+    p.add_argument("--large-unit", default="cube")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--grid", action="store_true", help="also print the per-size best cycles")
+
+
+def run(args) -> int:
+    from autotile.models.crossover import crossover
+
+    try:
+        info = registry.get(args.op)
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from None
+    for u in (args.small_unit, args.large_unit):
+        if u not in info.units:
+            raise InputError(f"op {args.op} has no unit {u!r} (has {', '.join(info.units)})")
+    if args.dtype not in info.dtypes:
+        raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
+    hw = load_profile(args.hw)
+    on = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=True)
+    e2e = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=False)
+    out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
+           "simulated_n": on["n"], "end_to_end_n": e2e["n"], "learned_n": None,
+           "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
+                     "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
+                     "all categorical params)"}
+    if args.grid:
+        out["grid_on_chip"] = on["grid"]
+        out["grid_end_to_end"] = e2e["grid"]
+    if args.json:
+        print_json(out)
+    else:
+        print(f"{args.op} {args.dtype}: {args.large_unit} stays faster than {args.small_unit} from "
+              f"n={on['n']} (data on chip), n={e2e['n']} (inputs in GM)")
+    return 0

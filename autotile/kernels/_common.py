@@ -1,0 +1,147 @@
+"""Helpers shared by the 1-D operators (weighted_sum, global_sum, sigmoid, elementwise, ...).
+
+Numba side: dtype rounding of one value (``rnd``) and vector / scalar issue helpers that turn
+element counts into repeats. Python side: profile look-ups that fail with a clear message, the
+split of a 1-D problem over cores into core classes, integer parameter validation and the
+cross-core combine phase of reductions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.sim import engine as E
+from autotile.sim.costs import vector_table
+
+# dtype codes used inside Numba code
+FP32, FP16, BF16 = 0, 1, 2
+CODES = {"fp32": FP32, "fp16": FP16, "bf16": BF16}
+BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+@njit(cache=True)
+def rnd(x, code):
+    """Round a float to the nearest fp32 / fp16 / bf16 value (ties to even), as float64."""
+    if code == FP32:
+        return float(np.float32(x))
+    if x != x or x == 0.0:
+        return x
+    ax = abs(x)
+    if code == FP16:
+        if ax >= 65520.0:
+            return math.copysign(math.inf, x)
+        mant_bits = 10
+        min_exp = -14
+    else:
+        if ax >= 3.3961775292304e38:
+            return math.copysign(math.inf, x)
+        mant_bits = 7
+        min_exp = -126
+    m, e = math.frexp(ax)  # ax = m * 2**e, m in [0.5, 1)
+    e = e - 1
+    if e < min_exp:
+        e = min_exp
+    q = math.ldexp(1.0, e - mant_bits)
+    return math.copysign(np.round(ax / q) * q, x)
+
+
+@njit(cache=True)
+def vrun(st, cost, vcost, row, elems, lanes, ready):
+    """One vector instruction of ``vcost`` row ``row`` over ``elems`` elements of ``lanes`` per repeat."""
+    reps = (elems + lanes - 1) // lanes
+    if reps < 1:
+        reps = 1
+    return E.vector(st, cost, vcost, row, reps, ready)
+
+
+@njit(cache=True)
+def gm_in(st, cost, nbytes, ready):
+    """GM -> UB copy of ``nbytes`` (padded to the 32-byte burst); returns when the data is usable."""
+    return E.copy(st, cost, E.GM_UB, float(((nbytes + 31) // 32) * 32), ready)
+
+
+@njit(cache=True)
+def gm_out(st, cost, nbytes, ready):
+    """UB -> GM copy of ``nbytes`` (padded to 32 bytes)."""
+    return E.copy(st, cost, E.UB_GM, float(((nbytes + 31) // 32) * 32), ready)
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+
+def vtable(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
+    """``vector_table`` with a message that names the operator's need when the profile lacks an op."""
+    try:
+        return vector_table(hw, ops)
+    except KeyError as exc:
+        raise KeyError(f"{exc.args[0]} (needed by this kernel; add it to the profile's vector.ops)") from None
+
+
+def scalar_cost(hw: HardwareProfile, name: str) -> float:
+    """Cycles of one scalar ``name`` op from the profile; a clear KeyError when it is missing."""
+    try:
+        return float(hw.scalar[name])
+    except KeyError:
+        raise KeyError(f"hardware profile {hw.name} has no scalar cost {name!r} "
+                       f"(has {', '.join(sorted(hw.scalar))})") from None
+
+
+def lanes(dtype: str, hw: HardwareProfile) -> int:
+    """Elements of ``dtype`` per vector repeat."""
+    return hw.vector_bytes_per_repeat // BYTES[dtype]
+
+
+def ints(params: dict, names: tuple[str, ...]) -> dict:
+    """Validate positive-integer params; raises InfeasibleConfig naming the bad one."""
+    out = dict(params)
+    for k in names:
+        if k not in params:
+            raise InfeasibleConfig(f"missing parameter {k!r}")
+        v = params[k]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or int(v) != v or v < 1:
+            raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
+        out[k] = int(v)
+    return out
+
+
+def choice(params: dict, name: str, allowed: tuple) -> object:
+    """A categorical param, validated."""
+    v = params.get(name)
+    if v not in allowed:
+        raise InfeasibleConfig(f"{name}={v!r}, expected one of {allowed}")
+    return v
+
+
+def split(n: int, cores: int, align: int) -> list[tuple[int, int, int]]:
+    """Split ``n`` elements over ``cores`` in ``align``-element granules.
+
+    Returns core classes ``(count, length, first_start)``: cores of equal length are simulated
+    once. Cores that would get nothing are not used (so the class counts may sum to fewer).
+    """
+    per = -(-n // cores)
+    per = -(-per // align) * align
+    full = n // per
+    rest = n - full * per
+    out = [(full, per, 0)] if full else []
+    if rest:
+        out.append((1, rest, full * per))
+    return out
+
+
+def on_chip(options: dict | None) -> bool:
+    """The "data on chip" framing (published tables): inputs already in the unit's buffers."""
+    data = (options or {}).get("data", "gm")
+    if data not in ("gm", "on_chip"):
+        raise InfeasibleConfig(f"options.data={data!r}, expected 'gm' or 'on_chip'")
+    return data == "on_chip"
+
+
+def new_state(trace_capacity: int = 0):
+    """A fresh engine state (trace rows if asked)."""
+    return E.new_state(trace_capacity)

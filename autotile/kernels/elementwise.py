@@ -1,0 +1,174 @@
+"""Elementwise add / mul / relu on the Vector unit (and a plain Scalar loop for comparison).
+
+The op kind is an option (spec ``inputs: {kind: add|mul|relu}``, default add), not a tiling
+param: it changes what is computed, not how. Tiles of ``tile_len`` elements per input in UB with
+``buffer_num`` slots (copy-in on MTE2, one vector instruction, copy-out on MTE3); ``cores``
+splits n. The Scalar loop loads each input element, does one ALU op and stores the result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("vector", "scalar")
+DIMS = ("n",)
+KINDS = {"add": (2, "vadd", "add"), "mul": (2, "vmul", "mul"), "relu": (1, "vrelu", "cmp")}
+ADD, MUL, RELU = range(3)
+Q_IN, Q_OUT = 0, 1
+
+
+@njit(cache=True)
+def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per_elem, onchip, execute,
+         a, b, y, start, kind, code):
+    """One core's y = op(a, b) over [start, start+L); returns the end time."""
+    E.set_queue(st, Q_IN, depth)
+    E.set_queue(st, Q_OUT, depth)
+    t = 0.0
+    for ti in range((L + tile - 1) // tile):
+        ln = min(tile, L - ti * tile)
+        slot, free = E.alloc(st, Q_IN)
+        ready = free
+        if not onchip:
+            for _ in range(nin):
+                ready = max(ready, C.gm_in(st, cost, ln * in_bytes, free))
+        oslot, ofree = E.alloc(st, Q_OUT)
+        ready = max(ready, ofree)
+        if scalar_unit:
+            t = E.scalar(st, cost, ln, per_elem, ready)
+        else:
+            t = C.vrun(st, cost, vcost, 0, ln, lanes, ready)
+        E.release(st, Q_IN, slot, t)
+        done = t if onchip else C.gm_out(st, cost, ln * in_bytes, t)
+        E.release(st, Q_OUT, oslot, t if onchip else st.pipe_free[E.MTE3])
+        if execute:
+            for i in range(ln):
+                k = start + ti * tile + i
+                if kind == ADD:
+                    y[k] = C.rnd(a[k] + b[k], code)
+                elif kind == MUL:
+                    y[k] = C.rnd(a[k] * b[k], code)
+                else:
+                    y[k] = a[k] if a[k] > 0.0 else 0.0
+        t = max(t, done)
+    return t
+
+
+def kind_of(options: dict | None) -> str:
+    k = (options or {}).get("kind", "add")
+    if k not in KINDS:
+        raise InfeasibleConfig(f"options.kind={k!r}, expected one of {tuple(KINDS)}")
+    return k
+
+
+def check(shape, params, dtype, hw, unit, kind):
+    p = C.ints(params, ("tile_len", "buffer_num", "cores"))
+    nin = KINDS[kind][0]
+    used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * C.BYTES[dtype] // 32) * 32)
+    bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+    if used > hw.ub_bytes:
+        raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > hw.vector_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
+    if p["cores"] > -(-shape["n"] // 16):
+        raise InfeasibleConfig(f"cores={p['cores']} leaves cores without work for n={shape['n']}")
+    return p, bufs
+
+
+def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None, trace_capacity=0):
+    nin, vop, sop = KINDS[kind]
+    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    sig = f"{dtype}_{dtype}_{dtype}" if nin == 2 else f"{dtype}_{dtype}"
+    scalar_unit = unit == "scalar"
+    vcost = np.zeros((1, 3)) if scalar_unit else C.vtable(hw, [(vop, sig)])
+    per = (nin * C.scalar_cost(hw, "load") + C.scalar_cost(hw, sop) + C.scalar_cost(hw, "store")) if scalar_unit else 0.0
+    a = np.zeros(1) if a is None else a
+    b = a if b is None else b
+    y = np.zeros_like(a)
+    runs, traces = [], []
+    args = (cost, vcost, C.lanes(dtype, hw))
+    for count, L, start in C.split(shape["n"], p["cores"], 16):
+        st = C.new_state(trace_capacity)
+        for extra in range(count if execute else 1):
+            core(st if extra == 0 else C.new_state(0), *args, L, p["tile_len"], p["buffer_num"], nin,
+                 C.BYTES[dtype], scalar_unit, per, onchip, execute, a, b, y, start + extra * L,
+                 tuple(KINDS).index(kind), C.CODES[dtype])
+        runs.append(CoreRun.from_state(st, count))
+        traces.append((count, E.recorded(st)))
+    return runs, y, traces
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
+    """Count mode for one tiling; returns a SimResult (and traces)."""
+    shape = {"n": int(shape["n"])}
+    unit = unit or UNITS[0]
+    try:
+        if unit not in UNITS:
+            raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
+        kind = kind_of(options)
+        onchip = C.on_chip(options)
+        p, bufs = check(shape, params, dtype, hw, unit, kind)
+    except InfeasibleConfig as exc:
+        res = infeasible("elementwise", unit, dtype, shape, params, exc.reason)
+        return (res, []) if want_traces else res
+    runs, _, traces = _run(shape, p, dtype, hw, unit, kind, onchip, trace_capacity=trace_capacity)
+    n, nin = shape["n"], KINDS[kind][0]
+    res = assemble(op="elementwise", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=float(n), peak_flops=hw.peak_flops(unit, dtype) / 2,
+                   must_move_bytes=None if onchip else float((nin + 1) * n * C.BYTES[dtype]), l2_hit=0.0,
+                   buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same loop nest; returns y rounded to ``dtype``."""
+    unit = unit or UNITS[0]
+    kind = kind_of(options)
+    a = np.ascontiguousarray(inputs[0], dtype=np.float64)
+    b = np.ascontiguousarray(inputs[1], dtype=np.float64) if len(inputs) > 1 else None
+    shape = {"n": a.shape[0]}
+    p, _ = check(shape, params, dtype, hw, unit, kind)
+    _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip(options), execute=True, a=a, b=b)
+    return dtype_emul.round_to(y, dtype)
+
+
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
+    """NumPy reference in float64, rounded to ``dtype``."""
+    kind = kind_of(options)
+    a = inputs[0].astype(np.float64)
+    if kind == "relu":
+        return dtype_emul.round_to(np.maximum(a, 0.0), dtype)
+    b = inputs[1].astype(np.float64)
+    return dtype_emul.round_to(a + b if kind == "add" else a * b, dtype)
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
+    """One (relu) or two inputs uniform in [-4, 4], representable in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    nin = KINDS[kind_of(options)][0]
+    return tuple(dtype_emul.round_to(rng.uniform(-4, 4, shape["n"]), dtype) for _ in range(nin))
+
+
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+    """One rounding of the result: exact match expected (the kernel rounds like the reference)."""
+    return 0.0, 0.0
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+    """Baseline: 8 KiB tiles double-buffered, one core per 16 Ki elements."""
+    n = shape["n"]
+    cores = max(1, min(hw.vector_cores, n // 16384))
+    per = -(-n // cores)
+    return {"tile_len": min(-(-per // 16) * 16, 8192 // C.BYTES[dtype]), "buffer_num": 2, "cores": cores}

@@ -1,0 +1,254 @@
+"""Sigmoid ``1 / (1 + exp(-x))``: exact and approximate variants on the Scalar and Vector units.
+
+Variants (param ``variant``): ``exact``; ``poly``, a clamped odd cubic ``0.5 + a x + b x^3`` on
+``[-c, c]`` (minimax coefficients from ``fit_poly``, max error ~2%); ``lut_nearest`` and
+``lut_linear``, a 256-entry table over [-8, 8] (nearest entry, or linear interpolation between
+two). Vector supports exact (VMULS, VEXP, VADDS, VREC) and poly (VMAXS, VMINS, VMUL, VMULS, VADDS,
+VMUL, VADDS); bf16 is converted to fp32 around the math (VCONV). Scalar computes in fp32 with
+per-element op counts priced from the profile's scalar costs. Tiles of ``tile_len`` elements in
+UB with ``buffer_num`` slots; ``cores`` splits n. ``{"data": "on_chip"}`` skips GM copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("vector", "scalar")
+DIMS = ("n",)
+VARIANTS = {"vector": ("exact", "poly"), "scalar": ("exact", "poly", "lut_nearest", "lut_linear")}
+EXACT, POLY, LUT_N, LUT_L = range(4)
+VARIANT_CODE = {"exact": EXACT, "poly": POLY, "lut_nearest": LUT_N, "lut_linear": LUT_L}
+# minimax clamped odd cubic on [-8, 8] (see fit_poly): a, b, clamp c
+POLY_A, POLY_B, POLY_C = 0.21704975785911662, -0.006601016959678638, 3.31065247891911
+LUT_SIZE, LUT_LO, LUT_HI = 256, -8.0, 8.0
+# scalar op counts per element: (op name, count)
+SCALAR_OPS = {
+    "exact": (("load", 1), ("mul", 1), ("exp", 1), ("add", 1), ("div", 1), ("store", 1)),
+    "poly": (("load", 1), ("cmp", 2), ("mul", 3), ("add", 2), ("store", 1)),
+    "lut_nearest": (("load", 2), ("cmp", 2), ("mul", 1), ("add", 1), ("store", 1)),
+    "lut_linear": (("load", 3), ("cmp", 2), ("mul", 2), ("add", 5), ("store", 1)),
+}
+Q_IN, Q_OUT = 0, 1
+
+
+def fit_poly(grid: int = 20001) -> tuple[float, float, float, float]:
+    """Minimax fit of the clamped odd cubic on [-8, 8]; returns (a, b, c, max abs error)."""
+    from scipy.optimize import minimize
+
+    x = np.linspace(-8, 8, grid)
+    s = 1 / (1 + np.exp(-x))
+
+    def err(p):
+        xc = np.clip(x, -p[2], p[2])
+        return np.max(np.abs(0.5 + p[0] * xc + p[1] * xc ** 3 - s))
+
+    best = min((minimize(err, [0.2, -0.005, c0], method="Nelder-Mead",
+                         options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000})
+                for c0 in np.linspace(2, 5, 13)), key=lambda r: r.fun)
+    return float(best.x[0]), float(best.x[1]), float(best.x[2]), float(best.fun)
+
+
+def lut_table() -> np.ndarray:
+    """The 256 sigmoid values at the table's grid points over [-8, 8], in fp32."""
+    x = np.linspace(LUT_LO, LUT_HI, LUT_SIZE)
+    return (1 / (1 + np.exp(-x))).astype(np.float32).astype(np.float64)
+
+
+@njit(cache=True)
+def _elem(v, variant, code, table):
+    """One element's sigmoid with rounding to ``code`` after every operation."""
+    if variant == EXACT:
+        e = C.rnd(np.exp(C.rnd(-v, code)), code)
+        return C.rnd(1.0 / C.rnd(e + 1.0, code), code)
+    if variant == POLY:
+        xc = min(max(v, -POLY_C), POLY_C)
+        x2 = C.rnd(xc * xc, code)
+        t = C.rnd(C.rnd(x2 * POLY_B, code) + POLY_A, code)
+        return C.rnd(C.rnd(t * xc, code) + 0.5, code)
+    xc = min(max(v, LUT_LO), LUT_HI)
+    pos = C.rnd((xc - LUT_LO) * ((LUT_SIZE - 1) / (LUT_HI - LUT_LO)), code)
+    if variant == LUT_N:
+        return table[int(np.round(pos))]
+    i = min(int(np.floor(pos)), LUT_SIZE - 2)
+    f = C.rnd(pos - i, code)
+    return C.rnd(table[i] + C.rnd(f * C.rnd(table[i + 1] - table[i], code), code), code)
+
+
+@njit(cache=True)
+def core(st, cost, vcost, nvops, lanes, L, tile, depth, in_bytes, scalar_unit, per_elem, onchip,
+         execute, x, y, start, variant, code, out_code, table):
+    """One core's sigmoid over x[start:start+L] into y; returns the end time."""
+    E.set_queue(st, Q_IN, depth)
+    E.set_queue(st, Q_OUT, depth)
+    t = 0.0
+    tready = 0.0
+    if scalar_unit and variant >= LUT_N and not onchip:
+        tready = C.gm_in(st, cost, LUT_SIZE * 4, 0.0)
+    for ti in range((L + tile - 1) // tile):
+        ln = min(tile, L - ti * tile)
+        slot, free = E.alloc(st, Q_IN)
+        ready = free
+        if not onchip:
+            ready = C.gm_in(st, cost, ln * in_bytes, free)
+        oslot, ofree = E.alloc(st, Q_OUT)
+        ready = max(ready, ofree, tready)
+        if scalar_unit:
+            t = E.scalar(st, cost, ln, per_elem, ready)
+        else:
+            t = ready
+            for k in range(nvops):
+                t = C.vrun(st, cost, vcost, k, ln, lanes[k], t)
+        E.release(st, Q_IN, slot, t)
+        done = t
+        if not onchip:
+            done = C.gm_out(st, cost, ln * in_bytes, t)
+        E.release(st, Q_OUT, oslot, st.pipe_free[E.MTE3] if not onchip else t)
+        if execute:
+            for i in range(ln):
+                k = start + ti * tile + i
+                y[k] = C.rnd(_elem(x[k], variant, code, table), out_code)
+        t = max(t, done)
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+
+def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
+    """(cost rows, lanes per row) of the vector instruction sequence for one tile."""
+    cd = "fp32" if dtype == "bf16" else dtype
+    s3, s2 = f"{cd}_{cd}_{cd}", f"{cd}_{cd}"
+    body = ([("vmuls", s3), ("vexp", s2), ("vadds", s3), ("vrec", s2)] if variant == "exact" else
+            [("vmaxs", s3), ("vmins", s3), ("vmul", s3), ("vmuls", s3), ("vadds", s3), ("vmul", s3), ("vadds", s3)])
+    if dtype == "bf16":
+        body = [("vconv", "bf16_fp32"), *body, ("vconv", "fp32_bf16")]
+    lanes = np.array([C.lanes(cd, hw)] * len(body), dtype=np.int64)
+    return C.vtable(hw, body), lanes
+
+
+def check(shape, params, dtype, hw, unit):
+    p = C.ints(params, ("tile_len", "buffer_num", "cores"))
+    p["variant"] = C.choice(params, "variant", VARIANTS[unit])
+    nb = C.BYTES[dtype]
+    used = 2 * p["buffer_num"] * -(-p["tile_len"] * nb // 32) * 32
+    if unit == "scalar" and p["variant"].startswith("lut"):
+        used += LUT_SIZE * 4
+    bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+    if used > hw.ub_bytes:
+        raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > hw.vector_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
+    if p["cores"] > -(-shape["n"] // 16):
+        raise InfeasibleConfig(f"cores={p['cores']} leaves cores without work for n={shape['n']}")
+    return p, bufs
+
+
+def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacity=0):
+    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    scalar_unit = unit == "scalar"
+    if scalar_unit:
+        vcost, lanes = np.zeros((1, 3)), np.zeros(1, dtype=np.int64)
+        per = sum(C.scalar_cost(hw, op) * k for op, k in SCALAR_OPS[p["variant"]])
+        code = C.FP32
+    else:
+        vcost, lanes = _vector_program(p["variant"], dtype, hw)
+        per = 0.0
+        code = C.CODES["fp32" if dtype == "bf16" else dtype]
+    x = np.zeros(1) if x is None else x
+    y = np.zeros_like(x)
+    table = lut_table()
+    runs, traces = [], []
+    for count, L, start in C.split(shape["n"], p["cores"], 16):
+        st = C.new_state(trace_capacity)
+        core(st, cost, vcost, len(lanes) if not scalar_unit else 0, lanes, L, p["tile_len"], p["buffer_num"],
+             C.BYTES[dtype], scalar_unit, per, onchip, execute, x, y, start, VARIANT_CODE[p["variant"]], code,
+             C.CODES[dtype], table)
+        if execute:  # the other cores of this class compute their own slices
+            for extra in range(1, count):
+                core(C.new_state(0), cost, vcost, len(lanes) if not scalar_unit else 0, lanes, L, p["tile_len"],
+                     p["buffer_num"], C.BYTES[dtype], scalar_unit, per, onchip, execute, x, y, start + extra * L,
+                     VARIANT_CODE[p["variant"]], code, C.CODES[dtype], table)
+        runs.append(CoreRun.from_state(st, count))
+        traces.append((count, E.recorded(st)))
+    return runs, y, traces
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
+    """Count mode: one tiling and variant on one unit; returns a SimResult (and traces)."""
+    shape = {"n": int(shape["n"])}
+    unit = unit or UNITS[0]
+    try:
+        if unit not in UNITS:
+            raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
+        onchip = C.on_chip(options)
+        p, bufs = check(shape, params, dtype, hw, unit)
+    except InfeasibleConfig as exc:
+        res = infeasible("sigmoid", unit, dtype, shape, params, exc.reason)
+        return (res, []) if want_traces else res
+    runs, _, traces = _run(shape, p, dtype, hw, unit, onchip, trace_capacity=trace_capacity)
+    n = shape["n"]
+    res = assemble(op="sigmoid", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=4.0 * n, peak_flops=hw.peak_flops(unit, dtype),
+                   must_move_bytes=None if onchip else 2.0 * n * C.BYTES[dtype], l2_hit=0.0, buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same loop nest computing y; returns y rounded to ``dtype``."""
+    (x,) = inputs
+    unit = unit or UNITS[0]
+    shape = {"n": int(x.shape[0])}
+    p, _ = check(shape, params, dtype, hw, unit)
+    _, y, _ = _run(shape, p, dtype, hw, unit, C.on_chip(options), execute=True,
+                   x=np.ascontiguousarray(x, dtype=np.float64))
+    return dtype_emul.round_to(y, dtype)
+
+
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
+    """float64 sigmoid, rounded to ``dtype``."""
+    (x,) = inputs
+    return dtype_emul.round_to(1.0 / (1.0 + np.exp(-x.astype(np.float64))), dtype)
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
+    """x uniform in [-8, 8], representable in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    return (dtype_emul.round_to(rng.uniform(-8, 8, shape["n"]), dtype),)
+
+
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+    """(rtol, atol) of the exact variant: a few roundings of the compute dtype near 1."""
+    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    return 0.0, 8 * eps
+
+
+def errors(variant: str, unit: str, dtype: str, hw: HardwareProfile, n: int = 4096, seed: int = 0) -> dict:
+    """Max absolute and relative error of a variant from execute mode, against float64."""
+    (x,) = make_inputs({"n": n}, dtype, seed)
+    p = {"tile_len": min(n, 2048), "buffer_num": 2, "cores": 1, "variant": variant}
+    y = execute((x,), p, dtype, hw, unit=unit).astype(np.float64)
+    ref = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    return {"max_abs_error": float(np.max(np.abs(y - ref))), "max_rel_error": float(np.max(np.abs(y - ref) / ref))}
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+    """Baseline: exact variant, 8 KiB tiles double-buffered, one core per 32 Ki elements."""
+    n = shape["n"]
+    cores = max(1, min(hw.vector_cores, n // 32768))
+    per = -(-n // cores)
+    tile = min(-(-per // 16) * 16, 8192 // C.BYTES[dtype])
+    return {"tile_len": tile, "buffer_num": 2, "cores": cores, "variant": "exact"}

@@ -1,0 +1,403 @@
+"""Weighted sum ``out = sum(w[i] * x[i])`` on the Vector, Scalar or Cube unit.
+
+Units and their loop nests (one @njit core per unit, count and execute mode alike):
+
+* vector: tiles of ``tile_len`` elements of x and w in UB (``buffer_num`` slots); VMUL then either
+  a VADD into a tile-wide accumulator (``reduction="tree"``: at the end a VADD tree over the
+  accumulator's repeats and one in-repeat VCADD) or a VMLA into it (``reduction="vmla"``).
+  ``acc_dtype`` fp32 converts the fp16 products (VCONV) and accumulates in fp32.
+* scalar: the plain loop on the S pipe (2 loads, mul, add per element), tiles copied into UB.
+* cube: ``cube_form="trace"`` maps both vectors onto [16 x n/16] fractals (block-wise, so a
+  contiguous vector already is the zZ / nZ fractal order) and takes the trace of A @ B^T; the
+  ``naive`` form pads [1 x n] @ [n x 1] to 16 x 16 fractals (wasting 255/256 of the cube). The
+  rearrangement is real work: the Mmad's fractal-view setup on the S pipe and the zero fill of a
+  partial last fractal (trace), or the scatter of each 16 elements into fractal row 0 on MTE1
+  (naive). The extraction is real too: FixPipe moves the diagonal (16 fp32) from L0C to L1 and
+  the S pipe sums it.
+
+``cores`` > 1 splits n; each core writes its partial to GM and one core combines them after all
+finish. Options: ``{"data": "on_chip"}`` is the published table's framing (inputs already in the
+unit's own buffers: UB for vector and scalar, L0A/L0B for the cube; single-core result left on
+chip), ``"gm"`` (default) is what a real kernel sees.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("vector", "cube", "scalar")
+DIMS = ("n",)
+REDUCTIONS = ("tree", "vmla")
+ACC = ("fp16", "fp32")
+FORMS = ("trace", "naive")
+Q_IN = 0
+SETUP_OPS = 4  # scalar ops that set up the Mmad's fractal view (K, strides, pad)
+
+# vector cost rows
+V_MUL, V_CONV, V_ADD, V_MLA, V_CADD = range(5)
+
+
+@njit(cache=True)
+def _vcadd_exec(acc, cnt, code):
+    """In-repeat reduce of acc[:cnt] as VCADD does it: a pairwise tree, rounded per level."""
+    m = cnt
+    while m > 1:
+        h = m // 2
+        for j in range(h):
+            acc[j] = C.rnd(acc[j] + acc[m - h + j], code)
+        m -= h
+    return acc[0]
+
+
+@njit(cache=True)
+def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, vmla, conv,
+                onchip, execute, x, w, start, in_code, acc_code, acc):
+    """One core's weighted sum of x[start:start+L]; returns (partial, time it is usable in UB)."""
+    E.set_queue(st, Q_IN, depth)
+    ntile = (L + tile - 1) // tile
+    width = min(tile, L)
+    t = 0.0
+    for ti in range(ntile):
+        ln = min(tile, L - ti * tile)
+        slot, free = E.alloc(st, Q_IN)
+        ready = free
+        if not onchip:
+            ready = max(C.gm_in(st, cost, ln * in_bytes, free), C.gm_in(st, cost, ln * in_bytes, free))
+        if vmla and ti > 0:
+            t = C.vrun(st, cost, vcost, V_MLA, ln, acc_lanes if conv else in_lanes, ready)
+        else:
+            t = C.vrun(st, cost, vcost, V_MUL, ln, in_lanes, ready)
+            if conv:
+                t = C.vrun(st, cost, vcost, V_CONV, ln, in_lanes, t)
+            if ti > 0:
+                t = C.vrun(st, cost, vcost, V_ADD, ln, acc_lanes, t)
+        E.release(st, Q_IN, slot, t)
+        if execute:
+            for i in range(ln):
+                k = start + ti * tile + i
+                if vmla and ti > 0:
+                    acc[i] = C.rnd(acc[i] + x[k] * w[k], acc_code)
+                else:
+                    p = C.rnd(x[k] * w[k], in_code)
+                    acc[i] = p if ti == 0 else C.rnd(acc[i] + p, acc_code)
+    # VADD tree over the accumulator's repeats, then one VCADD within a repeat
+    reps = (width + acc_lanes - 1) // acc_lanes
+    cnt = width
+    while reps > 1:
+        h = reps // 2
+        t = E.vector(st, cost, vcost, V_ADD, h, t)
+        if execute:
+            lo = (reps - h) * acc_lanes
+            for j in range(min(h * acc_lanes, cnt - lo)):
+                acc[j] = C.rnd(acc[j] + acc[lo + j], acc_code)
+        reps -= h
+        cnt = min(cnt, reps * acc_lanes)
+    t = E.vector(st, cost, vcost, V_CADD, 1, t)
+    res = 0.0
+    if execute:
+        res = _vcadd_exec(acc, cnt, acc_code)
+    return res, t
+
+
+@njit(cache=True)
+def scalar_core(st, cost, L, tile, depth, in_bytes, per_elem, onchip, execute, x, w, start, acc_code):
+    """The plain loop on the S pipe over x[start:start+L]; returns (partial, time done)."""
+    E.set_queue(st, Q_IN, depth)
+    ntile = (L + tile - 1) // tile
+    t = 0.0
+    s = 0.0
+    for ti in range(ntile):
+        ln = min(tile, L - ti * tile)
+        slot, free = E.alloc(st, Q_IN)
+        ready = free
+        if not onchip:
+            ready = max(C.gm_in(st, cost, ln * in_bytes, free), C.gm_in(st, cost, ln * in_bytes, free))
+        t = E.scalar(st, cost, ln, per_elem, ready)
+        E.release(st, Q_IN, slot, t)
+        if execute:
+            for i in range(ln):
+                k = start + ti * tile + i
+                s = C.rnd(s + x[k] * w[k], acc_code)
+    return s, t
+
+
+@njit(cache=True)
+def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load, execute, x, w, start):
+    """Cube weighted sum of x[start:start+L] in K chunks of ``tile`` elements.
+
+    Returns (partial, time it is usable on the S side). Execute mode accumulates the 16 diagonal
+    partials (trace) or the single product (naive) in fp32 as L0C does.
+    """
+    E.set_queue(st, Q_IN, depth)
+    ntile = (L + tile - 1) // tile
+    diag = np.zeros(16)
+    last = 0.0
+    # rearrangement (trace): the fractal view's setup on the S pipe
+    setup = 0.0
+    if trace:
+        setup = E.scalar(st, cost, SETUP_OPS, sc_add, 0.0)
+    for ti in range(ntile):
+        ln = min(tile, L - ti * tile)
+        slot, free = E.alloc(st, Q_IN)
+        ready = max(free, setup)
+        if trace:
+            kk = (ln + 15) // 16  # columns of the [16 x K] view
+            padded = ((ln + 255) // 256) * 256
+            if not onchip:
+                ra = E.copy(st, cost, E.GM_L0A, float(padded * in_bytes), ready)
+                rb = E.copy(st, cost, E.GM_L0B, float(padded * in_bytes), ready)
+                ready = max(ra, rb)
+            elif padded > ln:  # zero fill of the partial last fractal
+                ready = E.copy(st, cost, E.L1_L0A, float((padded - ln) * in_bytes), ready)
+                ready = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
+            last = E.mmad(st, cost, 16, kk, 16, 16, ready)
+        else:
+            # [1 x ln] @ [ln x 1]: each 16 elements go to row 0 of a 16 x 16 fractal
+            if not onchip:
+                ra = E.copy(st, cost, E.GM_L1, float(ln * in_bytes), ready)
+                rb = E.copy(st, cost, E.GM_L1, float(ln * in_bytes), ready)
+                ready = max(ra, rb)
+            ra = E.copy(st, cost, E.L1_L0A, float(((ln + 15) // 16) * 256 * in_bytes), ready)
+            rb = E.copy(st, cost, E.L1_L0B, float(((ln + 15) // 16) * 256 * in_bytes), ready)
+            last = E.mmad(st, cost, 1, ln, 1, 16, max(ra, rb))
+        E.release(st, Q_IN, slot, st.pipe_free[E.M])
+        if execute:
+            for i in range(ln):
+                k = start + ti * tile + i
+                r = ((ti * tile + i) // 16) % 16 if trace else 0
+                diag[r] = float(np.float32(diag[r] + x[k] * w[k]))
+    # extraction: FixPipe copies the diagonal to L1, the S pipe sums it
+    nd = 16 if trace else 1
+    t = E.copy(st, cost, E.L0C_L1, float(nd * 4), last)
+    if trace:
+        t = E.scalar(st, cost, nd, sc_load + sc_add, t)
+    s = 0.0
+    if execute:
+        for r in range(nd):
+            s = float(np.float32(s + diag[r]))
+    return s, t
+
+
+@njit(cache=True)
+def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add, sc_load):
+    """Cross-core combine on one core: read the partials from GM, reduce, write the result."""
+    t = C.gm_in(st, cost, nparts * part_bytes, ready)
+    if use_vector:
+        lanes = 256 // part_bytes
+        reps = (nparts + lanes - 1) // lanes
+        t = E.vector(st, cost, vcost_cadd, 0, reps, t)
+        if reps > 1:
+            t = E.vector(st, cost, vcost_cadd, 0, 1, t)
+    else:
+        t = E.scalar(st, cost, nparts, sc_load + sc_add, t)
+    return C.gm_out(st, cost, part_bytes, t)
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+PARAMS = {"vector": ("tile_len", "buffer_num", "cores", "reduction", "acc_dtype"),
+          "scalar": ("tile_len", "buffer_num", "cores", "acc_dtype"),
+          "cube": ("tile_len", "buffer_num", "cores", "cube_form")}
+
+
+def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
+    """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+    p = C.ints(params, ("tile_len", "buffer_num", "cores"))
+    nb = C.BYTES[dtype]
+    if unit in ("vector", "scalar"):
+        p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
+        if unit == "vector":
+            p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
+        accb = C.BYTES[p["acc_dtype"]]
+        used = 2 * p["buffer_num"] * _al(p["tile_len"] * nb, 32)
+        if unit == "vector":
+            used += _al(p["tile_len"] * max(accb, nb), 32) + _al(p["tile_len"] * accb, 32)
+        bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+        max_cores = hw.vector_cores
+    else:
+        p["cube_form"] = C.choice(params, "cube_form", FORMS)
+        if p["cube_form"] == "trace":
+            blk = _al(p["tile_len"], 256) * nb
+        else:
+            blk = -(-p["tile_len"] // 16) * 256 * nb
+        bufs = {"l0a": {"used": p["buffer_num"] * _al(blk, 512), "capacity": hw.l0a_bytes},
+                "l0b": {"used": p["buffer_num"] * _al(blk, 512), "capacity": hw.l0b_bytes}}
+        max_cores = hw.cube_cores
+    for name, b in bufs.items():
+        if b["used"] > b["capacity"]:
+            raise InfeasibleConfig(f"{name.upper()} overflow: the tiling needs {b['used']} bytes, "
+                                   f"{name.upper()} holds {b['capacity']}")
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > max_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {max_cores} {unit} cores of {hw.name}")
+    if p["cores"] > -(-shape["n"] // 16):
+        raise InfeasibleConfig(f"cores={p['cores']} leaves cores without work for n={shape['n']}")
+    return p, bufs
+
+
+def _r(v: float, dtype: str) -> float:
+    """One value rounded to ``dtype``."""
+    return float(dtype_emul.round_to(np.array([v]), dtype)[0])
+
+
+def _al(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+def _unit(unit):
+    unit = unit or UNITS[0]
+    if unit not in UNITS:
+        raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
+    return unit
+
+
+def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None, trace_capacity=0):
+    """Simulate (and optionally compute) every core class plus the combine phase.
+
+    Returns (runs, result value, traces).
+    """
+    n = shape["n"]
+    classes = C.split(n, p["cores"], 16)
+    nb = C.BYTES[dtype]
+    in_code = C.CODES[dtype]
+    x = np.zeros(1) if x is None else x
+    w = np.zeros(1) if w is None else w
+    sc_add, sc_mul = C.scalar_cost(hw, "add"), C.scalar_cost(hw, "mul")
+    sc_load = C.scalar_cost(hw, "load")
+    acc_dtype = p.get("acc_dtype", "fp32")
+    acc_code = C.CODES[acc_dtype]
+    accb = 4 if unit == "cube" else C.BYTES[acc_dtype]
+    if unit == "vector":
+        sig_in = f"{dtype}_{dtype}_{dtype}"
+        conv = acc_dtype == "fp32" and dtype != "fp32"
+        vcost = C.vtable(hw, [("vmul", sig_in), ("vconv", f"{dtype}_fp32"), ("vadd", f"{acc_dtype}_{acc_dtype}_{acc_dtype}"),
+                              ("vmla", f"{dtype}_{dtype}_{acc_dtype}"), ("vcadd", f"{acc_dtype}_{acc_dtype}")])
+    vcadd = C.vtable(hw, [("vcadd", f"{acc_dtype}_{acc_dtype}")]) if p["cores"] > 1 and unit == "vector" else np.zeros((1, 3))
+    runs, traces, parts, ends = [], [], [], []
+    for count, L, start in classes:
+        st = C.new_state(trace_capacity)
+        if unit == "vector":
+            acc = np.zeros(min(p["tile_len"], L))
+            val, t = vector_core(st, cost, vcost, L, p["tile_len"], p["buffer_num"], C.lanes(dtype, hw),
+                                 C.lanes(acc_dtype, hw), nb, p["reduction"] == "vmla", conv, onchip, execute,
+                                 x, w, start, in_code, acc_code, acc)
+        elif unit == "scalar":
+            val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, 2 * sc_load + sc_mul + sc_add,
+                                 onchip, execute, x, w, start, acc_code)
+        else:
+            val, t = cube_core(st, cost, L, p["tile_len"], p["buffer_num"], p["cube_form"] == "trace", onchip, nb,
+                               sc_add, sc_load, execute, x, w, start)
+        if p["cores"] > 1 or not onchip:
+            t = C.gm_out(st, cost, accb, t) if unit != "cube" else E.copy(st, cost, E.L0C_GM, 64.0, t)
+        parts.append((val, count, L, start))
+        ends.append(t)
+        runs.append((st, count))
+    if p["cores"] > 1:
+        # all partials are in GM once the slowest core's write lands; core 0 combines them
+        st0, _ = runs[0]
+        combine(st0, cost, vcadd, sum(c for c, _, _ in classes), accb, max(ends), unit == "vector", sc_add, sc_load)
+    out_runs = []
+    for st, count in runs:
+        out_runs.append(CoreRun.from_state(st, count))
+        traces.append((count, E.recorded(st)))
+    return out_runs, parts, traces
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
+    """Count mode: simulate one tiling on one unit; returns a SimResult (and traces)."""
+    shape = {"n": int(shape["n"])}
+    try:
+        unit = _unit(unit)
+        onchip = C.on_chip(options)
+        p, bufs = check(shape, params, dtype, hw, unit)
+    except InfeasibleConfig as exc:
+        res = infeasible("weighted_sum", unit or UNITS[0], dtype, shape, params, exc.reason)
+        return (res, []) if want_traces else res
+    active = p["cores"]
+    cost = cost_vector(hw, dtype, active_cores=active)
+    runs, _, traces = _run(shape, p, dtype, hw, unit, onchip, cost, trace_capacity=trace_capacity)
+    n = shape["n"]
+    nb = C.BYTES[dtype]
+    peak = hw.peak_flops(unit, "fp16" if unit == "cube" and dtype == "fp32" else dtype)
+    res = assemble(op="weighted_sum", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=2.0 * n, peak_flops=peak,
+                   must_move_bytes=None if onchip else float(2 * n * nb), l2_hit=0.0, buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same loop nests computing the sum; returns a 0-d array of ``dtype`` values."""
+    x, w = inputs
+    shape = {"n": int(x.shape[0])}
+    unit = _unit(unit)
+    onchip = C.on_chip(options)
+    p, _ = check(shape, params, dtype, hw, unit)
+    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    xs = np.ascontiguousarray(x, dtype=np.float64)
+    ws = np.ascontiguousarray(w, dtype=np.float64)
+    _, parts, _ = _run(shape, p, dtype, hw, unit, onchip, cost, execute=True, x=xs, w=ws)
+    acc_dtype = "fp32" if unit == "cube" else p["acc_dtype"]
+    total = 0.0
+    for val, count, L, start in parts:
+        total = float(_r(total + val, acc_dtype))
+        for extra in range(1, count):  # other cores of this class: their own slices
+            s = start + extra * L
+            sub = {"n": L}
+            _, sp, _ = _run(sub, {**p, "cores": 1}, dtype, hw, unit, onchip, cost, execute=True,
+                            x=xs[s:s + L], w=ws[s:s + L])
+            total = float(_r(total + sp[0][0], acc_dtype))
+    return np.array(_r(total, dtype))
+
+
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
+    """float64 sum of the exact products, rounded to ``dtype``."""
+    x, w = inputs
+    return np.array(_r(float(np.dot(x.astype(np.float64), w.astype(np.float64))), dtype))
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
+    """x uniform in [-1, 1], w uniform in [0, 1], both representable in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    n = shape["n"]
+    return (dtype_emul.round_to(rng.uniform(-1, 1, n), dtype), dtype_emul.round_to(rng.uniform(0, 1, n), dtype))
+
+
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+    """(rtol, atol): accumulation error grows ~ n eps_acc for inputs in [-1, 1] (fp16 acc worst case)."""
+    n = shape["n"]
+    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    return 2 * eps, n * 2.0 ** -11 * 0.5 + math.sqrt(n) * eps * 4
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+    """Baseline: 8 KiB tiles double-buffered, one core per 64 Ki elements, tree reduction in fp32."""
+    unit = unit or UNITS[0]
+    n = shape["n"]
+    nb = C.BYTES[dtype]
+    max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
+    cores = max(1, min(max_cores, n // 65536))
+    per = -(-n // cores)
+    tile = min(_al(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
+    p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
+    if unit == "vector":
+        p.update(reduction="tree", acc_dtype="fp32")
+    elif unit == "scalar":
+        p.update(acc_dtype="fp32")
+    else:
+        p.update(cube_form="trace")
+    return p

@@ -1,0 +1,90 @@
+"""weighted_sum: execute mode against the reference on tails, and the published on-chip figures."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from autotile.hardware import load_profile
+from autotile.kernels import weighted_sum as W
+
+HW = load_profile()
+ON = {"data": "on_chip"}
+
+
+def _check(n, dtype, unit, params, options=None):
+    inputs = W.make_inputs({"n": n}, dtype, seed=n)
+    got = float(W.execute(inputs, params, dtype, HW, unit=unit, options=options))
+    ref = float(W.reference(inputs, dtype))
+    rtol, atol = W.tolerance(dtype, {"n": n})
+    assert abs(got - ref) <= atol + rtol * abs(ref), (got, ref)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 3000), tile=st.sampled_from([16, 48, 128, 1000]), cores=st.integers(1, 5),
+       unit=st.sampled_from(["vector", "scalar", "cube"]), dtype=st.sampled_from(["fp16", "fp32", "bf16"]),
+       extra=st.sampled_from([0, 1]))
+def test_execute_matches_reference(n, tile, cores, unit, dtype, extra):
+    cores = min(cores, -(-n // 16))
+    p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
+    if unit == "vector":
+        p.update(reduction=("tree", "vmla")[extra], acc_dtype="fp32")
+    elif unit == "scalar":
+        p.update(acc_dtype="fp32")
+    else:
+        p.update(cube_form=("trace", "naive")[extra])
+    assume(W.simulate({"n": n}, p, dtype, HW, unit=unit).feasible)
+    _check(n, dtype, unit, p)
+
+
+def test_fp16_accumulation_is_less_accurate_than_fp32():
+    inputs = W.make_inputs({"n": 4096}, "fp16", seed=1)
+    ref = float(np.dot(inputs[0].astype(np.float64), inputs[1].astype(np.float64)))
+    errs = {}
+    for acc in ("fp16", "fp32"):
+        p = {"tile_len": 4096, "buffer_num": 1, "cores": 1, "reduction": "vmla", "acc_dtype": acc}
+        errs[acc] = abs(float(np.float64(W.execute(inputs, p, "fp16", HW, options=ON)) - ref))
+    assert errs["fp16"] >= errs["fp32"]
+
+
+def _on_chip(unit, n=4096, **extra):
+    p = {"tile_len": n, "buffer_num": 1, "cores": 1, **extra}
+    return W.simulate({"n": n}, p, "fp16", HW, unit=unit, options=ON)
+
+
+def test_published_table_order_and_size_at_4096():
+    scalar = _on_chip("scalar", acc_dtype="fp32").cycles
+    vector = min(_on_chip("vector", reduction=r, acc_dtype=a).cycles for r in ("tree", "vmla") for a in ("fp16", "fp32"))
+    cube = _on_chip("cube", cube_form="trace")
+    assert 8192 / 2 <= scalar <= 8192 * 2
+    assert 90 / 2 <= vector <= 90 * 2
+    assert 25 / 2 <= cube.pipes["m"]["busy_cycles"] <= 25 * 2  # compute
+    assert cube.cycles < vector < scalar
+
+
+def test_vmla_accumulator_is_slower_than_tree_on_many_tiles():
+    tree = _on_chip("vector", reduction="tree", acc_dtype="fp16", n=4096)
+    p = {"tile_len": 512, "buffer_num": 1, "cores": 1, "acc_dtype": "fp16"}
+    t = W.simulate({"n": 4096}, {**p, "reduction": "tree"}, "fp16", HW, options=ON).cycles
+    v = W.simulate({"n": 4096}, {**p, "reduction": "vmla"}, "fp16", HW, options=ON).cycles
+    assert v > t and tree.feasible
+
+
+def test_trace_form_beats_naive_padding():
+    naive = _on_chip("cube", n=2048, cube_form="naive")
+    trace = _on_chip("cube", n=2048, cube_form="trace")
+    assert trace.cycles < naive.cycles
+    assert naive.pipes["m"]["busy_cycles"] > 10 * trace.pipes["m"]["busy_cycles"]
+
+
+def test_infeasible_tiling_reports_reason():
+    r = W.simulate({"n": 1 << 20}, {"tile_len": 1 << 20, "buffer_num": 2, "cores": 1, "reduction": "tree",
+                                    "acc_dtype": "fp32"}, "fp16", HW)
+    assert not r.feasible and "UB overflow" in r.reason
+
+
+def test_missing_profile_op_fails_clearly():
+    import dataclasses
+    hw = dataclasses.replace(HW, vector={k: v for k, v in HW.vector.items() if k != "vcadd"})
+    with pytest.raises(KeyError, match="vcadd"):
+        W.simulate({"n": 256}, W.default_params({"n": 256}, "fp16", hw), "fp16", hw)
