@@ -177,11 +177,12 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
                 k = start + ti * tile + i
                 r = ((ti * tile + i) // 16) % 16 if trace else 0
                 diag[r] = float(np.float32(diag[r] + x[k] * w[k]))
-    # extraction: FixPipe copies the diagonal to L1, the S pipe sums it
+    # extraction: FixPipe moves the 16 x 16 fp32 result fractal (1 KiB) to L1, then the S pipe
+    # sums its diagonal; each load issues alongside the add that consumes the previous one
     nd = 16 if trace else 1
-    t = E.copy(st, cost, E.L0C_L1, float(nd * 4), last)
+    t = E.copy(st, cost, E.L0C_L1, 1024.0, last)
     if trace:
-        t = E.scalar(st, cost, nd, sc_load + sc_add, t)
+        t = E.scalar(st, cost, nd, max(sc_load, sc_add), t)
     s = 0.0
     if execute:
         for r in range(nd):
