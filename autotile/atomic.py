@@ -8,6 +8,10 @@ import tempfile
 from pathlib import Path
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 class OutputError(Exception):
     """An output could not be written (unwritable folder, disk full). The old file is intact."""
 
@@ -25,6 +29,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
         os.replace(tmp, path)
     except OSError as exc:
         try:

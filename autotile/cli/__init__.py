@@ -18,6 +18,7 @@ COMMANDS = {
     "hw": "hw",
     "space": "space",
     "tune": "tune",
+    "simulate": "simulate",
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",

@@ -79,6 +79,7 @@ def core(st, cost, ip, mode, a, b, acc):
     m0, n0 = ip[19], ip[20]
     traffic = mode == MODE_TRAFFIC
     execute = mode == MODE_EXECUTE
+    E.reset(st)
     E.set_queue(st, Q_L0A, db_a)
     E.set_queue(st, Q_L0B, db_b)
     E.set_queue(st, Q_L0C, db_c)
@@ -183,16 +184,19 @@ def core(st, cost, ip, mode, a, b, acc):
 
 
 def _ints(params: dict) -> dict:
-    p = {k: params[k] for k in PARAMS}
+    p = {}
     for k in PARAMS:
+        v = params[k]
         if k == "iterate_order":
-            if p[k] not in ORDERS:
-                raise InfeasibleConfig(f"iterate_order={p[k]!r}, expected one of {ORDERS}")
-            continue
-        v = p[k]
-        if isinstance(v, bool) or int(v) != v or v < 1:
+            if v not in ORDERS:
+                raise InfeasibleConfig(f"iterate_order={v!r}, expected one of {ORDERS}")
+        elif type(v) is not int:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
+                raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
+            v = int(v)
+        if k != "iterate_order" and v < 1:
             raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
-        p[k] = int(v)
+        p[k] = v
     return p
 
 
@@ -261,8 +265,7 @@ def _state(trace_capacity=0):
         return E.new_state(trace_capacity)
     if _STATE is None:
         _STATE = E.new_state(0)
-    E.reset(_STATE)
-    return _STATE
+    return _STATE  # ``core`` resets it
 
 
 def pack(shape, p, dt, sm, sn, m0=0, n0=0) -> np.ndarray:

@@ -82,11 +82,9 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
     cycles = crit.cycles
     time_s = cycles / (hw.clock_ghz * 1e9)
     block_dim = sum(r.count for r in runs)
-    pipes = {
-        name: {"busy_cycles": round(crit.busy[i], 3), "ratio": round(crit.busy[i] / cycles, 4) if cycles else 0.0}
-        for i, name in enumerate(E.PIPE_NAMES)
-    }
-    ratio = {name: pipes[name]["ratio"] for name in E.PIPE_NAMES}
+    inv = 1.0 / cycles if cycles else 0.0
+    ratio = {name: round(b * inv, 4) for name, b in zip(E.PIPE_NAMES, crit.busy)}
+    pipes = {name: {"busy_cycles": round(b, 3), "ratio": ratio[name]} for name, b in zip(E.PIPE_NAMES, crit.busy)}
     cube = unit == "cube"
     msprof = {
         "aic_mac_ratio": ratio["m"],
@@ -98,7 +96,11 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
         "aiv_mte3_ratio": ratio["mte3"],
         "aiv_scalar_ratio": ratio["s"],
     }
-    path_total = [sum(r.path_bytes[i] * r.count for r in runs) for i in range(E.NPATHS)]
+    path_total = [0.0] * E.NPATHS
+    for r in runs:
+        c = r.count
+        for i, b in enumerate(r.path_bytes):
+            path_total[i] += b * c
     gm_read = sum(path_total[i] for i in _GM_READ)
     gm_write = sum(path_total[i] for i in _GM_WRITE)
     byts = {

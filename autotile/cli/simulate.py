@@ -1,0 +1,64 @@
+"""``autotile simulate SPEC --shape ...``: one configuration through the simulator."""
+
+from __future__ import annotations
+
+from autotile.cli.common import parse_kv, print_json
+from autotile.errors import InputError
+
+HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
+TRACE_CAPACITY = 2_000_000
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="a spec file, e.g. studies/matmul.yaml")
+    p.add_argument("--shape", required=True, help="e.g. m=1024,n=2048,k=512")
+    p.add_argument("--dtype", help="default: the spec's first dtype")
+    p.add_argument("--unit", help="default: the spec's first unit")
+    p.add_argument("--set", dest="set_", default="", help="params, e.g. base_m=128,base_n=256 (others: default tiling)")
+    p.add_argument("--trace", help="write a Chrome trace / Perfetto JSON file of the schedule")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args) -> int:
+    from autotile.kernels import registry
+    from autotile.sim.trace import write_chrome_trace
+    from autotile.space.spec import load_spec
+
+    spec = load_spec(args.spec)
+    shape = parse_kv(args.shape, what="--shape", ints=True)
+    space = spec.space(shape, args.dtype, args.unit)
+    kernel = registry.implementation(spec.op.name)
+    params = {k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware, space.unit).items()
+              if k in space.names}
+    given = parse_kv(args.set_, what="--set")
+    unknown = [k for k in given if k not in space.names]
+    if unknown:
+        from autotile.yamlsrc import suggest
+
+        raise InputError(f"--set: unknown param {unknown[0]!r} of {spec.op.name} ({space.unit})"
+                         + suggest(unknown[0], space.names))
+    params.update(given)
+    reason = space.check(params)
+    want = bool(args.trace)
+    out = kernel.simulate(space.shape, params, space.dtype, spec.hardware, unit=space.unit,
+                          options=spec.inputs, trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want)
+    res, traces = out if want else (out, None)
+    data = res.to_json()
+    if reason is not None and res.feasible:
+        data["feasible"] = False
+        data["reason"] = reason
+    if want and res.feasible:
+        write_chrome_trace(args.trace, traces, spec.hardware,
+                           {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
+        data["trace"] = args.trace
+    if args.json:
+        print_json(data)
+    elif not data["feasible"]:
+        print(f"infeasible: {data['reason']}")
+    else:
+        print(f"{spec.op.name} {space.unit} {space.dtype} {space.shape}: {res.cycles:,.0f} cycles, "
+              f"{res.time_us:.2f} us, {res.pct_of_peak:.1f}% of peak, bound by {res.bound}")
+        print("pipes: " + ", ".join(f"{k} {v['ratio']:.2f}" for k, v in res.pipes.items()))
+        if want:
+            print(f"trace: {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
+    return 0 if data["feasible"] else 2
