@@ -7,7 +7,6 @@ import os
 import tempfile
 from pathlib import Path
 
-
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
