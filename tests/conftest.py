@@ -1,0 +1,36 @@
+"""Shared test helpers: writing spec files and running the CLI in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autotile import cli
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """Write YAML text to ``tmp_path/spec.yaml`` and return its path as text."""
+
+    def write(text: str, name: str = "spec.yaml") -> str:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return write
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run ``autotile ARGS`` in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str):
+        code = cli.run(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
