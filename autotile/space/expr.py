@@ -337,8 +337,10 @@ class _Compiler:
         return ifexp, nt + na + nb
 
     def _Call(self, node):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            what = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+        if not isinstance(node.func, ast.Name):
+            raise self.error(node, f"only the functions {', '.join(FUNCTIONS)} can be called")
+        if node.func.id not in FUNCTIONS:
+            what = node.func.id
             raise self.error(
                 node,
                 f"unknown function {what!r}, expected one of {', '.join(FUNCTIONS)}"
@@ -347,11 +349,11 @@ class _Compiler:
         name = node.func.id
         if node.keywords:
             raise self.error(node, f"{name}() takes no keyword arguments")
+        parts = [self.node(a) for a in node.args]
         lo, hi = FUNCTIONS[name]
         if not lo <= len(node.args) <= hi:
             count = str(lo) if lo == hi else f"{lo} to {hi}"
             raise self.error(node, f"{name}() takes {count} arguments, got {len(node.args)}")
-        parts = [self.node(a) for a in node.args]
         fns = [p[0] for p in parts]
         names = [n for p in parts for n in p[1]]
         impl = _FUNCS[name]
@@ -370,8 +372,8 @@ def _lookup(key):
 
 def _num(x, ctx):
     """Bool arrays become int64 so arithmetic matches Python's bool-as-int."""
-    if ctx.vec and isinstance(x, np.ndarray) and x.dtype == bool:
-        return x.astype(np.int64)
+    if ctx.vec and isinstance(x, (np.ndarray, np.bool_)) and x.dtype == bool:
+        return np.asarray(x).astype(np.int64)
     return x
 
 
