@@ -204,13 +204,13 @@ class _Parser:
             raise self.err(path, f"expected at most {limit}, got {value}")
         return value
 
-    def one_of(self, path, value, choices, what) -> str:
+    def one_of(self, path, value, choices, what, where="") -> str:
         if not isinstance(value, str) or value not in choices:
-            raise self.err(path, f"unknown {what} {_show(value)}, expected one of "
+            raise self.err(path, f"unknown {what} {_show(value)}{where}, expected one of "
                                  f"{', '.join(choices)}" + suggest(value, choices))
         return value
 
-    def names_list(self, path, value, choices, what) -> tuple[str, ...]:
+    def names_list(self, path, value, choices, what, where="") -> tuple[str, ...]:
         if isinstance(value, str):
             value = [value]
             items = [(path, value[0])]
@@ -220,7 +220,7 @@ class _Parser:
             raise self.err(path, f"expected a non-empty list of {what}s, got {_kind(value)}")
         out = []
         for p, v in items:
-            v = self.one_of(p, v, choices, what)
+            v = self.one_of(p, v, choices, what, where)
             if v in out:
                 raise self.err(p, f"{what} {v} listed twice")
             out.append(v)
@@ -235,9 +235,9 @@ class _Parser:
         self.mapping((), top, TOP_KEYS, ("op", "shapes", "params"))
         op = OPS[self.one_of(("op",), top["op"], tuple(OPS), "op")]
         hw_ref, hw = self.hardware(top.get("hardware", DEFAULT_PROFILE))
-        dtypes = (self.names_list(("dtypes",), top["dtypes"], op.dtypes, "dtype")
+        dtypes = (self.names_list(("dtypes",), top["dtypes"], op.dtypes, "dtype", f" for {op.name}")
                   if "dtypes" in top else op.dtypes[:1])
-        units = (self.names_list(("units",), top["units"], op.units, "unit")
+        units = (self.names_list(("units",), top["units"], op.units, "unit", f" for {op.name}")
                  if "units" in top else op.units[:1])
         shapes = self.shapes(op, top["shapes"])
         ns = namespaces(op, hw)
@@ -278,9 +278,15 @@ class _Parser:
         else:
             target = ref
         line, col = self.doc.where(path)
+        if target != ref or "/" in ref:
+            if not Path(target).is_file():
+                raise InputError(f"profile file not found: {target}", file=self.doc.file,
+                                 line=line, col=col, field="hardware")
         try:
             return ref, load_profile(target)
         except InputError as exc:
+            if exc.file is not None:
+                raise  # a problem inside the profile file: its own location says more
             raise exc.located(file=self.doc.file, line=line, col=col, field="hardware") from None
 
     def shapes(self, op: OpInfo, value) -> tuple[dict, ...]:
@@ -379,7 +385,8 @@ class _Parser:
         name = path[-1]
         units = None
         if "units" in d:
-            units = self.names_list(path + ("units",), d["units"], spec_units, "unit")
+            units = self.names_list(path + ("units",), d["units"], spec_units, "unit",
+                                    " (not in the spec's units)")
         desc = self.text(path + ("description",), d.get("description", ""), empty_ok=True)
         if kind == "int":
             self.mapping(path, d, common + ("low", "high", "step", "pow2", "multiple_of", "where"),
@@ -513,7 +520,12 @@ def _kind(value) -> str:
         return "nothing"
     if isinstance(value, bool):
         return f"{str(value).lower()}"
-    return {dict: "a mapping", list: "a list", str: f"text {value!r}"}.get(type(value), _show(value))
+    if isinstance(value, (dict, list)):
+        what = "mapping" if isinstance(value, dict) else "list"
+        return f"an empty {what}" if not value else f"a {what}"
+    if isinstance(value, str):
+        return f"text {value!r}"
+    return _show(value)
 
 
 def _show(value) -> str:
