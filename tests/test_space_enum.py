@@ -198,3 +198,23 @@ def test_matmul_buffers_hold_in_every_enumerated_config():
     assert (l1 <= hw.l1_bytes).all()
     ka, kb = c["step_ka"], c["step_kb"]
     assert ((ka % kb == 0) | (kb % ka == 0)).all()
+
+
+def test_matmul_define_by_run_suggestions_are_mostly_feasible():
+    """What a tuner sees before it learns anything: each param drawn uniformly from its domain
+    given the params above it. Fewer than 20% of such configs may be infeasible."""
+    import random
+
+    spec = load_spec("studies/matmul.yaml")
+    rng = random.Random(0)
+    for shape in spec.shapes:
+        space = spec.space(shape)
+        infeasible = 0
+        for _ in range(400):
+            params: dict = {}
+            for name in space.names:
+                domain = space.domain(name, params)
+                assert len(domain) > 0, (shape, name, params)
+                params[name] = domain[rng.randrange(len(domain))]
+            infeasible += space.check(params) is not None
+        assert infeasible / 400 < 0.2, shape
