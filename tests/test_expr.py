@@ -164,3 +164,18 @@ def test_vectorized_evaluation_equals_scalar_evaluation(text, a, b, c):
             assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12), (text, i, got, expected)
         else:
             assert got == expected, (text, i, got, expected)
+
+
+def test_ready_parts_are_the_largest_computable_pieces():
+    from autotile.space.expr import ready_parts
+
+    bound = {"a", "b"}
+
+    def is_bound(k):
+        return "." in k or k in bound
+
+    assert ready_parts("min(8, a // b, c * a)", is_bound) == ["min(8, a // b)", "a"]
+    assert ready_parts("a * b <= c and c < hw.l1_bytes // a", is_bound) == ["a * b", "hw.l1_bytes // a"]
+    assert ready_parts("c + hw.l1_bytes * dtype.bytes", is_bound) == []
+    assert ready_parts("a if c else b + 1", is_bound) == ["a", "b + 1"]
+    assert ready_parts("a + b", is_bound) == ["a + b"]

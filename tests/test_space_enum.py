@@ -12,7 +12,7 @@ import itertools
 import pytest
 
 from autotile.space import load_spec
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 
 
 def _pow2(v, lo, hi):
@@ -186,7 +186,7 @@ def test_check_names_the_param_or_constraint_and_the_numbers(dependent):
 
 
 def test_matmul_buffers_hold_in_every_enumerated_config():
-    spec = load_spec("studies/matmul.yaml")
+    spec = load_spec(ROOT / "studies" / "matmul.yaml")
     shape = {"m": 64, "n": 64, "k": 64}
     enum = spec.enumerate(shape)
     hw = spec.hardware
@@ -205,7 +205,7 @@ def test_matmul_define_by_run_suggestions_are_mostly_feasible():
     given the params above it. Fewer than 20% of such configs may be infeasible."""
     import random
 
-    spec = load_spec("studies/matmul.yaml")
+    spec = load_spec(ROOT / "studies" / "matmul.yaml")
     rng = random.Random(0)
     for shape in spec.shapes:
         space = spec.space(shape)
@@ -218,3 +218,28 @@ def test_matmul_define_by_run_suggestions_are_mostly_feasible():
                 params[name] = domain[rng.randrange(len(domain))]
             infeasible += space.check(params) is not None
         assert infeasible / 400 < 0.2, shape
+
+
+def test_merging_keeps_counts_exact_far_beyond_the_row_limit(write_spec):
+    """About 1e8 raw points, never more than 100,000 rows: after each step, rows that later
+    steps cannot tell apart (same min(10, a * b % 7 + 1), same d % 13 + 1, ...) are merged."""
+    spec = load_spec(write_spec(
+        "op: elementwise\nshapes: [{n: 1}]\nparams:\n"
+        "  a: {type: int, low: 1, high: 300}\n  b: {type: int, low: 1, high: 300}\n"
+        "  c: {type: int, low: 1, high: \"min(10, a * b % 7 + 1)\"}\n"
+        "  d: {type: int, low: 1, high: c * 30}\n"
+        "  e: {type: int, low: 1, high: d % 13 + 1}\n"
+        "constraints:\n  - {expr: \"(c + e) % 4 != 0\", message: \"c + e divisible by 4\"}\n"))
+
+    def below(c, keep):  # points (d, e) under a given c, written out independently
+        return sum(1 for d in range(1, 30 * c + 1) for e in range(1, d % 13 + 2) if keep(c, e))
+
+    raw_c = {c: below(c, lambda c, e: True) for c in range(1, 11)}
+    feas_c = {c: below(c, lambda c, e: (c + e) % 4 != 0) for c in range(1, 11)}
+    tops = [min(10, a * b % 7 + 1) for a in range(1, 301) for b in range(1, 301)]
+    raw = sum(raw_c[c] for t in tops for c in range(1, t + 1))
+    feasible = sum(feas_c[c] for t in tops for c in range(1, t + 1))
+    count = spec.space(spec.shapes[0]).count(max_rows=100_000)
+    assert raw > 5e7
+    assert (count.method, count.raw_size, count.feasible_size) == ("exact", raw, feasible)
+    assert count.top_removes == raw - feasible

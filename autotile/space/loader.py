@@ -118,7 +118,8 @@ class _Parser:
                  if "units" in top else op.units[:1])
         shapes = self.shapes(op, top["shapes"])
         ns = namespaces(op, hw)
-        params = self.params(top["params"], ns, units)
+        later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()
+        params = self.params(top["params"], ns, units, later)
         derived = self.derived(top.get("derived", {}), ns, params)
         constraints = self.constraints(top.get("constraints", []), ns, params, derived)
         objectives = self.names_list(("objective",), top.get("objective", "cycles"), OBJECTIVES,
@@ -222,7 +223,7 @@ class _Parser:
             raise self.err(path, f"name {name} is already used by {taken[name]}", key=True)
         return name
 
-    def params(self, value, ns, spec_units) -> tuple[Param, ...]:
+    def params(self, value, ns, spec_units, derived_names=()) -> tuple[Param, ...]:
         path = ("params",)
         if not isinstance(value, dict) or not value:
             raise self.err(path, f"expected a mapping of parameter names to definitions, got {_kind(value)}")
@@ -232,8 +233,10 @@ class _Parser:
         for i, name in enumerate(names):
             ppath = path + (name,)
             self.new_name(ppath, name, taken)
-            hidden = {n: f"{n} is declared below {name}; a bound may only use params declared above it"
-                      for n in names[i + 1:]}
+            hidden = {n: f"{n} is a derived value; a bound may only use params declared above it"
+                      for n in derived_names}
+            hidden.update({n: f"{n} is declared below {name}; a bound may only use params declared above it"
+                           for n in names[i + 1:]})
             hidden.update({p.name: f"{p.name} has text values and cannot be used in expressions"
                            for p in out if p.is_text})
             scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden)
