@@ -1,11 +1,15 @@
-"""Shared fixtures: the default profile and the bundled calibration file."""
+"""Shared test helpers: the default profile, the calibration file, spec files, the CLI in-process."""
+
+from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
+from autotile import cli
 from autotile.hardware import load_profile
 
+DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT.parent / "shared" / "calibration" / "ascend910b_microops.csv"
 
@@ -20,3 +24,27 @@ def csv_path():
     if not CSV.exists():
         pytest.skip(f"calibration file {CSV} not present")
     return CSV
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """Write YAML text to ``tmp_path/spec.yaml`` and return its path as text."""
+
+    def write(text: str, name: str = "spec.yaml") -> str:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return write
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run ``autotile ARGS`` in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str):
+        code = cli.run(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -48,7 +48,8 @@ def run(args) -> int:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         approx = "~" if r["method"] == "sampled" else ""
         share = r["feasible_size"] / r["raw_size"] if r["raw_size"] else 0.0
-        line = (f"{shape} {r['dtype']} {r['unit']}: raw {r['raw_size']:,}, feasible "
+        raw_approx = "~" if not r.get("raw_exact", True) else ""
+        line = (f"{shape} {r['dtype']} {r['unit']}: raw {raw_approx}{r['raw_size']:,}, feasible "
                 f"{approx}{r['feasible_size']:,} ({share:.1%}, {r['method']}")
         if r["method"] == "sampled":
             lo, hi = r["ci95"]

@@ -8,9 +8,10 @@
 
 from autotile.space.enumeration import Count, Enumeration
 from autotile.space.expr import EvalError, Expr, ExprError, Scope, compile_expr
+from autotile.space.loader import load_spec
 from autotile.space.params import ChoiceParam, IntParam, Param
 from autotile.space.space import Space
-from autotile.space.spec import Budget, Constraint, Derived, Spec, load_spec
+from autotile.space.spec import Budget, Constraint, Derived, Spec
 
 __all__ = [
     "Budget", "ChoiceParam", "Constraint", "Count", "Derived", "Enumeration", "EvalError", "Expr",

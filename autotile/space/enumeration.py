@@ -2,9 +2,10 @@
 
 Params are expanded in declaration order over a table of partial configurations; dependent
 bounds are evaluated on whole columns, derived values are computed and constraints pruned as
-soon as all their names are bound. Counting keeps only the columns later steps still read and
-merges identical rows with a weight, so an exact count stays cheap even when the raw space has
-1e15 points. When even that frontier would exceed ``max_rows``, the count is estimated by
+soon as all their names are bound. Counting merges partial configurations that no later step
+can tell apart into one weighted row: two rows are alike when every sub-expression of a later
+bound, derived value or constraint that is already computable (``expr.ready_parts``) has the
+same value on both. An exact count thus stays cheap even when the raw space has 1e15 points. When even that frontier would exceed ``max_rows``, the count is estimated by
 sampling random root-to-leaf paths (Knuth's tree-size estimator, unbiased, with a 95% interval).
 """
 
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from autotile.errors import InputError
+from autotile.space.expr import Expr, Scope, compile_expr, ready_parts
+from autotile.space.loader import namespaces
 from autotile.space.params import ChoiceParam, GridTooLarge, Param
 from autotile.space.spec import Constraint, Derived
 
@@ -53,8 +56,9 @@ class Enumeration:
 @dataclass(frozen=True)
 class Count:
     """Sizes of one space. ``method`` is ``exact`` or ``sampled`` (then ``samples`` and the
-    95% interval ``ci95`` of the feasible size are set). ``top_constraint`` is the message of
-    the constraint failed by most raw points, ``top_removes`` how many raw points fail it."""
+    95% interval ``ci95`` of the feasible size are set, and ``raw_exact`` says whether the raw
+    size was still counted exactly). ``top_constraint`` is the message of the constraint failed
+    by most raw points, ``top_removes`` how many raw points fail it."""
 
     raw_size: int
     feasible_size: int
@@ -63,14 +67,14 @@ class Count:
     top_removes: int
     samples: int | None = None
     ci95: tuple[int, int] | None = None
+    raw_exact: bool = True
 
     def to_dict(self) -> dict:
         out = {"raw_size": self.raw_size, "feasible_size": self.feasible_size,
                "method": self.method, "top_constraint": self.top_constraint,
                "top_constraint_removes": self.top_removes}
         if self.method == "sampled":
-            out["samples"] = self.samples
-            out["ci95"] = list(self.ci95)
+            out.update(samples=self.samples, ci95=list(self.ci95), raw_exact=self.raw_exact)
         return out
 
 
@@ -100,23 +104,52 @@ def count_space(space, max_rows: int = COUNT_ROWS, samples: int = SAMPLES,
     ``samples`` random paths seeded with ``seed`` (default: the spec's seed).
     """
     seed = space.spec.seed if seed is None else seed
+    parts = _PartCache(space)
+    raw = _exact(space, (), max_rows, parts)
+    feasible = _exact(space, space.constraints, max_rows, parts) if raw is not None else None
+    if feasible is not None:
+        kept = [_exact(space, (c,), max_rows, parts) for c in space.constraints]
+        if None not in kept:
+            removes = [raw - k for k in kept]
+            top = max(range(len(removes)), key=lambda i: removes[i], default=None)
+            if top is None or removes[top] == 0:
+                return Count(raw, feasible, "exact", None, 0)
+            return Count(raw, feasible, "exact", space.constraints[top].message, removes[top])
     try:
-        raw = _exact(space, (), max_rows)
-    except (_TooLarge, GridTooLarge):
-        return _sampled(space, samples, seed, None)
-    try:
-        feasible = _exact(space, space.constraints, max_rows)
-        removes = [raw - _exact(space, (c,), max_rows) for c in space.constraints]
-    except (_TooLarge, GridTooLarge):
         return _sampled(space, samples, seed, raw)
-    top = max(range(len(removes)), key=lambda i: removes[i], default=None)
-    if top is None or removes[top] == 0:
-        return Count(raw, feasible, "exact", None, 0)
-    return Count(raw, feasible, "exact", space.constraints[top].message, removes[top])
+    except GridTooLarge:
+        raise InputError("a 'where' domain has too many candidates to sample; give its "
+                         "param tighter bounds", file=space.spec.file, field="params") from None
 
 
-def _exact(space, constraints, max_rows: int) -> int:
-    _, weight = _expand(space, constraints, keep_all=False, max_rows=max_rows)
+class _PartCache:
+    """Compiled ready parts of a space's expressions, shared by the counts of one space."""
+
+    def __init__(self, space):
+        ns = namespaces(space.spec.op, space.spec.hardware)
+        names = tuple(p.name for p in space.params if not p.is_text)
+        self.scope = Scope(ns, names + tuple(d.name for d in space.derived))
+        self.compiled: dict[str, Expr] = {}
+        self.texts: dict[tuple, list[str]] = {}
+
+    def after(self, later_steps, bound: frozenset) -> list[Expr]:
+        """Ready parts of the expressions of ``later_steps`` once ``bound`` names are known."""
+        out: dict[str, None] = {}
+        for step in later_steps:
+            for e in _exprs(step):
+                key = (e.text, bound)
+                if key not in self.texts:
+                    self.texts[key] = ready_parts(e.text, lambda k: "." in k or k in bound)
+                out.update(dict.fromkeys(self.texts[key]))
+        return [self.compiled.setdefault(t, compile_expr(t, self.scope)) for t in out]
+
+
+def _exact(space, constraints, max_rows: int, parts: _PartCache) -> int | None:
+    """Number of raw points satisfying ``constraints``; None if too large to count exactly."""
+    try:
+        _, weight = _expand(space, constraints, keep_all=False, max_rows=max_rows, parts=parts)
+    except (_TooLarge, GridTooLarge):
+        return None
     if weight.astype(np.float64).sum() < _WEIGHT_LIMIT:
         return int(weight.sum())
     return sum(int(w) for w in weight)
@@ -162,8 +195,9 @@ def _steps(space, constraints, keep_all: bool) -> list:
     return kept[::-1]
 
 
-def _expand(space, constraints, *, keep_all: bool, max_rows: int):
-    """(columns, weights) after all steps; see the module docstring."""
+def _expand(space, constraints, *, keep_all: bool, max_rows: int, parts: _PartCache | None = None):
+    """(columns, weights) after all steps; see the module docstring. Without ``keep_all``,
+    rows are merged after each step using ``parts``."""
     steps = _steps(space, constraints, keep_all)
     needed_after: list[set[str]] = [set()] * len(steps)
     acc: set[str] = set()
@@ -174,7 +208,10 @@ def _expand(space, constraints, *, keep_all: bool, max_rows: int):
     cols: dict[str, np.ndarray] = {}
     weight = np.ones(1, dtype=np.int64)
     n = 1
+    bound: set[str] = set()
     for i, step in enumerate(steps):
+        if isinstance(step, (Param, Derived)):
+            bound.add(step.name)
         env = ChainMap(cols, base)
         if isinstance(step, Param):
             grid = step.grid(env, n)
@@ -208,30 +245,42 @@ def _expand(space, constraints, *, keep_all: bool, max_rows: int):
             n = int(keep.sum())
         if not keep_all:
             cols = {k: v for k, v in cols.items() if k in needed_after[i]}
-            cols, weight = _merge(cols, weight)
+            env = ChainMap(cols, base)
+            keys = []
+            for part in parts.after(steps[i + 1:], frozenset(bound)):
+                value, bad = part.eval_array(env, n)
+                keys.append(np.where(bad, 0, np.broadcast_to(value, (n,))))
+                if bad.any():
+                    keys.append(bad)
+            cols, weight = _merge(cols, weight, keys)
             n = len(weight)
     return cols, weight
 
 
-def _merge(cols: dict, weight: np.ndarray):
-    """Merge rows whose kept columns are equal, summing their weights."""
+def _merge(cols: dict, weight: np.ndarray, keys: list):
+    """Merge rows with equal ``keys`` into their first row, summing their weights."""
     if len(weight) <= 1:
         return cols, weight
-    if not cols:
-        total = weight.astype(np.float64).sum()
-        if total >= _WEIGHT_LIMIT:
-            raise _TooLarge
-        return cols, np.array([weight.sum()], dtype=np.int64)
-    keys = np.stack([_key(c) for c in cols.values()])
-    order = np.lexsort(keys)
-    keys = keys[:, order]
-    first = np.ones(len(weight), dtype=bool)
-    first[1:] = np.any(keys[:, 1:] != keys[:, :-1], axis=0)
-    starts = np.flatnonzero(first)
-    sorted_w = weight[order]
-    if sorted_w.astype(np.float64).sum() >= _WEIGHT_LIMIT:
+    if weight.astype(np.float64).sum() >= _WEIGHT_LIMIT:
         raise _TooLarge
-    return {k: v[order][starts] for k, v in cols.items()}, np.add.reduceat(sorted_w, starts)
+    if not keys:
+        return {k: v[:1] for k, v in cols.items()}, np.array([weight.sum()], dtype=np.int64)
+    columns = [_key(k) for k in keys]
+    digest = np.zeros(len(weight), dtype=np.uint64)
+    for col in columns:  # a hash of the keys; checked below, so a collision costs time only
+        digest = digest * np.uint64(0x9E3779B97F4A7C15) + col.view(np.uint64)
+    _, first, group = np.unique(digest, return_index=True, return_inverse=True)
+    if len(first) == len(weight):
+        return cols, weight  # all rows differ
+    if all(np.array_equal(col, col[first][group]) for col in columns):
+        merged = np.zeros(len(first), dtype=np.int64)
+        np.add.at(merged, group, weight)
+        return {k: v[first] for k, v in cols.items()}, merged
+    stacked = np.stack(columns)
+    order = np.lexsort(stacked)
+    stacked = stacked[:, order]
+    starts = np.flatnonzero(np.r_[True, np.any(stacked[:, 1:] != stacked[:, :-1], axis=0)])
+    return {k: v[order][starts] for k, v in cols.items()}, np.add.reduceat(weight[order], starts)
 
 
 def _key(col: np.ndarray) -> np.ndarray:
@@ -293,7 +342,13 @@ def _sampled(space, samples: int, seed: int, raw_exact: int | None) -> Count:
             top, removes = step.message, r
     estimate = min(round(estimate), raw)
     ci = (max(0, math.floor(estimate - half)), min(raw, math.ceil(estimate + half)))
-    return Count(raw, estimate, "sampled", top, round(removes), samples, ci)
+    return Count(raw, estimate, "sampled", top, round(removes), samples, ci, raw_exact is not None)
+
+
+def _exprs(step) -> tuple[Expr, ...]:
+    if isinstance(step, Param):
+        return step.exprs
+    return (step.expr,)
 
 
 def _reads(step) -> tuple[str, ...]:

@@ -147,6 +147,59 @@ def compile_expr(source, scope: Scope) -> Expr:
     return Expr(text, tuple(dict.fromkeys(names)), fn)
 
 
+def ready_parts(text: str, is_bound: Callable[[str], bool]) -> list[str]:
+    """Source texts of the largest sub-expressions of ``text`` whose names are all bound.
+
+    Only parts that read at least one bare name (a param or derived value) are listed: parts of
+    namespaces alone are the same for every configuration of a space. Ready arguments of a
+    ``min``/``max`` that is not ready as a whole are grouped (``min(8, a // b)``), which says
+    more with fewer values. Counting uses these parts to merge partial configurations that no
+    later step can tell apart.
+
+    >>> ready_parts("min(8, a // b, c * a)", lambda k: k in ("a", "b"))
+    ['min(8, a // b)', 'a']
+    """
+    out: list[str] = []
+
+    def ready(node) -> bool:
+        return all(is_bound(k) for k in _keys(node))
+
+    def informative(node) -> bool:
+        return any("." not in k for k in _keys(node))
+
+    def visit(node) -> None:
+        if ready(node):
+            if informative(node):
+                out.append(ast.unparse(node))
+            return
+        if isinstance(node, ast.Call) and node.func.id in ("min", "max"):
+            group = [a for a in node.args if ready(a)]
+            if any(informative(a) for a in group):
+                only = len(group) == 1
+                out.append(ast.unparse(group[0] if only else ast.Call(node.func, group, [])))
+            for a in node.args:
+                if not ready(a):
+                    visit(a)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                visit(child)
+
+    visit(ast.parse(text, mode="eval").body)
+    return list(dict.fromkeys(out))
+
+
+def _keys(node) -> set[str]:
+    """Environment keys read by an (already validated) expression tree."""
+    if isinstance(node, ast.Attribute):
+        return {f"{node.value.id}.{node.attr}"}
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Call):
+        return set().union(*(_keys(a) for a in node.args))
+    return set().union(*(_keys(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)))
+
+
 # -- the compiler ---------------------------------------------------------------------------
 
 _FORBIDDEN = {
@@ -337,8 +390,10 @@ class _Compiler:
         return ifexp, nt + na + nb
 
     def _Call(self, node):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            what = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+        if not isinstance(node.func, ast.Name):
+            raise self.error(node, f"only the functions {', '.join(FUNCTIONS)} can be called")
+        if node.func.id not in FUNCTIONS:
+            what = node.func.id
             raise self.error(
                 node,
                 f"unknown function {what!r}, expected one of {', '.join(FUNCTIONS)}"
@@ -347,11 +402,11 @@ class _Compiler:
         name = node.func.id
         if node.keywords:
             raise self.error(node, f"{name}() takes no keyword arguments")
+        parts = [self.node(a) for a in node.args]
         lo, hi = FUNCTIONS[name]
         if not lo <= len(node.args) <= hi:
             count = str(lo) if lo == hi else f"{lo} to {hi}"
             raise self.error(node, f"{name}() takes {count} arguments, got {len(node.args)}")
-        parts = [self.node(a) for a in node.args]
         fns = [p[0] for p in parts]
         names = [n for p in parts for n in p[1]]
         impl = _FUNCS[name]
@@ -370,8 +425,8 @@ def _lookup(key):
 
 def _num(x, ctx):
     """Bool arrays become int64 so arithmetic matches Python's bool-as-int."""
-    if ctx.vec and isinstance(x, np.ndarray) and x.dtype == bool:
-        return x.astype(np.int64)
+    if ctx.vec and isinstance(x, (np.ndarray, np.bool_)) and x.dtype == bool:
+        return np.asarray(x).astype(np.int64)
     return x
 
 

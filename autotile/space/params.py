@@ -76,10 +76,15 @@ class IntParam:
     is_text = False
 
     @property
+    def exprs(self) -> tuple[Expr, ...]:
+        """The expressions that define the domain."""
+        exprs = (self.low, self.high, self.step, self.multiple_of, self.where)
+        return tuple(e for e in exprs if e is not None)
+
+    @property
     def depends(self) -> tuple[str, ...]:
         """Environment keys the domain reads."""
-        exprs = (self.low, self.high, self.step, self.multiple_of, self.where)
-        names = (n for e in exprs if e is not None for n in e.names if n != self.name)
+        names = (n for e in self.exprs for n in e.names if n != self.name)
         return tuple(dict.fromkeys(names))
 
     def domain(self, env) -> Sequence[int]:
@@ -187,6 +192,7 @@ class ChoiceParam:
     description: str = ""
 
     depends = ()
+    exprs = ()
 
     @property
     def is_text(self) -> bool:

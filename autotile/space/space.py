@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from autotile import dtypes as dtypes_mod
 from autotile.errors import InfeasibleConfig, InputError
+from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
 from autotile.space.expr import EvalError
 from autotile.space.params import Param
 from autotile.space.spec import Constraint, Derived, Spec
@@ -144,16 +145,12 @@ class Space:
                 return f"{c.message} ({c.expr.text} with {numbers})"
         return None
 
-    def enumerate(self, max_rows: int | None = None):
+    def enumerate(self, max_rows: int = MAX_ROWS) -> Enumeration:
         """Every feasible configuration as columns (see enumeration.Enumeration)."""
-        from autotile.space.enumeration import enumerate_space
+        return enumerate_space(self, max_rows)
 
-        return enumerate_space(self) if max_rows is None else enumerate_space(self, max_rows)
-
-    def count(self, **kw):
-        """Raw and feasible sizes, method and top constraint (see enumeration.Count)."""
-        from autotile.space.enumeration import count_space
-
+    def count(self, **kw) -> Count:
+        """Raw and feasible sizes, method and top constraint (see enumeration.count_space)."""
         return count_space(self, **kw)
 
 

@@ -1,0 +1,417 @@
+"""Strict loading of a YAML spec file into a frozen :class:`~autotile.space.spec.Spec`.
+
+Every problem is an InputError located at ``file:line:col`` with the dotted field, saying what
+was expected; unknown keys suggest the closest valid one. See docs/spec-format.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+from pathlib import Path
+
+from autotile.errors import InputError
+from autotile.hardware import HardwareProfile, load_profile
+from autotile.hardware.profile import DEFAULT_PROFILE
+from autotile.kernels.registry import OPS, OpInfo
+from autotile.space.expr import FUNCTIONS, Expr, ExprError, Scope, compile_expr
+from autotile.space.params import ChoiceParam, IntParam, Param, plain
+from autotile.space.spec import Budget, Constraint, Derived, Spec
+from autotile.yamlsrc import Located, dotted, load_file, suggest
+
+TOP_KEYS = (
+    "op", "hardware", "dtypes", "units", "shapes", "params", "derived", "constraints",
+    "objective", "budget", "sampler", "seed", "backend", "measurements", "inputs", "description",
+)
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
+OBJECTIVES = ("cycles", "time_us", "max_abs_error", "max_rel_error")
+BACKENDS = ("simulator", "replay")
+DTYPE_FIELDS = ("bytes", "c0", "acc_bytes")
+PARAM_TYPES = ("int", "categorical", "bool", "fixed")
+MAX_DIM = 2**31 - 1
+MAX_SHAPES = 10_000
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Load and strictly validate the spec file at ``path``.
+
+    >>> load_spec("studies/matmul.yaml").op.name  # doctest: +SKIP
+    'matmul'
+    """
+    return _Parser(load_file(path)).spec()
+
+
+def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
+    """The attribute namespaces of expressions: ``shape``, ``dtype`` and ``hw``."""
+    return {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols())}
+
+
+class _Parser:
+    """One pass over a loaded spec document, building the Spec or raising located errors."""
+
+    def __init__(self, doc: Located):
+        self.doc = doc
+        self.folder = Path(doc.file).parent
+        self.taken: dict[str, str] = {}  # name -> what uses it (params, then derived)
+
+    # -- generic checks ---------------------------------------------------------------
+    def err(self, path, message, *, key=False) -> InputError:
+        return self.doc.error(path, message, key=key)
+
+    def mapping(self, path, value, allowed, required=()):
+        if not isinstance(value, dict):
+            raise self.err(path, f"expected a mapping, got {_kind(value)}")
+        for k in value:
+            if k not in allowed:
+                raise self.err(path + (k,), "unknown key" + suggest(k, allowed), key=True)
+        for k in required:
+            if k not in value:
+                raise self.err(path, f"missing key {k!r}")
+        return value
+
+    def text(self, path, value, *, empty_ok=False) -> str:
+        if not isinstance(value, str) or (not empty_ok and not value.strip()):
+            raise self.err(path, f"expected {'text' if empty_ok else 'non-empty text'}, got {_kind(value)}")
+        return value
+
+    def positive_int(self, path, value, limit=None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise self.err(path, f"expected a positive integer, got {_show(value)}")
+        if limit is not None and value > limit:
+            raise self.err(path, f"expected at most {limit}, got {value}")
+        return value
+
+    def one_of(self, path, value, choices, what, where="") -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise self.err(path, f"unknown {what} {_show(value)}{where}, expected one of "
+                                 f"{', '.join(choices)}" + suggest(value, choices))
+        return value
+
+    def names_list(self, path, value, choices, what, where="") -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = [value]
+            items = [(path, value[0])]
+        elif isinstance(value, list) and value:
+            items = [(path + (i,), v) for i, v in enumerate(value)]
+        else:
+            raise self.err(path, f"expected a non-empty list of {what}s, got {_kind(value)}")
+        out = []
+        for p, v in items:
+            v = self.one_of(p, v, choices, what, where)
+            if v in out:
+                raise self.err(p, f"{what} {v} listed twice")
+            out.append(v)
+        return tuple(out)
+
+    # -- the spec ---------------------------------------------------------------------
+    def spec(self) -> Spec:
+        top = self.doc.value
+        if not isinstance(top, dict):
+            raise InputError(f"expected a spec mapping, got {_kind(top)}", file=self.doc.file,
+                             line=1, col=1)
+        self.mapping((), top, TOP_KEYS, ("op", "shapes", "params"))
+        op = OPS[self.one_of(("op",), top["op"], tuple(OPS), "op")]
+        hw_ref, hw = self.hardware(top.get("hardware", DEFAULT_PROFILE))
+        dtypes = (self.names_list(("dtypes",), top["dtypes"], op.dtypes, "dtype", f" for {op.name}")
+                  if "dtypes" in top else op.dtypes[:1])
+        units = (self.names_list(("units",), top["units"], op.units, "unit", f" for {op.name}")
+                 if "units" in top else op.units[:1])
+        shapes = self.shapes(op, top["shapes"])
+        ns = namespaces(op, hw)
+        later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()
+        params = self.params(top["params"], ns, units, later)
+        derived = self.derived(top.get("derived", {}), ns, params)
+        constraints = self.constraints(top.get("constraints", []), ns, params, derived)
+        objectives = self.names_list(("objective",), top.get("objective", "cycles"), OBJECTIVES,
+                                     "objective")
+        if len(objectives) > 2:
+            raise self.err(("objective",), f"expected one or two objectives, got {len(objectives)}")
+        backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
+        return Spec(
+            file=self.doc.file,
+            op=op,
+            hardware=hw,
+            hardware_ref=hw_ref,
+            dtypes=dtypes,
+            units=units,
+            shapes=shapes,
+            params=params,
+            derived=derived,
+            constraints=constraints,
+            objectives=objectives,
+            budget=self.budget(top["budget"]) if "budget" in top else Budget(),
+            sampler=self.one_of(("sampler",), top.get("sampler", "tpe"), SAMPLERS, "sampler"),
+            seed=self.seed(top.get("seed", 0)),
+            backend=backend,
+            measurements=self.measurements(top, backend),
+            inputs=self.mapping(("inputs",), top.get("inputs", {}), tuple(top.get("inputs") or ())),
+            description=self.text(("description",), top.get("description", ""), empty_ok=True),
+        )
+
+    def hardware(self, ref) -> tuple[str, HardwareProfile]:
+        path = ("hardware",)
+        ref = self.text(path, ref)
+        if ref.endswith((".yaml", ".yml")) or "/" in ref:
+            target = str(self.folder / ref) if not Path(ref).is_absolute() else ref
+        else:
+            target = ref
+        line, col = self.doc.where(path)
+        if target != ref or "/" in ref:
+            if not Path(target).is_file():
+                raise InputError(f"profile file not found: {target}", file=self.doc.file,
+                                 line=line, col=col, field="hardware")
+        try:
+            return ref, load_profile(target)
+        except InputError as exc:
+            if exc.file is not None:
+                raise  # a problem inside the profile file: its own location says more
+            raise exc.located(file=self.doc.file, line=line, col=col, field="hardware") from None
+
+    def shapes(self, op: OpInfo, value) -> tuple[dict, ...]:
+        path = ("shapes",)
+        if not isinstance(value, list) or not value:
+            raise self.err(path, f"expected a non-empty list of shapes, got {_kind(value)}")
+        out: dict[tuple, None] = {}
+        for i, item in enumerate(value):
+            ipath = path + (i,)
+            if isinstance(item, dict) and "grid" in item:
+                self.mapping(ipath, item, ("grid",))
+                grid = self.mapping(ipath + ("grid",), item["grid"], op.dims, op.dims)
+                axes = []
+                for d in op.dims:
+                    dpath = ipath + ("grid", d)
+                    vals = grid[d] if isinstance(grid[d], list) else [grid[d]]
+                    if not vals:
+                        raise self.err(dpath, "expected a non-empty list of positive integers")
+                    axes.append([self.positive_int(dpath + ((j,) if isinstance(grid[d], list) else ()),
+                                                   v, MAX_DIM) for j, v in enumerate(vals)])
+                combos = itertools.product(*axes)
+            else:
+                self.mapping(ipath, item, op.dims + ("grid",), op.dims)
+                combos = [tuple(self.positive_int(ipath + (d,), item[d], MAX_DIM) for d in op.dims)]
+            for combo in combos:
+                out[combo] = None
+                if len(out) > MAX_SHAPES:
+                    raise self.err(ipath, f"more than {MAX_SHAPES} shapes")
+        return tuple(dict(zip(op.dims, combo)) for combo in out)
+
+    def expr(self, path, value, scope: Scope) -> Expr:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.err(path, f"expected a number or an expression, got {_kind(value)}")
+        try:
+            return compile_expr(value, scope)
+        except ExprError as exc:
+            line, col = self.doc.where(path)
+            style = self.doc.style.get(path)
+            if (exc.offset is not None and col is not None and isinstance(value, str)
+                    and "\n" not in value and style in (None, '"', "'")):
+                lead = len(value) - len(value.lstrip())
+                col += exc.offset + lead + (1 if style else 0)
+            raise InputError(exc.message, file=self.doc.file, line=line, col=col,
+                             field=dotted(path)) from None
+
+    def new_name(self, path, name, taken: dict) -> str:
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
+                or name.startswith("_"):
+            raise self.err(path, f"{_show(name)} is not a valid name (letters, digits and _, "
+                                 "not starting with _ or a digit)", key=True)
+        if name in ("shape", "dtype", "hw"):
+            raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
+        if name in FUNCTIONS:
+            raise self.err(path, f"name {name} shadows the function {name}()", key=True)
+        if name in taken:
+            raise self.err(path, f"name {name} is already used by {taken[name]}", key=True)
+        return name
+
+    def params(self, value, ns, spec_units, derived_names=()) -> tuple[Param, ...]:
+        path = ("params",)
+        if not isinstance(value, dict) or not value:
+            raise self.err(path, f"expected a mapping of parameter names to definitions, got {_kind(value)}")
+        names = list(value)
+        out: list[Param] = []
+        taken = self.taken
+        for i, name in enumerate(names):
+            ppath = path + (name,)
+            self.new_name(ppath, name, taken)
+            hidden = {n: f"{n} is a derived value; a bound may only use params declared above it"
+                      for n in derived_names}
+            hidden.update({n: f"{n} is declared below {name}; a bound may only use params declared above it"
+                           for n in names[i + 1:]})
+            hidden.update({p.name: f"{p.name} has text values and cannot be used in expressions"
+                           for p in out if p.is_text})
+            scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden)
+            p = self.param(ppath, value[name], scope, spec_units)
+            for dep in p.depends:
+                if dep in taken:
+                    self.check_units(ppath, p, _by_name(out, dep))
+            out.append(p)
+            taken[name] = f"param {name}"
+        return tuple(out)
+
+    def check_units(self, path, p: Param, dep: Param) -> None:
+        if dep.units is not None and (p.units is None or not set(p.units) <= set(dep.units)):
+            where = ", ".join(p.units) if p.units else "every unit"
+            raise self.err(path, f"{p.name} is in {where} but its bounds use {dep.name}, "
+                                 f"which is only in units {', '.join(dep.units)}")
+
+    def param(self, path, d, scope: Scope, spec_units) -> Param:
+        if not isinstance(d, dict):
+            raise self.err(path, f"expected a parameter definition mapping with a type, got {_kind(d)}")
+        if "type" not in d:
+            raise self.err(path, "missing key 'type' (one of " + ", ".join(PARAM_TYPES) + ")")
+        kind = self.one_of(path + ("type",), d["type"], PARAM_TYPES, "parameter type")
+        common = ("type", "units", "description")
+        name = path[-1]
+        units = None
+        if "units" in d:
+            units = self.names_list(path + ("units",), d["units"], spec_units, "unit",
+                                    " (not in the spec's units)")
+        desc = self.text(path + ("description",), d.get("description", ""), empty_ok=True)
+        if kind == "int":
+            self.mapping(path, d, common + ("low", "high", "step", "pow2", "multiple_of", "where"),
+                         ("low", "high"))
+            exclusive = [k for k in ("step", "pow2", "multiple_of") if k in d]
+            if len(exclusive) > 1:
+                raise self.err(path + (exclusive[1],),
+                               f"{exclusive[0]} and {exclusive[1]} cannot be combined", key=True)
+            if "pow2" in d and d["pow2"] is not True:
+                raise self.err(path + ("pow2",), f"expected true, got {_show(d['pow2'])}")
+            low = self.expr(path + ("low",), d["low"], scope)
+            high = self.expr(path + ("high",), d["high"], scope)
+            for key in ("low", "high"):
+                if isinstance(d[key], float) and not d[key].is_integer():
+                    raise self.err(path + (key,), f"expected an integer, got {d[key]}")
+            if low.is_constant and high.is_constant and low.eval({}) > high.eval({}):
+                raise self.err(path + ("high",), f"low {plain(low)} is greater than high {plain(high)}")
+            extra = {}
+            for key in ("step", "multiple_of"):
+                if key in d:
+                    e = self.expr(path + (key,), d[key], scope)
+                    if e.is_constant:
+                        v = e.eval({})
+                        if isinstance(v, bool) or not float(v).is_integer() or v <= 0:
+                            raise self.err(path + (key,), f"expected a positive integer, got {_show(d[key])}")
+                    extra[key] = e
+            if "where" in d:
+                own = Scope(scope.namespaces, scope.names + (name,), scope.hidden)
+                extra["where"] = self.expr(path + ("where",), d["where"], own)
+            return IntParam(name, low, high, pow2="pow2" in d, units=units, description=desc, **extra)
+        if kind == "categorical":
+            self.mapping(path, d, common + ("choices",), ("choices",))
+            choices = d["choices"]
+            if not isinstance(choices, list) or not choices:
+                raise self.err(path + ("choices",), f"expected a non-empty list of choices, got {_kind(choices)}")
+            for j, c in enumerate(choices):
+                self.choice_value(path + ("choices", j), c)
+                if any(c == o and type(c) is type(o) for o in choices[:j]):
+                    raise self.err(path + ("choices", j), f"choice {_show(c)} listed twice")
+            if len({isinstance(c, str) for c in choices}) > 1:
+                raise self.err(path + ("choices",), "expected all choices text or all numbers/bools, not both")
+            return ChoiceParam(name, "categorical", tuple(choices), units, desc)
+        if kind == "bool":
+            self.mapping(path, d, common)
+            return ChoiceParam(name, "bool", (False, True), units, desc)
+        self.mapping(path, d, common + ("value",), ("value",))
+        return ChoiceParam(name, "fixed", (self.choice_value(path + ("value",), d["value"]),), units, desc)
+
+    def choice_value(self, path, c):
+        if not isinstance(c, (int, float, str, bool)) or (isinstance(c, float) and c != c):
+            raise self.err(path, f"expected a number, text or a bool, got {_kind(c)}")
+        return c
+
+    def derived(self, value, ns, params) -> tuple[Derived, ...]:
+        path = ("derived",)
+        if not isinstance(value, dict):
+            raise self.err(path, f"expected a mapping of names to expressions, got {_kind(value)}")
+        names = list(value)
+        out: list[Derived] = []
+        visible = [p.name for p in params if not p.is_text]
+        text = {p.name: f"{p.name} has text values and cannot be used in expressions"
+                for p in params if p.is_text}
+        for i, name in enumerate(names):
+            dpath = path + (name,)
+            self.new_name(dpath, name, self.taken)
+            hidden = {n: f"{n} is declared below {name}" for n in names[i + 1:]} | text
+            expr = self.expr(dpath, value[name], Scope(ns, tuple(visible), hidden))
+            out.append(Derived(name, expr))
+            visible.append(name)
+            self.taken[name] = f"derived {name}"
+        return tuple(out)
+
+    def constraints(self, value, ns, params, derived) -> tuple[Constraint, ...]:
+        path = ("constraints",)
+        if not isinstance(value, list):
+            raise self.err(path, f"expected a list of {{expr, message}} mappings, got {_kind(value)}")
+        visible = tuple(p.name for p in params if not p.is_text) + tuple(d.name for d in derived)
+        hidden = {p.name: f"{p.name} has text values and cannot be used in expressions"
+                  for p in params if p.is_text}
+        out = []
+        for i, item in enumerate(value):
+            cpath = path + (i,)
+            self.mapping(cpath, item, ("expr", "message"), ("expr", "message"))
+            expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, hidden))
+            if expr.is_constant:
+                raise self.err(cpath + ("expr",), "constraint uses no parameter (it is always "
+                                                  "true or always false)")
+            out.append(Constraint(expr, self.text(cpath + ("message",), item["message"])))
+        return tuple(out)
+
+    def budget(self, value) -> Budget:
+        path = ("budget",)
+        self.mapping(path, value, ("trials", "timeout_s"))
+        if not value:
+            raise self.err(path, "expected trials, timeout_s or both")
+        trials = self.positive_int(path + ("trials",), value["trials"]) if "trials" in value else None
+        timeout = None
+        if "timeout_s" in value:
+            t = value["timeout_s"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or t == float("inf"):
+                raise self.err(path + ("timeout_s",), f"expected a positive number of seconds, got {_show(t)}")
+            timeout = t
+        return Budget(trials, timeout)
+
+    def seed(self, value) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise self.err(("seed",), f"expected an integer from 0 to 2**32-1, got {_show(value)}")
+        return value
+
+    def measurements(self, top, backend) -> Path | None:
+        path = ("measurements",)
+        if backend != "replay":
+            if "measurements" in top:
+                raise self.err(path, "measurements are only used with backend: replay", key=True)
+            return None
+        if "measurements" not in top:
+            raise self.err(("backend",), "backend replay needs a measurements file (missing key 'measurements')")
+        p = Path(self.text(path, top["measurements"]))
+        p = p if p.is_absolute() else self.folder / p
+        if not p.is_file():
+            raise self.err(path, f"file not found: {p}")
+        return p
+
+
+def _by_name(params, name) -> Param:
+    return next(p for p in params if p.name == name)
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, (dict, list)):
+        what = "mapping" if isinstance(value, dict) else "list"
+        return f"an empty {what}" if not value else f"a {what}"
+    if isinstance(value, str):
+        return f"text {value!r}"
+    return _show(value)
+
+
+def _show(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return repr(value)
+    if value is None:
+        return "nothing"
+    return str(value)

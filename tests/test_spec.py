@@ -1,0 +1,376 @@
+"""Spec loading: good specs, a table of bad specs with their exact one-line messages, the
+expression attacks refused at load, and a round trip of generated specs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autotile.errors import InputError
+from autotile.space import ChoiceParam, IntParam, load_spec
+from tests.conftest import DATA, ROOT
+
+# (case, spec text, exact message with {f} = the spec file and {dir} = its folder)
+BAD = [
+    ('parms',
+     'op: matmul\nshapes:\n  - {m: 64, n: 64, k: 64}\nparams:\n  base_m: {type: int, low: 16, high: 64}\ndescription: x\nparms:\n  base_n: {type: int, low: 16, high: 64}\n',
+     '{f}:7:1: parms: unknown key, did you mean params?'),
+    ('unknown op',
+     'op: matmull\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {a: {type: bool}}\n',
+     "{f}:1:5: op: unknown op 'matmull', expected one of matmul, weighted_sum, global_sum, sigmoid, elementwise, resize, roi_align, did you mean matmul?"),
+    ('missing params',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\n',
+     "{f}:1:1: missing key 'params'"),
+    ('not a mapping',
+     '- op\n',
+     '{f}:1:1: expected a spec mapping, got a list'),
+    ('unknown dtype',
+     'op: matmul\ndtypes: [fp16, fp64]\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {a: {type: bool}}\n',
+     "{f}:2:16: dtypes[1]: unknown dtype 'fp64' for matmul, expected one of fp16, bf16, fp32, int8, did you mean fp16?"),
+    ('dtype not for op',
+     'op: sigmoid\ndtypes: [int8]\nshapes: [{n: 1}]\nparams: {a: {type: bool}}\n',
+     "{f}:2:10: dtypes[0]: unknown dtype 'int8' for sigmoid, expected one of fp32, fp16, bf16"),
+    ('unknown unit',
+     'op: matmul\nunits: [cube, scalar]\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {a: {type: bool}}\n',
+     "{f}:2:15: units[1]: unknown unit 'scalar' for matmul, expected one of cube, vector"),
+    ('missing dim',
+     'op: matmul\nshapes:\n  - {m: 1, n: 1}\nparams: {a: {type: bool}}\n',
+     "{f}:3:5: shapes[0]: missing key 'k'"),
+    ('unknown dim',
+     'op: matmul\nshapes:\n  - {m: 1, n: 1, k: 1, kk: 2}\nparams: {a: {type: bool}}\n',
+     '{f}:3:24: shapes[0].kk: unknown key, did you mean k?'),
+    ('zero dim',
+     'op: matmul\nshapes:\n  - {m: 0, n: 1, k: 1}\nparams: {a: {type: bool}}\n',
+     '{f}:3:9: shapes[0].m: expected a positive integer, got 0'),
+    ('grid empty',
+     'op: matmul\nshapes:\n  - grid: {m: [], n: [1], k: [1]}\nparams: {a: {type: bool}}\n',
+     '{f}:3:15: shapes[0].grid.m: expected a non-empty list of positive integers'),
+    ('grid float',
+     'op: matmul\nshapes:\n  - grid: {m: [16, 2.5], n: [1], k: [1]}\nparams: {a: {type: bool}}\n',
+     '{f}:3:20: shapes[0].grid.m[1]: expected a positive integer, got 2.5'),
+    ('no type',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {low: 1, high: 2}\n',
+     "{f}:4:6: params.a: missing key 'type' (one of int, categorical, bool, fixed)"),
+    ('bad type',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: integer, low: 1, high: 2}\n',
+     "{f}:4:13: params.a.type: unknown parameter type 'integer', expected one of int, categorical, bool, fixed, did you mean int?"),
+    ('unknown param key',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, hihg: 2}\n',
+     '{f}:4:26: params.a.hihg: unknown key, did you mean high?'),
+    ('low > high',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 8, high: 2}\n',
+     '{f}:4:32: params.a.high: low 8 is greater than high 2'),
+    ('step and pow2',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 8, step: 2, pow2: true}\n',
+     '{f}:4:44: params.a.pow2: step and pow2 cannot be combined'),
+    ('step zero',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 8, step: 0}\n',
+     '{f}:4:41: params.a.step: expected a positive integer, got 0'),
+    ('empty choices',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: categorical, choices: []}\n',
+     '{f}:4:35: params.a.choices: expected a non-empty list of choices, got an empty list'),
+    ('dup choices',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: categorical, choices: [1, 2, 1]}\n',
+     '{f}:4:42: params.a.choices[2]: choice 1 listed twice'),
+    ('mixed choices',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: categorical, choices: [1, x]}\n',
+     '{f}:4:35: params.a.choices: expected all choices text or all numbers/bools, not both'),
+    ('shadow ns',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  hw: {type: bool}\n',
+     '{f}:4:3: params.hw: name hw shadows the hw namespace'),
+    ('shadow fn',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nderived:\n  min: a + 1\n',
+     '{f}:6:3: derived.min: name min shadows the function min()'),
+    ('reuse name',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nderived:\n  a: a + 1\n',
+     '{f}:6:3: derived.a: name a is already used by param a'),
+    ('bad name',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  __class__: {type: bool}\n',
+     "{f}:4:3: params.__class__: '__class__' is not a valid name (letters, digits and _, not starting with _ or a digit)"),
+    ('below',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: "b * 2"}\n  b: {type: int, low: 1, high: 4}\n',
+     '{f}:4:33: params.a.high: b is declared below a; a bound may only use params declared above it'),
+    ('text param in expr',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  o: {type: categorical, choices: [x, y]}\n  a: {type: int, low: 1, high: o}\n',
+     '{f}:5:32: params.a.high: o has text values and cannot be used in expressions'),
+    ('derived in bound',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nderived:\n  d: a * 2\nconstraints:\n  - {expr: d + e < 3, message: m}\n',
+     "{f}:8:16: constraints[0].expr: unknown name 'e'"),
+    ('unknown unit in param',
+     'op: matmul\nunits: [cube]\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, units: [vector]}\n',
+     "{f}:5:43: params.a.units[0]: unknown unit 'vector' (not in the spec's units), expected one of cube"),
+    ('unit mismatch',
+     'op: matmul\nunits: [cube, vector]\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, units: [cube]}\n  b: {type: int, low: 1, high: a}\n',
+     '{f}:6:6: params.b: b is in every unit but its bounds use a, which is only in units cube'),
+    ('constraint no message',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nconstraints:\n  - {expr: a < 3}\n',
+     "{f}:6:5: constraints[0]: missing key 'message'"),
+    ('constraint not list',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nconstraints:\n  expr: a < 3\n',
+     '{f}:6:3: constraints: expected a list of {expr, message} mappings, got a mapping'),
+    ('objective',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nobjective: [cycles, latency]\n',
+     "{f}:5:21: objective[1]: unknown objective 'latency', expected one of cycles, time_us, max_abs_error, max_rel_error"),
+    ('three objectives',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nobjective: [cycles, time_us, max_abs_error]\n',
+     '{f}:5:12: objective: expected one or two objectives, got 3'),
+    ('sampler',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nsampler: tpee\n',
+     "{f}:5:10: sampler: unknown sampler 'tpee', expected one of tpe, random, cmaes, gp, nsga2, exhaustive, portfolio, did you mean tpe?"),
+    ('budget',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nbudget: {trials: -3}\n',
+     '{f}:5:18: budget.trials: expected a positive integer, got -3'),
+    ('budget key',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nbudget: {trails: 3}\n',
+     '{f}:5:10: budget.trails: unknown key, did you mean trials?'),
+    ('timeout',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nbudget: {timeout_s: fast}\n',
+     "{f}:5:21: budget.timeout_s: expected a positive number of seconds, got 'fast'"),
+    ('seed',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nseed: 1.5\n',
+     '{f}:5:7: seed: expected an integer from 0 to 2**32-1, got 1.5'),
+    ('replay no file',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nbackend: replay\n',
+     "{f}:5:10: backend: backend replay needs a measurements file (missing key 'measurements')"),
+    ('replay missing file',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nbackend: replay\nmeasurements: nope.json\n',
+     '{f}:6:15: measurements: file not found: {dir}/nope.json'),
+    ('measurements w/o replay',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nmeasurements: nope.json\n',
+     '{f}:5:1: measurements: measurements are only used with backend: replay'),
+    ('hardware',
+     'op: matmul\nhardware: ascend910b9\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\n',
+     "{f}:2:11: hardware: unknown hardware profile 'ascend910b9', expected a bundled name (ascend910b2) or a path to a profile file, did you mean ascend910b2?"),
+    ('hardware path',
+     'op: matmul\nhardware: chips/mine.yaml\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\n',
+     '{f}:2:11: hardware: profile file not found: {dir}/chips/mine.yaml'),
+    ('expr pos',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: "min(8, hw.l1_byte)"}\n',
+     "{f}:4:40: params.a.high: unknown hw field 'l1_byte', expected one of l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, ub_bytes, l2_bytes, cube_cores, vector_cores, clock_ghz, did you mean l1_bytes?"),
+    ('expr pos plain',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nconstraints:\n  - expr: a < 3 and a.real\n    message: x\n',
+     '{f}:6:21: constraints[0].expr: attribute access is only allowed as shape.<name>, dtype.<name>, hw.<name>'),
+    ('inputs not mapping',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\ninputs: [1, 2]\n',
+     '{f}:5:9: inputs: expected a mapping, got a list'),
+    ('fixed no value',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: fixed}\n',
+     "{f}:4:6: params.a: missing key 'value'"),
+    ('pow2 false',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 8, pow2: false}\n',
+     '{f}:4:41: params.a.pow2: expected true, got false'),
+    ('float low',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1.5, high: 8}\n',
+     '{f}:4:23: params.a.low: expected an integer, got 1.5'),
+    ('shapes empty',
+     'op: matmul\nshapes: []\nparams:\n  a: {type: bool}\n',
+     '{f}:2:9: shapes: expected a non-empty list of shapes, got an empty list'),
+    ('bad yaml',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}\nparams:\n  a: {type: bool}\n',
+     "{f}:3:1: invalid YAML: expected ',' or ']', but got '<scalar>'"),
+    ('where unknown',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 8, where: "divides(a, b)"}\n',
+     "{f}:4:54: params.a.where: unknown name 'b'"),
+    ('params empty',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {}\n',
+     '{f}:3:9: params: expected a mapping of parameter names to definitions, got an empty mapping'),]
+
+
+@pytest.mark.parametrize("case,text,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_spec_message(write_spec, case, text, message):
+    path = write_spec(text)
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    expected = message.replace("{f}", path).replace("{dir}", str(Path(path).parent))
+    assert str(info.value) == expected
+
+
+ATTACKS = [
+    '"__import__(\'os\').system(\'touch /tmp/pwned\')"',
+    '"__import__(\'os\').system(\'id\')"',
+    '"().__class__"',
+    '"hw.__dict__"',
+    '"10**10**10"',
+    '"(lambda: 1)()"',
+    '"[c for c in ().__class__.__bases__]"',
+    '"shape.__class__"',
+    '"min.__self__"',
+    '"2 ** 10 ** 2"',
+    '"99999999999999999999999999999999"',
+]
+
+
+@pytest.mark.parametrize("bound", ATTACKS)
+def test_expression_attacks_are_refused_at_load(write_spec, run_cli, bound):
+    pwned = Path("/tmp/pwned")
+    existed = pwned.exists()
+    path = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n"
+                      f"  base_m: {{type: int, low: 16, high: {bound}}}\n")
+    code, out, err = run_cli("space", path)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"autotile: error: {path}:4:") and "params.base_m.high: " in err
+    assert "Traceback" not in err
+    assert pwned.exists() == existed
+
+
+def test_attack_column_points_into_the_expression(write_spec):
+    path = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n"
+                      "  base_m: {type: int, low: 16, high: \"min(64, hw.__dict__)\"}\n")
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert (info.value.line, info.value.col) == (4, 47)  # the "h" of hw.__dict__
+
+
+def test_matmul_study_loads():
+    spec = load_spec(ROOT / "studies" / "matmul.yaml")
+    assert spec.op.name == "matmul" and spec.hardware.name == "ascend910b2"
+    assert spec.dtypes == ("fp16",) and spec.units == ("cube",)
+    assert spec.shapes[0] == {"m": 1024, "n": 2048, "k": 512}
+    assert {"m": 1000, "n": 1000, "k": 1000} in spec.shapes and len(spec.shapes) == 5
+    names = [p.name for p in spec.params]
+    for field in ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb",
+                  "depth_a1", "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order",
+                  "single_core_m", "single_core_n"):
+        assert field in names
+    assert spec.budget.trials == 150 and spec.seed == 0 and spec.sampler == "tpe"
+    assert spec.objectives == ("cycles",) and spec.backend == "simulator"
+    assert len(spec.constraints) >= 7 and spec.param("iterate_order").is_text
+
+
+def test_defaults_grids_and_duplicates(write_spec):
+    path = write_spec("op: matmul\nshapes:\n  - {m: 16, n: 32, k: 64}\n"
+                      "  - grid: {k: [64, 128], m: [16], n: [32, 48]}\nparams:\n  a: {type: bool}\n")
+    spec = load_spec(path)
+    assert spec.shapes == ({"m": 16, "n": 32, "k": 64}, {"m": 16, "n": 32, "k": 128},
+                           {"m": 16, "n": 48, "k": 64}, {"m": 16, "n": 48, "k": 128})
+    assert list(spec.shapes[0]) == ["m", "n", "k"]
+    assert (spec.dtypes, spec.units, spec.sampler, spec.backend) == (("fp16",), ("cube",), "tpe", "simulator")
+    assert spec.hardware.name == "ascend910b2" and spec.measurements is None and spec.inputs == {}
+
+
+def test_replay_backend_and_relative_paths(write_spec, tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cache.json").write_text("{}")
+    profile = (ROOT / "autotile" / "hardware" / "ascend910b2.yaml").read_text()
+    (tmp_path / "chip.yaml").write_text(profile)
+    path = write_spec("op: weighted_sum\nhardware: chip.yaml\nunits: [vector, cube]\n"
+                      "shapes: [{n: 4096}]\nparams:\n  a: {type: bool}\nbackend: replay\n"
+                      "measurements: runs/cache.json\nobjective: [cycles, max_rel_error]\n"
+                      "inputs: {weights: ones, scale: 2}\nbudget: {trials: 10, timeout_s: 1.5}\n")
+    spec = load_spec(path)
+    assert spec.measurements == tmp_path / "runs" / "cache.json"
+    assert spec.hardware.path == str(tmp_path / "chip.yaml")
+    assert spec.objectives == ("cycles", "max_rel_error") and spec.units == ("vector", "cube")
+    assert spec.inputs == {"weights": "ones", "scale": 2}
+    assert (spec.budget.trials, spec.budget.timeout_s) == (10, 1.5)
+
+
+def test_units_restrict_params_and_skip_their_constraints():
+    spec = load_spec(DATA / "small.yaml")
+    assert spec.param_names("cube") == ("base_m", "base_n", "base_k", "split", "order", "db")
+    assert spec.param_names("vector") == ("base_m", "base_n", "split", "order", "db", "lanes")
+    vector = spec.space(spec.shapes[0], "fp16", "vector")
+    assert [c.message for c in vector.constraints] == ["L0C overflows", "split must divide base_n/16"]
+
+
+def test_content_hash_follows_content_not_formatting(write_spec):
+    a = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  a: {type: int, low: 1, high: 4}\n", "a.yaml")
+    b = write_spec("# same\nop: matmul\nshapes:\n  - {k: 64, n: 64, m: 64}\nparams:\n  a: {type: int, low: 1, high: \"4\"}\n", "b.yaml")
+    c = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  a: {type: int, low: 1, high: 5}\n", "c.yaml")
+    ha, hb, hc = (load_spec(p).content_hash() for p in (a, b, c))
+    assert ha == hb != hc and len(ha) == 16
+
+
+# -- round trip of generated specs ---------------------------------------------------
+
+_NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True), min_size=1, max_size=5,
+                  unique=True).filter(
+    lambda names: not {"hw", "dtype", "shape", "min", "max", "ceil", "floor", "log2",
+                       "align_up", "divides", "and", "or", "not", "if", "else", "in", "is",
+                       "for", "as", "def", "del", "try", "with", "from", "pass"} & set(names))
+
+
+@st.composite
+def _param(draw, earlier):
+    kind = draw(st.sampled_from(["int", "pow2", "multiple_of", "categorical", "bool", "fixed"]))
+    if kind in ("int", "pow2", "multiple_of"):
+        low = draw(st.integers(0, 20))
+        high = draw(st.one_of(st.integers(low, 64),
+                              st.sampled_from([f"{low} + {e} * 2" for e in earlier] or [low])))
+        out = {"type": "int", "low": low, "high": high}
+        if kind == "pow2":
+            out["pow2"] = True
+        elif kind == "multiple_of":
+            out["multiple_of"] = draw(st.sampled_from([1, 2, 16, "dtype.c0"]))
+        elif draw(st.booleans()):
+            out["step"] = draw(st.integers(1, 5))
+        return out
+    if kind == "categorical":
+        values = draw(st.one_of(
+            st.lists(st.integers(-5, 99), min_size=1, max_size=4, unique=True),
+            st.lists(st.from_regex(r"[a-z]{1,5}", fullmatch=True), min_size=1, max_size=3,
+                     unique=True)))
+        return {"type": "categorical", "choices": values}
+    if kind == "bool":
+        return {"type": "bool"}
+    return {"type": "fixed", "value": draw(st.one_of(st.integers(0, 9), st.booleans(),
+                                                     st.sampled_from(["nz", "nd"])))}
+
+
+@st.composite
+def _spec(draw):
+    names = draw(_NAMES)
+    params, numeric = {}, []
+    for name in names:
+        p = draw(_param(numeric))
+        if draw(st.booleans()):
+            p["description"] = draw(st.text("abc xyz", min_size=1, max_size=10))
+        params[name] = p
+        if p["type"] in ("int", "bool") or (p["type"] == "fixed" and not isinstance(p["value"], str)) \
+                or (p["type"] == "categorical" and not isinstance(p["choices"][0], str)):
+            numeric.append(name)
+    spec = {
+        "op": "matmul",
+        "hardware": "ascend910b2",
+        "dtypes": draw(st.lists(st.sampled_from(["fp16", "fp32", "bf16", "int8"]), min_size=1,
+                                max_size=4, unique=True)),
+        "units": draw(st.lists(st.sampled_from(["cube", "vector"]), min_size=1, max_size=2, unique=True)),
+        "shapes": [dict(zip("mnk", s)) for s in draw(st.lists(
+            st.tuples(*[st.integers(1, 5000)] * 3), min_size=1, max_size=4, unique=True))],
+        "params": params,
+        "derived": {},
+        "constraints": [],
+        "objective": draw(st.sampled_from([["cycles"], ["time_us"], ["cycles", "max_rel_error"]])),
+        "budget": draw(st.sampled_from([{"trials": 5}, {"timeout_s": 2.5}, {"trials": 7, "timeout_s": 60}])),
+        "sampler": draw(st.sampled_from(["tpe", "random", "nsga2", "exhaustive"])),
+        "seed": draw(st.integers(0, 2**32 - 1)),
+        "backend": "simulator",
+        "inputs": draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3))),
+        "description": draw(st.text("abc xyz", max_size=20)),
+    }
+    if numeric:
+        spec["derived"] = {"total_x": " + ".join(numeric)}
+        spec["constraints"] = [{"expr": f"total_x >= {draw(st.integers(-3, 3))}", "message": "low"}]
+    return spec
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_spec())
+def test_generated_specs_round_trip(tmp_path, data):
+    path = tmp_path / "gen.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = load_spec(path)
+    normal = spec.to_dict()
+    assert normal == data
+    path.write_text(yaml.safe_dump(normal, sort_keys=False))
+    again = load_spec(path)
+    assert again.to_dict() == normal and again.content_hash() == spec.content_hash()
+    for p in spec.params:
+        assert isinstance(p, IntParam if data["params"][p.name]["type"] == "int" else ChoiceParam)
+    assert os.path.samefile(spec.file, path)
