@@ -48,7 +48,7 @@ def tuned_best(hw_name: str, trials: int, seed: int) -> tuple[float, dict, int]:
 
     import optuna
 
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
     from autotile.tune import runner
 
     spec = load_spec(ROOT / "studies" / "matmul.yaml")

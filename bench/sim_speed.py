@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     from autotile.kernels import matmul as mm
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
 
     with tempfile.TemporaryDirectory() as cold:
         cold_s = warmup(cold)

@@ -44,7 +44,7 @@ WITNESS = {"base_m": 128, "base_n": 128, "base_k": 128, "db_l0a": 2, "db_l0b": 2
 
 
 def test_space_holds_a_tiling_in_the_published_band(hw):
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
 
     space = load_spec(Path(__file__).resolve().parents[1] / "studies" / "matmul.yaml").space(A.SHAPE, "fp16", "cube")
     assert space.check(WITNESS) is None

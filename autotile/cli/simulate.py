@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.kernels import registry
     from autotile.sim.trace import write_chrome_trace
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
 
     spec = load_spec(args.spec)
     shape = parse_kv(args.shape, what="--shape", ints=True)

@@ -25,7 +25,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
     from autotile.tune.driver import Options, default_out, tune
 
     if args.trials is not None and args.trials < 1:

@@ -254,6 +254,35 @@ class _Parser:
             raise self.err(path, f"{p.name} is in {where} but its bounds use {dep.name}, "
                                  f"which is only in units {', '.join(dep.units)}")
 
+    def choice_list(self, path, choices) -> tuple:
+        """A non-empty list of distinct choices, all text or all numbers/bools."""
+        if not isinstance(choices, list) or not choices:
+            raise self.err(path, f"expected a non-empty list of choices, got {_kind(choices)}")
+        for j, c in enumerate(choices):
+            self.choice_value(path + (j,), c)
+            if any(c == o and type(c) is type(o) for o in choices[:j]):
+                raise self.err(path + (j,), f"choice {_show(c)} listed twice")
+        if len({isinstance(c, str) for c in choices}) > 1:
+            raise self.err(path, "expected all choices text or all numbers/bools, not both")
+        return tuple(choices)
+
+    def choices_by_unit(self, path, name, choices: dict, units, spec_units, desc) -> ChoiceParam:
+        """``choices: {scalar: [...], vector: [...]}``: each unit has its own list; a unit not
+        listed does not have the param (as if ``units:`` left it out)."""
+        if not choices:
+            raise self.err(path + ("choices",), "expected a non-empty mapping of unit to choices")
+        by_unit = []
+        for unit, lst in choices.items():
+            self.one_of(path + ("choices", unit), unit, spec_units, "unit", " of this spec")
+            by_unit.append((unit, self.choice_list(path + ("choices", unit), lst)))
+        kinds = {isinstance(c, str) for _, lst in by_unit for c in lst}
+        if len(kinds) > 1:
+            raise self.err(path + ("choices",), "expected all choices text or all numbers/bools, not both")
+        listed = tuple(u for u, _ in by_unit)
+        units = tuple(u for u in (units or listed) if u in listed)
+        union = tuple(dict.fromkeys(c for _, lst in by_unit for c in lst))
+        return ChoiceParam(name, "categorical", union, units, desc, by_unit=tuple(by_unit))
+
     def param(self, path, d, scope: Scope, spec_units) -> Param:
         if not isinstance(d, dict):
             raise self.err(path, f"expected a parameter definition mapping with a type, got {_kind(d)}")
@@ -299,16 +328,11 @@ class _Parser:
         if kind == "categorical":
             self.mapping(path, d, common + ("choices",), ("choices",))
             choices = d["choices"]
-            if not isinstance(choices, list) or not choices:
-                raise self.err(path + ("choices",), f"expected a non-empty list of choices, got {_kind(choices)}")
-            for j, c in enumerate(choices):
-                self.choice_value(path + ("choices", j), c)
-                if any(c == o and type(c) is type(o) for o in choices[:j]):
-                    raise self.err(path + ("choices", j), f"choice {_show(c)} listed twice")
-            if len({isinstance(c, str) for c in choices}) > 1:
-                raise self.err(path + ("choices",), "expected all choices text or all numbers/bools, not both")
-            return ChoiceParam(name, "categorical", tuple(choices), units, desc)
+            if isinstance(choices, dict):
+                return self.choices_by_unit(path, name, choices, units, spec_units, desc)
+            return ChoiceParam(name, "categorical", self.choice_list(path + ("choices",), choices), units, desc)
         if kind == "bool":
+
             self.mapping(path, d, common)
             return ChoiceParam(name, "bool", (False, True), units, desc)
         self.mapping(path, d, common + ("value",), ("value",))

@@ -12,6 +12,8 @@ configuration (a ``range`` or a list, what define-by-run suggestion needs) and
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,6 +192,13 @@ class ChoiceParam:
     choices: tuple
     units: tuple[str, ...] | None = None
     description: str = ""
+    by_unit: tuple | None = None  # ((unit, choices), ...) when the choices depend on the unit
+
+    def for_unit(self, unit: str) -> ChoiceParam:
+        """This param as one unit sees it (its own choices when they depend on the unit)."""
+        if self.by_unit is None:
+            return self
+        return dataclasses.replace(self, choices=dict(self.by_unit)[unit], by_unit=None)
 
     depends = ()
     exprs = ()
@@ -215,6 +224,8 @@ class ChoiceParam:
             out: dict = {"type": "bool"}
         elif self.kind == "fixed":
             out = {"type": "fixed", "value": self.choices[0]}
+        elif self.by_unit is not None:
+            out = {"type": "categorical", "choices": {u: list(c) for u, c in self.by_unit}}
         else:
             out = {"type": "categorical", "choices": list(self.choices)}
         return _common(self, out)

@@ -15,7 +15,7 @@ from autotile import dtypes as dtypes_mod
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
 from autotile.space.expr import EvalError
-from autotile.space.params import Param
+from autotile.space.params import ChoiceParam, Param
 from autotile.space.spec import Constraint, Derived, Spec
 from autotile.yamlsrc import suggest
 
@@ -51,7 +51,8 @@ class Space:
         if unit not in spec.units:
             raise InputError(f"unit: {unit!r} is not a unit of this spec, expected one of "
                              f"{', '.join(spec.units)}" + suggest(unit, spec.units))
-        params = tuple(p for p in spec.params if p.units is None or unit in p.units)
+        params = tuple(p.for_unit(unit) if isinstance(p, ChoiceParam) else p
+                       for p in spec.params if p.units is None or unit in p.units)
         bound = {p.name for p in params}
         derived = []
         for d in spec.derived:

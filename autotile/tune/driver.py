@@ -20,7 +20,7 @@ import optuna
 from autotile import __version__
 from autotile.atomic import write_json
 from autotile.kernels import registry
-from autotile.space.spec import Spec, load_spec
+from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, runner
 from autotile.tune.evaluate import Evaluator
 from autotile.tune.naming import parse_study_name, study_name
@@ -202,7 +202,11 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     chosen, rank, ver = candidates[0], 0, None
     rejected = []
     if opts.verify:
-        g = gate(kernel, sp.shape, candidates, sp.dtype, spec.hardware, unit=sp.unit, options=spec.inputs)
+        claimed = None
+        if "max_abs_error" in plan.objectives or "max_rel_error" in plan.objectives:
+            claimed = [b[1].get("max_abs_error") for b in oc.best]
+        g = gate(kernel, sp.shape, candidates, sp.dtype, spec.hardware, unit=sp.unit, options=spec.inputs,
+                 claimed=claimed)
         rejected = [{"params": p, **v.to_json()} for p, v in g.rejected]
         if g.params is not None:
             chosen, rank, ver = g.params, g.rank, g.verification

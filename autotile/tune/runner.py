@@ -180,9 +180,13 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         if t.user_attrs.get(BASELINE_ATTR) and out.baseline is None:
             out.baseline = (json.loads(t.user_attrs[CONFIG_ATTR]), t.user_attrs.get("values", {}))
     if len(plan.objectives) > 1 and complete:
-        for t in study.best_trials:
-            out.pareto.append({"params": json.loads(t.user_attrs[CONFIG_ATTR]),
-                               "values": dict(zip(plan.objectives, t.values)), "trial": t.number})
+        front = set()
+        for t in sorted(study.best_trials, key=lambda t: t.number):
+            key = t.user_attrs[CONFIG_ATTR]
+            if key not in front:
+                front.add(key)
+                out.pareto.append({"params": json.loads(key),
+                                   "values": dict(zip(plan.objectives, t.values)), "trial": t.number})
     if out.baseline is None and plan.baseline is not None:
         base = evaluator.score(plan.baseline)
         if base.feasible:

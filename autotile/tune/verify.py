@@ -46,14 +46,21 @@ class GateResult:
 
 
 def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, options=None,
-               seed: int = 0) -> Verification:
-    """Execute ``params`` on inputs of ``shape`` (or the kernel's reduced shape) and compare."""
+               seed: int = 0, claimed_abs_error: float | None = None) -> Verification:
+    """Execute ``params`` on inputs of ``shape`` (or the kernel's reduced shape) and compare.
+
+    ``claimed_abs_error``: for studies that trade accuracy (an error objective), the error the
+    study recorded for this configuration becomes the tolerance: the entry must be as accurate
+    as the table says, rather than exact.
+    """
     run_shape = dict(shape)
     reduce_fn = getattr(kernel, "verify_shape", None)
     if reduce_fn is not None:
         run_shape = reduce_fn(shape, params)
     reduced = run_shape != dict(shape)
     rtol, atol = kernel.tolerance(dtype, run_shape)
+    if claimed_abs_error is not None:
+        rtol, atol = 0.0, max(atol, claimed_abs_error * (1 + 1e-6))
     try:
         inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
         got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
@@ -74,11 +81,15 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
 
 
 def gate(kernel, shape: dict, candidates: list[dict], dtype: str, hw, *, unit=None, options=None,
-         limit: int = 5) -> GateResult:
-    """Verify candidates best first; the first that passes wins (at most ``limit`` tried)."""
+         limit: int = 5, claimed: list | None = None) -> GateResult:
+    """Verify candidates best first; the first that passes wins (at most ``limit`` tried).
+
+    ``claimed``: per candidate, the max absolute error its study recorded (or None).
+    """
     result = GateResult(None, None, None)
     for rank, params in enumerate(candidates[:limit]):
-        v = verify_one(kernel, shape, params, dtype, hw, unit=unit, options=options)
+        v = verify_one(kernel, shape, params, dtype, hw, unit=unit, options=options,
+                       claimed_abs_error=claimed[rank] if claimed else None)
         if v.passed:
             result.params, result.rank, result.verification = params, rank, v
             return result
