@@ -13,7 +13,6 @@ configuration (a ``range`` or a list, what define-by-run suggestion needs) and
 from __future__ import annotations
 
 import dataclasses
-
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
