@@ -1,0 +1,226 @@
+"""The tuner: budget, infeasible pruning, duplicates, baseline, resume, workers, faults, verification."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+
+from autotile.kernels import matmul as mm
+from autotile.kernels import registry
+from autotile.space import load_spec
+from autotile.tune import runner, verify
+from autotile.tune.storage import JOURNAL_NAME, make_storage
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = str(ROOT / "tests" / "data" / "mm_tiny.yaml")
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def _complete_configs(out: Path, name: str) -> list[str]:
+    study = optuna.load_study(study_name=name, storage=make_storage(None, out))
+    return [t.user_attrs["config"] for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))]
+
+
+def test_tune_writes_outputs_with_baseline_and_budget(run_cli, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "10")
+    assert code == 0, err
+    s = _summary(out)
+    assert s["op"] == "matmul" and len(s["results"]) == 2
+    for r in s["results"]:
+        assert r["unique_configs"] == 10
+        assert r["verified"] is True
+        assert r["baseline_cycles"] is not None and r["speedup_vs_baseline"] >= 1.0
+        assert r["cycles"] <= r["baseline_cycles"]
+        assert 0 < r["pct_of_peak"] < 100
+        assert r["study"] == f"matmul/ascend910b2/fp16/{','.join(f'{k}={v}' for k, v in r['shape'].items())}/cube"
+        study = optuna.load_study(study_name=r["study"], storage=make_storage(None, out))
+        first = study.trials[0]
+        assert first.user_attrs.get(runner.BASELINE_ATTR) is True
+    table = json.loads((out / "table.json").read_text())
+    assert table["schema"] == "autotile.table/1" and len(table["entries"]) == 2
+    assert "summary.json" in stdout or "outputs in" in stdout
+
+
+def test_json_summary_and_infeasible_share_on_matmul_study(run_cli, tmp_path):
+    """On studies/matmul.yaml fewer than 20% of TPE trials may be infeasible (first shape)."""
+    out = tmp_path / "out"
+    spec = tmp_path / "one.yaml"
+    text = (ROOT / "studies" / "matmul.yaml").read_text()
+    head, _, rest = text.partition("shapes:\n")
+    spec.write_text(head + "shapes:\n  - {m: 1024, k: 512, n: 2048}\n" + rest.split("\n\n", 1)[1])
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(out), "--trials", "60", "--json", "--no-verify")
+    assert code == 0, err
+    r = json.loads(stdout)["results"][0]
+    assert r["infeasible"] / r["trials"] < 0.2
+    assert r["unique_configs"] == 60
+
+
+def test_duplicates_come_from_the_cache():
+    spec = load_spec(TINY)
+    space = spec.space(spec.shapes[0], "fp16", "cube")
+    from autotile.tune.evaluate import Evaluator
+
+    ev = Evaluator(space)
+    p = {k: v for k, v in mm.default_params(space.shape, "fp16", spec.hardware).items() if k in space.names}
+    a, b = ev.score(p), ev.score(dict(reversed(list(p.items()))))
+    assert not a.cached and b.cached and ev.simulated == 1
+    assert a.values == b.values
+
+
+def test_infeasible_is_pruned_before_simulation():
+    spec = load_spec(TINY)
+    space = spec.space(spec.shapes[0], "fp16", "cube")
+    from autotile.tune.evaluate import Evaluator
+
+    ev = Evaluator(space)
+    p = {k: v for k, v in mm.default_params(space.shape, "fp16", spec.hardware).items() if k in space.names}
+    bad = dict(p, depth_b1=p["depth_b1"] * 3)
+    out = ev.score(bad)
+    assert not out.feasible and "outside its domain" in out.reason and ev.simulated == 0
+
+
+def test_resume_continues_the_budget(run_cli, tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "6", "--no-verify")[0] == 0
+    name = _summary(out)["results"][0]["study"]
+    first = _complete_configs(out, name)
+    assert run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "14", "--no-verify")[0] == 0
+    after = _complete_configs(out, name)
+    assert after[: len(first)] == first
+    assert len(set(after)) == 14
+
+
+def test_two_workers_share_one_study(run_cli, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "16", "--jobs", "2", "--no-verify")
+    assert code == 0, err
+    for r in _summary(out)["results"]:
+        assert 16 <= r["unique_configs"] <= 17
+        owners = {t.user_attrs.get("autotile.owner") for t in optuna.load_study(
+            study_name=r["study"], storage=make_storage(None, out)).trials}
+        assert len(owners) >= 1
+
+
+def _spawn(out: Path, trials: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
+                             "--trials", str(trials), "--no-verify"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for_trials(out: Path, name: str, n: int, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (out / JOURNAL_NAME).exists():
+            try:
+                if len(_complete_configs(out, name)) >= n:
+                    return
+            except KeyError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} trials within {timeout} s")
+
+
+def test_sigkill_loses_no_completed_trial_and_rerun_finishes_budget(tmp_path):
+    out = tmp_path / "out"
+    spec = load_spec(TINY)
+    from autotile.tune.naming import study_name
+
+    name = study_name("matmul", "ascend910b2", "fp16", spec.shapes[0], "cube")
+    proc = _spawn(out, 200)
+    _wait_for_trials(out, name, 5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    before = _complete_configs(out, name)
+    assert len(before) >= 5
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
+                           "--trials", "30", "--no-verify"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = _complete_configs(out, name)
+    assert after[: len(before)] == before
+    assert len(set(after)) == max(30, len(set(before)))
+    study = optuna.load_study(study_name=name, storage=make_storage(None, out))
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+
+
+def test_ctrl_c_stops_after_the_current_trial_with_everything_saved(tmp_path):
+    out = tmp_path / "out"
+    spec = load_spec(TINY)
+    from autotile.tune.naming import study_name
+
+    name = study_name("matmul", "ascend910b2", "fp16", spec.shapes[0], "cube")
+    proc = _spawn(out, 100000)
+    _wait_for_trials(out, name, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    s = _summary(out)
+    assert s["interrupted"] is True
+    study = optuna.load_study(study_name=name, storage=make_storage(None, out))
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+
+
+class _WrongFirst:
+    """A kernel test double: correct except for one configuration, whose result is perturbed."""
+
+    def __init__(self, bad: dict):
+        self.bad = bad
+
+    def __getattr__(self, name):
+        return getattr(mm, name)
+
+    def execute(self, inputs, params, dtype, hw, **kw):
+        c = mm.execute(inputs, params, dtype, hw, **kw)
+        if params == self.bad:
+            c = c.astype(np.float32) + 1.0
+        return c
+
+
+def test_verification_gate_rejects_a_wrong_kernel_and_takes_the_next_best(hw):
+    shape = {"m": 96, "n": 80, "k": 64}
+    good = mm.default_params(shape, "fp16", hw)
+    bad = dict(good, iterate_order="n_first")
+    g = verify.gate(_WrongFirst(bad), shape, [bad, good], "fp16", hw)
+    assert g.params == good and g.rank == 1
+    assert len(g.rejected) == 1 and "exceeds the tolerance" in g.rejected[0][1].reason
+
+
+def test_driver_uses_the_gate(monkeypatch, run_cli, tmp_path):
+    """Through `autotile tune`: the winner fails verification, the table gets the next best."""
+    calls = {}
+    real = registry.implementation
+
+    class Wrong(_WrongFirst):
+        def execute(self, inputs, params, dtype, hw, **kw):
+            calls.setdefault("first", params)
+            self.bad = calls["first"]
+            return super().execute(inputs, params, dtype, hw, **kw)
+
+    monkeypatch.setattr(registry, "implementation", lambda op: Wrong({}) if op == "matmul" else real(op))
+    out = tmp_path / "out"
+    assert run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "8")[0] == 0
+    r = _summary(out)["results"][0]
+    assert r["verified"] and len(r["rejected"]) == 1
+    assert r["params"] != r["rejected"][0]["params"]
+
+
+def test_bad_spec_and_bad_options_exit_2(run_cli, tmp_path):
+    assert run_cli("tune", TINY, "--trials", "0")[0] == 2
+    assert run_cli("tune", str(tmp_path / "missing.yaml"))[0] == 2
+    code, _, err = run_cli("tune", TINY, "--sampler", "annealing", "--out", str(tmp_path / "o"))
+    assert code == 2 and "unknown sampler" in err and err.count("\n") == 1
