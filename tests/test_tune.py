@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-import pytest
 
 from autotile.kernels import matmul as mm
 from autotile.kernels import registry
