@@ -21,6 +21,8 @@ COMMANDS = {
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",
+    "export": "export",
+    "lookup": "lookup",
 }
 
 
