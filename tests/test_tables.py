@@ -215,3 +215,9 @@ def test_matmul_run_reads_the_table(table_file):
     rtol, atol = matmul.tolerance("fp16", {"m": 70, "n": 150, "k": 270})
     np.testing.assert_allclose(c, ref, rtol=rtol, atol=atol)
     assert lookup(table_file, {"m": 70, "n": 150, "k": 270}).match == "nearest"
+
+
+def test_region_probe_finds_no_mismatch_for_the_bundled_rules(doc):
+    from autotile.tables.export import region_mismatches
+
+    assert region_mismatches(doc) == []

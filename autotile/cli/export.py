@@ -12,8 +12,15 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from autotile.tables.export import export
+    import sys
 
-    path = export(args.table, args.format, args.output)
+    from autotile.tables.export import export, region_mismatches
+    from autotile.tables.schema import load_table
+
+    table = load_table(args.table)
+    if args.format in ("c", "ascendc"):
+        for text in region_mismatches(table):
+            print(f"autotile: warning: C lookup region looser than the spec: {text}", file=sys.stderr)
+    path = export(table, args.format, args.output)
     print(f"wrote {path} ({args.format})")
     return 0

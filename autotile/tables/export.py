@@ -24,6 +24,28 @@ def render(table, fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}, expected one of {', '.join(FORMATS)}")
 
 
+def region_mismatches(table, limit: int = 5) -> list[str]:
+    """Probe shapes where an entry's region (what C checks) admits a tiling the spec rejects.
+
+    The probes are every tuned shape and each region's lower corner. A non-empty answer means
+    the op's region function is looser than this spec: the C lookup could return a tiling the
+    Python lookup would refuse there.
+    """
+    from autotile.tables.lookup import Lookup
+
+    look = Lookup(table)
+    probes = {tuple(e.shape.values()) for e in look.table.entries} | {r.lo for r in look.regions}
+    out = []
+    for e, r in zip(look.table.entries, look.regions):
+        for x in sorted(probes):
+            shape = dict(zip(look.table.dims, x))
+            if r.contains(x) and (why := look.reason(shape, e.params, e.dtype, e.unit)) is not None:
+                out.append(f"entry {e.shape} {e.dtype}: its region holds {shape} but {why}")
+                if len(out) >= limit:
+                    return out
+    return out
+
+
 def export(source, fmt: str, out: str | Path) -> Path:
     """Render and write atomically to ``out``.
 
