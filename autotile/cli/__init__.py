@@ -22,6 +22,8 @@ COMMANDS = {
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",
+    "export": "export",
+    "lookup": "lookup",
 }
 
 

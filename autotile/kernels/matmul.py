@@ -457,3 +457,24 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
         "iterate_order": "m_first",
         "single_core_m": scm, "single_core_n": scn,
     }
+
+
+def shape_of(inputs: tuple) -> dict:
+    """``{m, n, k}`` of A (M x K) and B (K x N)."""
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"expected A (M x K) and B (K x N), got {a.shape} and {b.shape}")
+    return {"m": int(a.shape[0]), "n": int(b.shape[1]), "k": int(a.shape[1])}
+
+
+def run(a, b, table, dtype: str | None = None) -> np.ndarray:
+    """C = A @ B with the tiling a table gives for this shape (a path, folder or loaded table).
+
+    Runs in execute mode, the path the verification gate uses; see autotile.tables.run.
+
+    >>> c = run(a, b, table="results/matmul/table.json", dtype="fp16")  # doctest: +SKIP
+    """
+    from autotile.tables.run import run_with_table
+
+    out, _ = run_with_table("matmul", (a, b), table, dtype)
+    return out

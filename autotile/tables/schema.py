@@ -1,37 +1,285 @@
 """The tiling-table schema ``autotile.table/1``: what a study leaves for kernels to read.
 
-One entry per (shape, dtype): the chosen unit's verified tiling with its predicted cycles and
-time, % of peak, the verified flag and the study and trial it came from.
+A table is JSON::
+
+    {"schema": "autotile.table/1", "op": "matmul",
+     "hardware": {"name", "hash", "profile": {...values...}},
+     "spec": {"path", "hash", "content": {...spec.to_dict()...}}, "spec_hash",
+     "autotile_version", "created", "dims": ["m", "n", "k"],
+     "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
+                  "verified", "study", "trial"}, ...]}
+
+One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
+% of peak, the verified flag and the study and trial it came from. The embedded profile and
+spec make a table self-contained: lookup re-checks feasibility with them (see ``lookup``).
+:func:`load_table` validates everything and raises InputError naming the file and field.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 
 from autotile import __version__
+from autotile.atomic import write_json
+from autotile.errors import InputError
+from autotile.tables.embedded import profile_dict, profile_from_dict, spec_from_dict
 
 SCHEMA = "autotile.table/1"
-SCHEMA_VERSION = 1
+SCHEMA_NAME, SCHEMA_VERSION = "autotile.table", 1
 
 
-def build_table(spec, summary: dict) -> dict:
-    """The table of a tune summary: the chosen unit per (shape, dtype)."""
+@dataclass(frozen=True)
+class Entry:
+    """One tuned (shape, dtype): the tiling a kernel should run there."""
+
+    shape: dict
+    dtype: str
+    unit: str
+    params: dict
+    cycles: float | None = None
+    time_us: float | None = None
+    pct_of_peak: float | None = None
+    verified: bool = False
+    study: str | None = None
+    trial: int | None = None
+
+    def to_json(self) -> dict:
+        return {"shape": dict(self.shape), "dtype": self.dtype, "unit": self.unit,
+                "params": dict(self.params), "cycles": self.cycles, "time_us": self.time_us,
+                "pct_of_peak": self.pct_of_peak, "verified": self.verified, "study": self.study,
+                "trial": self.trial}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A validated table. ``spec`` and ``hardware`` are rebuilt from the embedded copies."""
+
+    op: str
+    dims: tuple[str, ...]
+    entries: tuple[Entry, ...]
+    doc: dict  # the JSON document as loaded (or built)
+    file: str | None = None
+
+    @cached_property
+    def hardware(self):
+        """The HardwareProfile the table was tuned for."""
+        return profile_from_dict(self.doc["hardware"]["profile"], file=self.file)
+
+    @cached_property
+    def spec(self):
+        """The Spec the table was tuned with (its constraints decide feasibility)."""
+        return spec_from_dict(self.doc["spec"]["content"], self.hardware, file=self.file)
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The spec's dtypes, the first being the default of lookups."""
+        return tuple(self.doc["spec"]["content"]["dtypes"])
+
+    def to_json(self) -> dict:
+        return self.doc
+
+
+def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
+    """The table (a JSON-ready dict) of a tune summary: the chosen unit per (shape, dtype).
+
+    >>> table = build_table(load_spec("studies/matmul.yaml"), summary)  # doctest: +SKIP
+    >>> table["entries"][0]["params"]["base_m"]  # doctest: +SKIP
+    128
+    """
     entries = []
     for r in summary["results"]:
         if not r.get("chosen") or r.get("params") is None:
             continue
-        entries.append({
-            "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"], "params": r["params"],
-            "cycles": r["cycles"], "time_us": r["time_us"], "pct_of_peak": r["pct_of_peak"],
-            "verified": bool(r.get("verified")), "study": r["study"], "trial": r.get("trial"),
-        })
+        entries.append(Entry(
+            shape={d: r["shape"][d] for d in spec.op.dims}, dtype=r["dtype"], unit=r["unit"],
+            params=dict(r["params"]), cycles=r.get("cycles"), time_us=r.get("time_us"),
+            pct_of_peak=r.get("pct_of_peak"), verified=bool(r.get("verified")),
+            study=r.get("study"), trial=r.get("trial")).to_json())
     return {
         "schema": SCHEMA,
         "op": spec.op.name,
-        "hardware": {"name": spec.hardware.name, "hash": spec.hardware.content_hash()},
+        "hardware": {"name": spec.hardware.name, "hash": spec.hardware.content_hash(),
+                     "profile": profile_dict(spec.hardware)},
+        "spec": {"path": str(spec.file), "hash": spec.content_hash(), "content": spec.to_dict()},
         "spec_hash": spec.content_hash(),
         "autotile_version": __version__,
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "created": created or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "dims": list(spec.op.dims),
         "entries": entries,
     }
+
+
+def write_table(path: str | Path, table: dict | Table) -> Path:
+    """Write a table atomically (a crash leaves the old file or the new one, never half)."""
+    doc = table.to_json() if isinstance(table, Table) else table
+    return write_json(path, doc)
+
+
+def table_path(path: str | Path) -> Path:
+    """``DIR`` (a tune output folder) -> ``DIR/table.json``; a file path is kept."""
+    p = Path(path)
+    return p / "table.json" if p.is_dir() else p
+
+
+def load_table(source, *, check_hashes: bool = True) -> Table:
+    """A validated Table from a path (file, or tune folder), a JSON dict or a Table.
+
+    Raises InputError naming the file and field: invalid JSON, a wrong type, a schema newer
+    than this autotile reads, an embedded spec or profile that does not match its hash.
+    """
+    if isinstance(source, Table):
+        return source
+    if isinstance(source, dict):
+        return _validate(source, None, check_hashes)
+    p = table_path(source)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found (expected a table.json or a tune output folder)", file=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=str(p)) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, col=exc.colno) from None
+    return _validate(doc, str(p), check_hashes)
+
+
+# -- validation ----------------------------------------------------------------------------
+
+class _Check:
+    """Type checks that raise InputError(file, field, expected ..., got ...)."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def fail(self, field, message):
+        return InputError(message, file=self.file, field=field)
+
+    def get(self, obj, key, field, kinds, what, *, optional=False):
+        if key not in obj:
+            if optional:
+                return None
+            raise self.fail(field, f"missing field {key!r}")
+        value = obj[key]
+        if value is None and optional:
+            return None
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _tuple(kinds))
+        if isinstance(value, float) and not math.isfinite(value):
+            ok = False
+        if not ok:
+            raise self.fail(f"{field}.{key}" if field else key, f"expected {what}, got {_show(value)}")
+        return value
+
+
+def _tuple(kinds):
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+def _show(v) -> str:
+    if isinstance(v, (dict, list)):
+        return {dict: "a mapping", list: "a list"}[type(v)]
+    if v is None:
+        return "null"
+    return json.dumps(v)
+
+
+def _validate(doc, file, check_hashes) -> Table:
+    c = _Check(file)
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a table (a JSON object), got {_show(doc)}", file=file)
+    schema = c.get(doc, "schema", "", str, "a schema name like " + repr(SCHEMA))
+    name, _, version = schema.rpartition("/")
+    if name != SCHEMA_NAME or not version.isdigit():
+        raise c.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
+    if int(version) > SCHEMA_VERSION:
+        raise c.fail("schema", f"table schema {schema} is newer than this autotile {__version__} reads "
+                               f"({SCHEMA}); upgrade autotile or re-export the table")
+    op = c.get(doc, "op", "", str, "an op name")
+    hw = c.get(doc, "hardware", "", dict, "a mapping {name, hash, profile}")
+    c.get(hw, "name", "hardware", str, "a profile name")
+    hw_hash = c.get(hw, "hash", "hardware", str, "a hash")
+    c.get(hw, "profile", "hardware", dict, "the profile's values (a mapping)")
+    spec = c.get(doc, "spec", "", dict, "a mapping {path, hash, content}")
+    c.get(spec, "path", "spec", str, "the spec's path")
+    spec_hash = c.get(spec, "hash", "spec", str, "a hash")
+    content = c.get(spec, "content", "spec", dict, "the normalized spec (a mapping)")
+    c.get(doc, "autotile_version", "", str, "a version")
+    c.get(doc, "created", "", str, "an ISO time")
+    dims = c.get(doc, "dims", "", list, "a list of dimension names")
+    if not dims or not all(isinstance(d, str) for d in dims):
+        raise c.fail("dims", "expected a non-empty list of dimension names")
+    if content.get("op") != op:
+        raise c.fail("spec.content.op", f"expected {op!r} (the table's op), got {_show(content.get('op'))}")
+    raw = c.get(doc, "entries", "", list, "a list of entries")
+    entries = tuple(_entry(c, e, f"entries[{i}]", dims) for i, e in enumerate(raw))
+    table = Table(op=op, dims=tuple(dims), entries=entries, doc=doc, file=file)
+    if check_hashes:
+        if table.hardware.content_hash() != hw_hash:
+            raise c.fail("hardware.profile", f"the profile's values do not match hardware.hash {hw_hash} "
+                                             f"(they hash to {table.hardware.content_hash()})")
+        if table.spec.content_hash() != spec_hash:
+            raise c.fail("spec.content", f"the spec does not match spec.hash {spec_hash} "
+                                         f"(it hashes to {table.spec.content_hash()})")
+    if tuple(table.spec.op.dims) != tuple(dims):
+        raise c.fail("dims", f"expected {list(table.spec.op.dims)} for {op}, got {dims}")
+    _check_params(c, table)
+    return table
+
+
+def _entry(c: _Check, e, field, dims) -> Entry:
+    if not isinstance(e, dict):
+        raise c.fail(field, f"expected an entry (a mapping), got {_show(e)}")
+    shape = c.get(e, "shape", field, dict, "a mapping of dimension sizes")
+    if sorted(shape) != sorted(dims):
+        raise c.fail(f"{field}.shape", f"expected the dimensions {', '.join(dims)}, got {', '.join(shape)}")
+    for d in dims:
+        v = shape[d]
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise c.fail(f"{field}.shape.{d}", f"expected a positive integer, got {_show(v)}")
+    num = (int, float)
+    return Entry(
+        shape={d: shape[d] for d in dims},
+        dtype=c.get(e, "dtype", field, str, "a dtype name"),
+        unit=c.get(e, "unit", field, str, "a unit name"),
+        params=c.get(e, "params", field, dict, "a mapping of parameter values"),
+        cycles=c.get(e, "cycles", field, num, "a number", optional=True),
+        time_us=c.get(e, "time_us", field, num, "a number", optional=True),
+        pct_of_peak=c.get(e, "pct_of_peak", field, num, "a number", optional=True),
+        verified=c.get(e, "verified", field, bool, "true or false"),
+        study=c.get(e, "study", field, str, "a study name", optional=True),
+        trial=c.get(e, "trial", field, int, "a trial number", optional=True),
+    )
+
+
+def _check_params(c: _Check, table: Table) -> None:
+    """Each entry's dtype, unit and params fit the spec (names and value types)."""
+    spec = table.spec
+    seen = set()
+    for i, e in enumerate(table.entries):
+        f = f"entries[{i}]"
+        if e.dtype not in spec.op.dtypes:
+            raise c.fail(f"{f}.dtype", f"expected one of {', '.join(spec.op.dtypes)}, got {e.dtype!r}")
+        if e.unit not in spec.units:
+            raise c.fail(f"{f}.unit", f"expected one of the spec's units {', '.join(spec.units)}, got {e.unit!r}")
+        key = (tuple(e.shape.values()), e.dtype)
+        if key in seen:
+            raise c.fail(f"{f}", f"a second entry for shape {e.shape} {e.dtype}")
+        seen.add(key)
+        names = spec.param_names(e.unit)
+        for n in names:
+            if n not in e.params:
+                raise c.fail(f"{f}.params", f"missing param {n!r} of unit {e.unit}")
+        for n, v in e.params.items():
+            if n not in names:
+                raise c.fail(f"{f}.params.{n}", f"unknown param of unit {e.unit}, expected one of {', '.join(names)}")
+            p = spec.param(n)
+            if p.kind == "int" and (isinstance(v, bool) or not isinstance(v, int)):
+                raise c.fail(f"{f}.params.{n}", f"expected an integer, got {_show(v)}")
+            if p.kind != "int" and not any(v == ch and type(v) is type(ch) for ch in p.choices):
+                raise c.fail(f"{f}.params.{n}", f"expected one of {', '.join(_show(ch) for ch in p.choices)}, got {_show(v)}")

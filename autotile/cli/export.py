@@ -1,0 +1,26 @@
+"""``autotile export DIR --format json|c|ascendc -o FILE``: tables from a study."""
+
+from __future__ import annotations
+
+HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("table", metavar="DIR", help="a tune output folder (holding table.json) or a table file")
+    p.add_argument("--format", choices=("json", "c", "ascendc"), default="json", help="output format (default json)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write (atomically)")
+
+
+def run(args) -> int:
+    import sys
+
+    from autotile.tables.export import export, region_mismatches
+    from autotile.tables.schema import load_table
+
+    table = load_table(args.table)
+    if args.format in ("c", "ascendc"):
+        for text in region_mismatches(table):
+            print(f"autotile: warning: C lookup region looser than the spec: {text}", file=sys.stderr)
+    path = export(table, args.format, args.output)
+    print(f"wrote {path} ({args.format})")
+    return 0

@@ -1,0 +1,28 @@
+"""``autotile lookup TABLE --shape m=..,n=..,k=..``: the tiling a kernel would get."""
+
+from __future__ import annotations
+
+from autotile.cli.common import parse_kv, print_json
+
+HELP = "look a shape up in a tiling table (exact, nearest, model or default)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("table", metavar="TABLE", help="a table file or a tune output folder")
+    p.add_argument("--shape", required=True, help="e.g. m=1000,n=2000,k=512")
+    p.add_argument("--dtype", help="default: the spec's first dtype")
+    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params}")
+
+
+def run(args) -> int:
+    from autotile.tables.lookup import lookup
+
+    m = lookup(args.table, parse_kv(args.shape, what="--shape", ints=True), args.dtype)
+    if args.json:
+        print_json(m.to_json())
+        return 0
+    shape = ",".join(f"{k}={v}" for k, v in m.shape.items())
+    via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" if m.matched_shape else ""
+    print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}")
+    print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
+    return 0

@@ -1,0 +1,107 @@
+"""The ``ascendc`` export: the op's TilingData declaration and a host function filling it.
+
+The header embeds the C lookup of the ``c`` export, then declares the tiling data with
+``BEGIN_TILING_DATA_DEF`` / ``TILING_DATA_FIELD_DEF`` / ``END_TILING_DATA_DEF`` /
+``REGISTER_TILING_DATA_CLASS`` (from CANN's ``register/tilingdata_base.h``) in namespace
+``optiling``, and ``<Op>TilingFromTable(x, dtype, tiling, &blockDim)`` that fills it for a shape.
+
+For matmul the struct is TCubeTiling's fields (int32, in TCubeTiling's order, usedCoreNum to
+dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength, shareMode 0,
+batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling uses there.
+Other ops get one int32 field per dim and per param; blockDim is their ``cores`` param, else 1.
+"""
+
+from __future__ import annotations
+
+from autotile.tables import export_c
+from autotile.tables.schema import Table
+
+# TCubeTiling field -> C expression over x (the shape), p (the entry's params), dbytes
+TCUBE = (
+    ("usedCoreNum", "used"),
+    ("M", "x[0]"), ("N", "x[1]"), ("Ka", "x[2]"), ("Kb", "x[2]"),
+    ("singleCoreM", "p->single_core_m"), ("singleCoreN", "p->single_core_n"), ("singleCoreK", "x[2]"),
+    ("baseM", "p->base_m"), ("baseN", "p->base_n"), ("baseK", "p->base_k"),
+    ("depthA1", "p->depth_a1"), ("depthB1", "p->depth_b1"),
+    ("stepM", "p->step_m"), ("stepN", "p->step_n"),
+    ("isBias", "0"), ("transLength", "0"),
+    ("iterateOrder", "p->iterate_order == AUTOTILE_MATMUL_ITERATE_ORDER_N_FIRST ? 1 : 0"),
+    ("shareMode", "0"),
+    ("shareL1Size", "(p->depth_a1 * p->base_m * p->base_k + p->depth_b1 * p->base_k * p->base_n) * dbytes"),
+    ("shareL0CSize", "p->base_m * p->base_n * 4 * p->db_l0c"),
+    ("shareUbSize", "0"),
+    ("batchM", "1"), ("batchN", "1"), ("singleBatchM", "1"), ("singleBatchN", "1"),
+    ("stepKa", "p->step_ka"), ("stepKb", "p->step_kb"),
+    ("depthAL1CacheUB", "0"), ("depthBL1CacheUB", "0"),
+    ("dbL0A", "p->db_l0a"), ("dbL0B", "p->db_l0b"), ("dbL0C", "p->db_l0c"),
+)
+
+
+def camel(name: str) -> str:
+    """``single_core_m`` -> ``singleCoreM``."""
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def class_name(op: str) -> str:
+    """``weighted_sum`` -> ``WeightedSum`` (the OpType and the TilingData prefix)."""
+    return "".join(w[:1].upper() + w[1:] for w in export_c.ident(op).split("_"))
+
+
+def render(table: Table) -> str:
+    """The whole Ascend C header."""
+    n = export_c.Names(table)
+    cls = class_name(table.op)
+    fields = _fields(table)
+    out = [export_c._banner(table, "ascendc"), "#pragma once", "",
+           '#include "register/tilingdata_base.h"', "", export_c.body(table), "namespace optiling {", ""]
+    out.append(f"BEGIN_TILING_DATA_DEF({cls}TilingData)")
+    out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
+    out += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)", ""]
+    dbytes = ""
+    if table.op == "matmul":
+        sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
+        cases = "".join(f"    case {n.dtype(d)}: return {sizes[d]};\n" for d in table.spec.op.dtypes if d in sizes)
+        dbytes = (f"/* Bytes of one input element of dtype. */\n"
+                  f"inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
+                  f"    return 2;\n}}\n\n")
+    block = _block_dim(table)
+    out.append(dbytes + f"""\
+/*
+ * Fill tiling from the table for shape x (dims: {', '.join(table.dims)}) and dtype
+ * (enum autotile_{n.op}_dtype); sets *blockDim ({block[1]}) and returns 0.
+ * Returns -1 and leaves both untouched when no entry fits: use the default tiling then.
+ */
+inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
+                                uint32_t *blockDim)
+{{
+    const {n.entry_t} *e = {n.lookup}(x, dtype, NULL);
+    if (e == NULL)
+        return -1;
+    const {n.params_t} *p = &e->params;""")
+    if table.op == "matmul":
+        out.append(f"""\
+    const int32_t dbytes = {cls}DtypeBytes(dtype);
+    const int32_t used = (int32_t)(((x[0] + p->single_core_m - 1) / p->single_core_m) *
+                                   ((x[1] + p->single_core_n - 1) / p->single_core_n));""")
+    else:
+        out.append(f"    const int32_t used = {block[0]};")
+    out += [f"    tiling.set_{f}((int32_t)({expr}));" for f, expr in fields]
+    out += ["    *blockDim = (uint32_t)used;", "    return 0;", "}", "", "}  // namespace optiling", ""]
+    return "\n".join(out)
+
+
+def _fields(table: Table) -> list[tuple[str, str]]:
+    if table.op == "matmul":
+        return list(TCUBE)
+    out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)]
+    out += [(camel(p.name), f"p->{p.name}") for p in table.spec.params]
+    return out
+
+
+def _block_dim(table: Table) -> tuple[str, str]:
+    if table.op == "matmul":
+        return "used", "= usedCoreNum"
+    if any(p.name == "cores" for p in table.spec.params):
+        return "p->cores", "= the cores param"
+    return "1", "1: this op's params choose no core count"

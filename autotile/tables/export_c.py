@@ -1,0 +1,236 @@
+"""The ``c`` export: a self-contained C99 header with the entries and the lookup rule.
+
+Names are prefixed ``autotile_<op>_`` / ``AUTOTILE_<OP>_`` so headers of several ops can be
+included together. Params become ``int32_t`` fields: integers as themselves, integer choices as
+themselves, other choices (text, bools, floats) as enum codes in the spec's choice order.
+The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions
+(see :mod:`autotile.tables.region`) and returns NULL when no entry fits.
+"""
+
+from __future__ import annotations
+
+import re
+
+from autotile.tables.region import describe_rule, region_of
+from autotile.tables.schema import Table
+
+
+def ident(text) -> str:
+    """A C identifier fragment of ``text``: non-alphanumerics become ``_``."""
+    s = re.sub(r"[^0-9A-Za-z]", "_", str(text)).strip("_") or "X"
+    return s if not s[0].isdigit() else "_" + s
+
+
+class Names:
+    """The C names of one table's op."""
+
+    def __init__(self, table: Table):
+        self.op = ident(table.op).lower()
+        self.OP = self.op.upper()
+        self.params_t = f"autotile_{self.op}_params"
+        self.entry_t = f"autotile_{self.op}_entry"
+        self.entries = f"AUTOTILE_{self.OP}_ENTRIES"
+        self.count = f"AUTOTILE_{self.OP}_NENTRIES"
+        self.lookup = f"autotile_{self.op}_lookup"
+
+    def dtype(self, d: str) -> str:
+        return f"AUTOTILE_{self.OP}_{ident(d).upper()}"
+
+    def unit(self, u: str) -> str:
+        return f"AUTOTILE_{self.OP}_UNIT_{ident(u).upper()}"
+
+    def choice(self, param: str, value) -> str:
+        return f"AUTOTILE_{self.OP}_{ident(param).upper()}_{ident(value).upper()}"
+
+
+def encoded(param, value) -> int | str:
+    """The C value of one param: the integer itself, or the enum constant's name (see Names)."""
+    if param.kind == "int" or _int_choices(param):
+        return int(value)
+    return next(i for i, c in enumerate(param.choices) if c == value and type(c) is type(value))
+
+
+def _int_choices(param) -> bool:
+    return param.kind != "int" and all(isinstance(c, int) and not isinstance(c, bool) for c in param.choices)
+
+
+def render(table: Table) -> str:
+    """The whole header."""
+    return "\n".join([_banner(table, "c"), "#pragma once", "", body(table)])
+
+
+def _banner(table: Table, fmt: str) -> str:
+    d = table.doc
+    lines = [
+        f"autotile tiling table for {table.op} ({fmt} export). Generated: do not edit, re-export.",
+        f"  hardware: {d['hardware']['name']} (profile hash {d['hardware']['hash']})",
+        f"  spec:     {d['spec']['path']} (hash {d['spec']['hash']})",
+        f"  autotile {d['autotile_version']}, table created {d['created']}, {len(table.entries)} entries",
+    ]
+    return "/*\n" + "\n".join(f" * {s}".rstrip() for s in lines) + "\n */"
+
+
+def body(table: Table) -> str:
+    """Everything after ``#pragma once``: includes, enums, structs, entries, lookup."""
+    n = Names(table)
+    spec = table.spec
+    dims = table.dims
+    out = ["#include <math.h>", "#include <stddef.h>", "#include <stdint.h>", ""]
+    out += _rule_comment(table, n)
+    out.append(f"#define AUTOTILE_{n.OP}_NDIMS {len(dims)} /* {', '.join(dims)} */")
+    out.append(f"#define {n.count} {len(table.entries)}")
+    out.append("")
+    out.append("/* dtypes (a lookup's dtype argument) */")
+    out.append(f"enum autotile_{n.op}_dtype {{")
+    out += [f"    {n.dtype(d)} = {i}," for i, d in enumerate(spec.op.dtypes)]
+    out += ["};", "", "/* compute units */", f"enum autotile_{n.op}_unit {{"]
+    out += [f"    {n.unit(u)} = {i}," for i, u in enumerate(spec.op.units)]
+    out += ["};", ""]
+    params = _all_params(table)
+    for p in params:
+        if p.kind != "int" and not _int_choices(p):
+            out.append(f"/* {p.name}: {p.description or 'choice'} */")
+            out.append(f"enum autotile_{n.op}_{ident(p.name).lower()} {{")
+            out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
+            out += ["};", ""]
+    out.append("/* One tiling: a field per param of the spec (every unit's params; 0 where a unit has none). */")
+    out.append(f"typedef struct {n.params_t} {{")
+    width = max(len(p.name) for p in params) + 1
+    for p in params:
+        if p.kind == "int" or _int_choices(p):
+            note = p.description or ("one of " + ", ".join(str(c) for c in p.choices) if p.kind != "int" else "")
+        else:
+            note = f"enum autotile_{n.op}_{ident(p.name).lower()}"
+        out.append((f"    int32_t {(p.name + ';').ljust(width)}" + (f" /* {note} */" if note else "")).rstrip())
+    out += [f"}} {n.params_t};", ""]
+    nd = len(dims)
+    out += [
+        "/* A tuned shape, its validity region and its tiling. */",
+        f"typedef struct {n.entry_t} {{",
+        f"    int64_t shape[{nd}];     /* {', '.join(dims)} */",
+        f"    int32_t dtype;        /* enum autotile_{n.op}_dtype */",
+        f"    int32_t unit;         /* enum autotile_{n.op}_unit */",
+        f"    int64_t lo[{nd}];        /* region: lo[d] <= x[d] <= hi[d] */",
+        f"    int64_t hi[{nd}];",
+        f"    int64_t split[{nd}];     /* region: core block per dim (0: not split) */",
+        "    int64_t max_blocks;   /* region: prod ceil(x[d] / split[d]) <= max_blocks (0: no limit) */",
+        f"    {n.params_t} params;",
+        f"}} {n.entry_t};",
+        "",
+    ]
+    out += _entries(table, n, params)
+    out += _lookup(n, nd)
+    return "\n".join(out) + "\n"
+
+
+def _all_params(table: Table):
+    return table.spec.params
+
+
+def _rule_comment(table: Table, n: Names) -> list[str]:
+    text = f"""\
+Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
+  1. Candidates are the entries of the queried dtype, in table order, whose validity region
+     holds the queried shape x: lo[d] <= x[d] <= hi[d] for every dim d, and the product over
+     dims with split[d] > 0 of ceil(x[d] / split[d]) is at most max_blocks. For {table.op}:
+     {describe_rule(table.op)}.
+  2. The candidate at the smallest distance sum over d of (log x[d] - log e[d])^2 (natural
+     log, summed in dim order) wins; a tie goes to the earlier entry. Distance 0 is an exact match.
+  3. No candidate: the lookup returns NULL (the Python lookup then answers "model" or
+     "default"); the caller falls back to its own default tiling.
+Needs <math.h> (link with -lm); compile without -ffast-math so distances round as in Python."""
+    return ["/*"] + [f" * {s}".rstrip() for s in text.splitlines()] + [" */", ""]
+
+
+def _entries(table: Table, n: Names, params) -> list[str]:
+    hw = table.hardware
+    out = [f"/* params order: {', '.join(p.name for p in params)} */"]
+    count = max(1, len(table.entries))
+    out.append(f"static const {n.entry_t} {n.entries}[{count}] = {{")
+    if not table.entries:
+        zeros = ", ".join("0" for _ in table.dims)
+        out.append(f"    /* no entries: a placeholder the lookup never reads ({n.count} is 0) */")
+        out.append(f"    {{{{{zeros}}}, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in params)}}}}},")
+    for e in table.entries:
+        r = region_of(table.op, e.shape, e.params, e.dtype, hw)
+        shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
+        perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
+                and e.pct_of_peak is not None else "no prediction")
+        out.append(f"    /* {shape} {e.dtype} {e.unit}: {perf}, {'verified' if e.verified else 'NOT verified'} */")
+        vals = []
+        for p in params:
+            if p.name not in e.params:
+                vals.append("0")
+                continue
+            v = encoded(p, e.params[p.name])
+            vals.append(n.choice(p.name, e.params[p.name]) if p.kind != "int" and not _int_choices(p) else str(v))
+        out.append(f"    {{{{{_ints(e.shape.values())}}}, {n.dtype(e.dtype)}, {n.unit(e.unit)},")
+        out.append(f"     {{{_ints(r.lo)}}}, {{{_ints(r.hi)}}}, {{{_ints(r.split)}}}, {r.max_blocks},")
+        out.append(f"     {{{', '.join(vals)}}}}},")
+    out += ["};", ""]
+    return out
+
+
+def _ints(values) -> str:
+    return ", ".join(str(int(v)) for v in values)
+
+
+def _lookup(n: Names, nd: int) -> list[str]:
+    return f"""\
+/* 1 when shape x lies in entry e's validity region. */
+static inline int autotile_{n.op}_fits(const {n.entry_t} *e, const int64_t x[{nd}])
+{{
+    int64_t blocks = 1;
+    int d;
+    for (d = 0; d < {nd}; ++d) {{
+        if (x[d] < e->lo[d] || x[d] > e->hi[d])
+            return 0;
+        if (e->split[d] > 0)
+            blocks *= (x[d] + e->split[d] - 1) / e->split[d];
+    }}
+    return e->max_blocks == 0 || blocks <= e->max_blocks;
+}}
+
+/* Squared log-space distance from x to entry e's shape, summed in dim order. */
+static inline double autotile_{n.op}_distance(const {n.entry_t} *e, const int64_t x[{nd}])
+{{
+    double total = 0.0;
+    int d;
+    for (d = 0; d < {nd}; ++d) {{
+        double t = log((double)x[d]) - log((double)e->shape[d]);
+        total += t * t;
+    }}
+    return total;
+}}
+
+/*
+ * The entry whose tiling to run for shape x (dims in the order of AUTOTILE_{n.OP}_NDIMS) and
+ * dtype (enum autotile_{n.op}_dtype), or NULL when no entry fits (see the rule above).
+ * When exact is not NULL it is set to 1 for an exact match and 0 otherwise.
+ */
+static inline const {n.entry_t} *{n.lookup}(const int64_t x[{nd}], int dtype, int *exact)
+{{
+    const {n.entry_t} *best = NULL;
+    double best_d = 0.0;
+    int i, d;
+    if (exact != NULL)
+        *exact = 0;
+    for (d = 0; d < {nd}; ++d)
+        if (x[d] <= 0)
+            return NULL;
+    for (i = 0; i < {n.count}; ++i) {{
+        const {n.entry_t} *e = &{n.entries}[i];
+        double dist;
+        if (e->dtype != dtype || !autotile_{n.op}_fits(e, x))
+            continue;
+        dist = autotile_{n.op}_distance(e, x);
+        if (best == NULL || dist < best_d) {{
+            best = e;
+            best_d = dist;
+        }}
+    }}
+    if (best != NULL && exact != NULL)
+        *exact = best_d == 0.0;
+    return best;
+}}
+""".splitlines()

@@ -1,0 +1,191 @@
+"""Shape lookup: which tiling a kernel runs for a shape, and how it was found.
+
+The rule, in order (the first that gives a feasible tiling wins):
+
+1. ``exact`` / ``nearest``: among the entries of the queried dtype, in table order, those whose
+   tiling is feasible for the queried shape; the one at the smallest log-space distance
+   ``sum_d (log x_d - log e_d) ** 2`` (natural log, summed in dim order, ties to the earlier
+   entry). Distance 0 (the same shape) is ``exact``. Feasible means: inside the entry's
+   :class:`~autotile.tables.region.Region` (what the exported C header checks too), and
+   passing the spec's constraints (``space.check``) and the kernel's own ``check``.
+2. ``model``: the learned model, when one is given: ``model(op, shape, dtype)`` returns params
+   (or ``{"unit": ..., "params": ...}``) or None; its answer is checked the same way.
+3. ``default``: the kernel's heuristic ``default_params``, checked too, trying the spec's units
+   in order. If even that is infeasible, :class:`NoFeasibleTiling` says why.
+
+A lookup never returns a tiling that is infeasible for the queried shape.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from autotile.errors import InfeasibleConfig, InputError
+from autotile.kernels import registry
+from autotile.tables.region import Region, region_of
+from autotile.tables.schema import Table, load_table
+
+MATCHES = ("exact", "nearest", "model", "default")
+
+
+class NoFeasibleTiling(InputError):
+    """Neither the table, the model nor the default heuristic fits the shape."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """The answer of a lookup."""
+
+    shape: dict
+    dtype: str
+    match: str  # exact | nearest | model | default
+    unit: str
+    params: dict
+    matched_shape: dict | None = None  # the entry's shape (exact / nearest)
+    entry: int | None = None  # index into table.entries
+    distance: float | None = None
+    skipped: tuple[str, ...] = field(default=(), compare=False)  # why model/default were passed over
+
+    def to_json(self) -> dict:
+        return {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
+                "match": self.match, "unit": self.unit, "params": self.params}
+
+
+def distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    """Squared log-space distance, summed in dim order (the C header computes it identically)."""
+    total = 0.0
+    for x, y in zip(a, b):
+        t = math.log(x) - math.log(y)
+        total += t * t
+    return total
+
+
+class Lookup:
+    """A table prepared for many lookups (regions and kernel computed once).
+
+    >>> Lookup(load_table("results/matmul")).find({"m": 1000, "n": 2000, "k": 512}).match  # doctest: +SKIP
+    'nearest'
+    """
+
+    def __init__(self, table, model: Callable | None = None):
+        self.table: Table = load_table(table)
+        self.model = model
+        self.kernel = registry.implementation(self.table.op)
+        hw = self.table.hardware
+        self.regions: tuple[Region, ...] = tuple(
+            region_of(self.table.op, e.shape, e.params, e.dtype, hw) for e in self.table.entries)
+
+    # -- feasibility ---------------------------------------------------------------------
+    def reason(self, shape: dict, params: dict, dtype: str, unit: str) -> str | None:
+        """None if ``params`` is feasible for ``shape``, else why not (spec, then kernel)."""
+        spec = self.table.spec
+        space = spec.space(shape, dtype, unit)
+        try:
+            why = space.check(params)
+        except InputError as exc:
+            return exc.message
+        if why is not None:
+            return why
+        return kernel_check(self.kernel, shape, params, dtype, spec.hardware, unit, spec.inputs)
+
+    # -- the rule ------------------------------------------------------------------------
+    def find(self, shape: dict, dtype: str | None = None) -> Match:
+        """The tiling for ``shape`` (dict of dims) and ``dtype`` (default: the spec's first)."""
+        shape, dtype = self._query(shape, dtype)
+        key = tuple(shape.values())
+        best, best_d = None, math.inf
+        for i, (e, r) in enumerate(zip(self.table.entries, self.regions)):
+            if e.dtype != dtype or not r.contains(key):
+                continue
+            d = distance(key, tuple(e.shape.values()))
+            if d < best_d and self.reason(shape, e.params, dtype, e.unit) is None:
+                best, best_d = i, d
+        if best is not None:
+            e = self.table.entries[best]
+            return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, dict(e.params),
+                         dict(e.shape), best, best_d)
+        skipped = []
+        if self.model is not None:
+            got = self._from_model(shape, dtype, skipped)
+            if got is not None:
+                return got
+        return self._default(shape, dtype, skipped)
+
+    def _query(self, shape: dict, dtype: str | None) -> tuple[dict, str]:
+        dims = self.table.dims
+        if not isinstance(shape, dict) or set(shape) != set(dims) or any(
+                isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in shape.values()):
+            raise InputError(f"shape: expected positive integers for {', '.join(dims)}, got {shape}")
+        dtype = dtype or self.table.dtypes[0]
+        if dtype not in self.table.spec.op.dtypes:
+            raise InputError(f"dtype: unknown dtype {dtype!r} for {self.table.op}, expected one of "
+                             f"{', '.join(self.table.spec.op.dtypes)}")
+        return {d: shape[d] for d in dims}, dtype
+
+    def _from_model(self, shape, dtype, skipped) -> Match | None:
+        answer = self.model(self.table.op, dict(shape), dtype)
+        if answer is None:
+            skipped.append("model: no answer")
+            return None
+        if "params" in answer and isinstance(answer["params"], dict):
+            units, params = [answer.get("unit")], dict(answer["params"])
+        else:
+            params = dict(answer)
+            units = [u for u in self.table.spec.units if set(self.table.spec.param_names(u)) == set(params)]
+        for unit in units:
+            if unit is None or unit not in self.table.spec.units:
+                continue
+            why = self.reason(shape, params, dtype, unit)
+            if why is None:
+                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped))
+            skipped.append(f"model ({unit}): {why}")
+        if not units:
+            skipped.append("model: its params fit no unit of the spec")
+        return None
+
+    def _default(self, shape, dtype, skipped) -> Match:
+        spec = self.table.spec
+        for unit in spec.units:
+            names = spec.param_names(unit)
+            try:
+                base = self.kernel.default_params(dict(shape), dtype, spec.hardware, unit)
+            except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:
+                skipped.append(f"default ({unit}): {exc}")
+                continue
+            params = {k: v for k, v in base.items() if k in names}
+            why = self.reason(shape, params, dtype, unit)
+            if why is None:
+                return Match(shape, dtype, "default", unit, params, skipped=tuple(skipped))
+            skipped.append(f"default ({unit}): {why}")
+        text = ",".join(f"{k}={v}" for k, v in shape.items())
+        raise NoFeasibleTiling(f"no feasible tiling for {self.table.op} {text} {dtype}: no table entry "
+                               f"fits, and {'; '.join(skipped)}")
+
+
+def lookup(table, shape: dict, dtype: str | None = None, *, model: Callable | None = None) -> Match:
+    """One lookup (see the module docstring for the rule). For many, build a :class:`Lookup`.
+
+    >>> lookup("results/matmul/table.json", {"m": 1024, "n": 2048, "k": 512}).match  # doctest: +SKIP
+    'exact'
+    """
+    return Lookup(table, model).find(shape, dtype)
+
+
+def kernel_check(kernel, shape, params, dtype, hw, unit, options) -> str | None:
+    """The kernel's own ``check`` (signatures differ by op), as None or the reason it fails."""
+    names = inspect.signature(kernel.check).parameters
+    kw = {}
+    if "unit" in names:
+        kw["unit"] = unit
+    if "kind" in names:
+        kw["kind"] = kernel.kind_of(options)
+    try:
+        kernel.check(dict(shape), dict(params), dtype, hw, **kw)
+    except InfeasibleConfig as exc:
+        return exc.reason
+    except (KeyError, ValueError, TypeError) as exc:
+        return f"the kernel cannot read this tiling: {exc}"
+    return None

@@ -1,0 +1,223 @@
+"""Tiling tables: schema validation, the lookup rule, the CLI commands and kernels reading tables."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tablekit import default_table
+
+from autotile.cli import run as cli
+from autotile.errors import InputError
+from autotile.kernels import matmul
+from autotile.tables.lookup import Lookup, NoFeasibleTiling, lookup
+from autotile.tables.schema import SCHEMA, load_table, write_table
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return default_table()
+
+
+@pytest.fixture(scope="module")
+def table_file(doc, tmp_path_factory):
+    return write_table(tmp_path_factory.mktemp("tbl") / "table.json", doc)
+
+
+@pytest.fixture(scope="module")
+def look(doc):
+    return Lookup(doc)
+
+
+# -- schema -------------------------------------------------------------------------------
+
+def test_table_records_what_lookup_needs(doc, table_file):
+    t = load_table(table_file.parent)  # a tune output folder works too
+    assert doc["schema"] == SCHEMA and t.op == "matmul" and t.dims == ("m", "n", "k")
+    assert doc["spec"]["content"]["op"] == "matmul" and doc["spec"]["hash"] == doc["spec_hash"]
+    assert t.hardware.content_hash() == doc["hardware"]["hash"]
+    assert t.spec.content_hash() == doc["spec"]["hash"]
+    e = doc["entries"][0]
+    assert set(e) == {"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
+                      "verified", "study", "trial"}
+    assert len(t.entries) == 26
+
+
+def _bad(tmp_path, doc, edit=None, text=None):
+    p = tmp_path / "table.json"
+    if text is None:
+        d = copy.deepcopy(doc)
+        edit(d)
+        text = json.dumps(d)
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda d: d["entries"][0]["params"].__setitem__("base_m", "128"),
+     "entries[0].params.base_m: expected an integer, got \"128\""),
+    (lambda d: d["entries"][1]["shape"].__setitem__("m", -4), "entries[1].shape.m: expected a positive integer"),
+    (lambda d: d["entries"][0].__setitem__("verified", "yes"), "entries[0].verified: expected true or false"),
+    (lambda d: d.__setitem__("entries", {}), "entries: expected a list of entries, got a mapping"),
+    (lambda d: d["entries"][0]["params"].__setitem__("iterate_order", "k_first"),
+     "entries[0].params.iterate_order: expected one of \"m_first\", \"n_first\""),
+    (lambda d: d["entries"][0]["params"].pop("step_m"), "entries[0].params: missing param 'step_m'"),
+    (lambda d: d["hardware"]["profile"].__setitem__("cube_cores", 99), "hardware.profile: the profile's values do not match"),
+    (lambda d: d.__setitem__("schema", "autotile.table/2"),
+     "schema: table schema autotile.table/2 is newer than this autotile 0.1.0 reads (autotile.table/1)"),
+    (lambda d: d.__setitem__("schema", "kernel_tuner/1"), "schema: expected 'autotile.table/1'"),
+])
+def test_bad_tables_are_input_errors(tmp_path, doc, edit, expected, capsys):
+    p = _bad(tmp_path, doc, edit)
+    with pytest.raises(InputError) as exc:
+        load_table(p)
+    assert expected in str(exc.value) and str(exc.value).startswith(str(p))
+    assert cli(["lookup", str(p), "--shape", "m=64,n=128,k=256"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_invalid_json_names_line_and_column(tmp_path, doc, capsys):
+    text = json.dumps(doc, indent=2)
+    p = _bad(tmp_path, doc, text=text.replace('"dims"', '"dims',  1))
+    assert cli(["export", str(p), "--format", "c", "-o", str(tmp_path / "t.h")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"autotile: error: {p}:") and "invalid JSON" in err and "\n" not in err
+    assert not (tmp_path / "t.h").exists()
+
+
+def test_missing_table_file(tmp_path, capsys):
+    assert cli(["lookup", str(tmp_path / "nope.json"), "--shape", "m=1,n=1,k=1"]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+# -- lookup -------------------------------------------------------------------------------
+
+def test_exact(look):
+    m = look.find({"m": 512, "n": 2048, "k": 4096}, "fp32")
+    assert m.match == "exact" and m.matched_shape == m.shape and m.dtype == "fp32"
+    assert m.params == look.table.entries[m.entry].params and look.table.entries[m.entry].dtype == "fp32"
+
+
+def test_between_tuned_shapes_is_nearest_and_feasible(look):
+    shape = {"m": 900, "n": 1000, "k": 1200}
+    m = look.find(shape)
+    assert m.match == "nearest" and m.matched_shape == {"m": 1000, "n": 1000, "k": 1000}
+    assert look.reason(shape, m.params, m.dtype, m.unit) is None
+    # n=1100 would split the 1000^3 tiling into 3 x 9 = 27 blocks > 24 cores: the next nearest
+    shape["n"] = 1100
+    m = look.find(shape)
+    assert m.match == "nearest" and m.matched_shape != {"m": 1000, "n": 1000, "k": 1000}
+    assert look.reason(shape, m.params, m.dtype, m.unit) is None
+
+
+def test_nearest_skips_infeasible_and_falls_back(look):
+    # m=40000 splits every tuned tiling into more blocks than cores: no entry fits
+    m = look.find({"m": 40000, "n": 2048, "k": 4096})
+    assert m.match == "default" and m.matched_shape is None
+    assert look.reason(m.shape, m.params, m.dtype, m.unit) is None
+    # bf16 has no entries at all
+    assert look.find({"m": 512, "n": 2048, "k": 4096}, "bf16").match == "default"
+
+
+def test_model_hook_is_used_and_checked(doc):
+    """No entry fits m=3,n=5,k=7 (every tuned base block is wider): the model is asked next."""
+    calls = []
+    entry0 = doc["entries"][0]["params"]  # tuned for m=64: base_m=64 cannot serve m=3
+
+    def wrong(op, shape, dtype):
+        calls.append((op, shape, dtype))
+        return dict(entry0)
+
+    look = Lookup(doc, wrong)
+    got = look.find({"m": 3, "n": 5, "k": 7})
+    assert calls == [("matmul", {"m": 3, "n": 5, "k": 7}, "fp16")]
+    assert got.match == "default" and any(s.startswith("model (cube): base_m=64") for s in got.skipped)
+    assert look.reason(got.shape, got.params, got.dtype, got.unit) is None
+
+    def right(op, shape, dtype):
+        return {"unit": "cube", "params": matmul.default_params(shape, dtype, look.table.hardware)}
+
+    got = Lookup(doc, right).find({"m": 3, "n": 5, "k": 7})
+    assert got.match == "model" and got.params["base_m"] == 16
+    assert Lookup(doc, lambda *a: None).find({"m": 3, "n": 5, "k": 7}).skipped == ("model: no answer",)
+    # a table entry that fits wins over the model
+    assert Lookup(doc, right).find({"m": 64, "n": 128, "k": 256}).match == "exact"
+
+
+def test_no_feasible_tiling_says_so(doc, monkeypatch):
+    look = Lookup(doc)
+    monkeypatch.setattr(look.kernel, "default_params", lambda *a: dict(doc["entries"][0]["params"], base_m=4096))
+    with pytest.raises(NoFeasibleTiling, match="no feasible tiling for matmul m=40000,n=2048,k=4096 fp16"):
+        look.find({"m": 40000, "n": 2048, "k": 4096})
+
+
+def test_bad_queries(look):
+    with pytest.raises(InputError, match="shape: expected positive integers"):
+        look.find({"m": 0, "n": 1, "k": 1})
+    with pytest.raises(InputError, match="dtype: unknown dtype 'fp8'"):
+        look.find({"m": 1, "n": 1, "k": 1}, "fp8")
+
+
+dim = st.integers(1, 300_000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(m=dim, n=dim, k=dim, dtype=st.sampled_from(["fp16", "fp32", "bf16"]))
+def test_lookup_never_returns_an_infeasible_tiling(look, m, n, k, dtype):
+    shape = {"m": m, "n": n, "k": k}
+    try:
+        got = look.find(shape, dtype)
+    except NoFeasibleTiling:
+        return
+    assert got.match in ("exact", "nearest", "default")
+    assert look.reason(shape, got.params, dtype, got.unit) is None
+    if got.match == "nearest":
+        e = look.table.entries[got.entry]
+        assert e.dtype == dtype and got.distance == pytest.approx(
+            sum((math.log(a) - math.log(b)) ** 2 for a, b in zip(shape.values(), e.shape.values())))
+
+
+@settings(max_examples=100, deadline=None)
+@given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000))
+def test_region_is_exactly_the_spec_and_kernel_checks(look, m, n, k):
+    """What the C header checks (the region) equals what Python checks, for this spec."""
+    shape = {"m": m, "n": n, "k": k}
+    for e, r in zip(look.table.entries, look.regions):
+        assert r.contains((m, n, k)) == (look.reason(shape, e.params, e.dtype, e.unit) is None), e.shape
+
+
+# -- commands and kernels -------------------------------------------------------------------
+
+def test_lookup_command_json(table_file, capsys):
+    assert cli(["lookup", str(table_file), "--shape", "m=900,n=1000,k=1200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"shape", "matched_shape", "match", "unit", "params"}
+    assert out["match"] == "nearest" and out["matched_shape"] == {"m": 1000, "n": 1000, "k": 1000}
+    assert cli(["lookup", str(table_file), "--shape", "m=900,n=1100"]) == 2
+
+
+def test_export_json_round_trips(table_file, tmp_path):
+    out = tmp_path / "copy.json"
+    assert cli(["export", str(table_file), "--format", "json", "-o", str(out)]) == 0
+    assert load_table(out).to_json() == load_table(table_file).to_json()
+
+
+def test_matmul_run_reads_the_table(table_file):
+    a, b = matmul.make_inputs({"m": 70, "n": 150, "k": 270}, "fp16", seed=1)
+    c = matmul.run(a, b, table=table_file, dtype="fp16")
+    ref = matmul.reference((a, b), "fp16")
+    rtol, atol = matmul.tolerance("fp16", {"m": 70, "n": 150, "k": 270})
+    np.testing.assert_allclose(c, ref, rtol=rtol, atol=atol)
+    assert lookup(table_file, {"m": 70, "n": 150, "k": 270}).match == "nearest"
+
+
+def test_region_probe_finds_no_mismatch_for_the_bundled_rules(doc):
+    from autotile.tables.export import region_mismatches
+
+    assert region_mismatches(doc) == []
