@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotile.kernels import registry
-from autotile.space.spec import load_spec
+from autotile.space import load_spec
 from autotile.tables.schema import build_table
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -8,12 +8,12 @@
 
 from autotile.space.enumeration import Count, Enumeration
 from autotile.space.expr import EvalError, Expr, ExprError, Scope, compile_expr
-from autotile.space.loader import load_spec
+from autotile.space.loader import load_spec, load_spec_text
 from autotile.space.params import ChoiceParam, IntParam, Param
 from autotile.space.space import Space
 from autotile.space.spec import Budget, Constraint, Derived, Spec
 
 __all__ = [
     "Budget", "ChoiceParam", "Constraint", "Count", "Derived", "Enumeration", "EvalError", "Expr",
-    "ExprError", "IntParam", "Param", "Scope", "Space", "Spec", "compile_expr", "load_spec",
+    "ExprError", "IntParam", "Param", "Scope", "Space", "Spec", "compile_expr", "load_spec", "load_spec_text",
 ]

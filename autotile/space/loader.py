@@ -41,6 +41,13 @@ def load_spec(path: str | Path) -> Spec:
     return _Parser(load_file(path)).spec()
 
 
+def load_spec_text(text: str, file: str) -> Spec:
+    """Validate a spec given as YAML (or JSON) text; ``file`` names it in errors."""
+    from autotile.yamlsrc import load_text
+
+    return _Parser(load_text(text, file)).spec()
+
+
 def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
     """The attribute namespaces of expressions: ``shape``, ``dtype`` and ``hw``."""
     return {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols())}

@@ -47,8 +47,7 @@ def spec_from_dict(data: dict, hw: HardwareProfile, *, file: str | None = None):
     afterwards (expressions only read ``hw`` values when a space is built), so a spec whose
     profile file is gone still loads.
     """
-    from autotile.space.spec import _Parser
-    from autotile.yamlsrc import load_text
+    from autotile.space import load_spec_text
 
     if not isinstance(data, dict):
         raise InputError("expected the normalized spec (a mapping)", file=file, field="spec.content")
@@ -56,7 +55,7 @@ def spec_from_dict(data: dict, hw: HardwareProfile, *, file: str | None = None):
     doc = dict(data, hardware=DEFAULT_PROFILE)
     where = f"{file}#spec.content" if file else "spec.content"
     try:
-        spec = _Parser(load_text(json.dumps(doc), where)).spec()
+        spec = load_spec_text(json.dumps(doc), where)
     except InputError as exc:
         raise InputError(f"the embedded spec is invalid: {exc.message}", file=file,
                          field="spec.content" + (f".{exc.field}" if exc.field else "")) from None
