@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+_fsync = os.fsync  # a seam for tests that simulate a full disk
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -27,7 +28,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            _fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
         os.replace(tmp, path)
     except OSError as exc:

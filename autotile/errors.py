@@ -60,3 +60,8 @@ class InfeasibleConfig(Exception):
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class StorageError(Exception):
+    """The study storage failed (e.g. the database went away). Completed trials are saved;
+    rerunning the same command resumes."""

@@ -48,3 +48,37 @@ def run_cli(capsys):
         return code, out, err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """A PostgreSQL URL: CI's server (AUTOTILE_TEST_PG), else a private throwaway one."""
+    import os
+
+    from pgserver import PgServer, pg_bin
+
+    url = os.environ.get("AUTOTILE_TEST_PG")
+    if url:
+        yield url
+        return
+    if pg_bin() is None:
+        pytest.skip("PostgreSQL is not installed (CI installs Debian's postgresql package)")
+    server = PgServer().init().start()
+    try:
+        yield server.url
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def pg_private():
+    """A private PostgreSQL server this test may stop and restart."""
+    from pgserver import PgServer, pg_bin
+
+    if pg_bin() is None:
+        pytest.skip("PostgreSQL is not installed (CI installs Debian's postgresql package)")
+    server = PgServer().init().start()
+    try:
+        yield server
+    finally:
+        server.remove()

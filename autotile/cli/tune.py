@@ -11,13 +11,14 @@ HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and u
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="a spec file, e.g. studies/matmul.yaml")
+    p.add_argument("spec", nargs="+", help="spec files, e.g. studies/matmul.yaml (several: a queue)")
     p.add_argument("--trials", type=int, help="budget of distinct feasible configurations per study")
     p.add_argument("--sampler", help="tpe (default), random, cmaes, gp, nsga2 or exhaustive")
     p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes in all (default 1)")
     p.add_argument("--storage", help="sqlite:///FILE or postgresql://... (default: a journal file in --out)")
-    p.add_argument("--out", help="output folder (default results/<spec name>)")
+    p.add_argument("--out", help="output folder (default results/<spec name>; with several specs, "
+                                 "OUT/<spec name>)")
     p.add_argument("--no-warm-start", action="store_true", help="do not seed studies from the nearest tuned shape")
     p.add_argument("--no-verify", action="store_true", help="skip the execute-mode verification gate")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -26,24 +27,33 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from autotile.space import load_spec
-    from autotile.tune.driver import Options, default_out, tune
+    from autotile.tune.driver import Options, default_out, tune_many
 
     if args.trials is not None and args.trials < 1:
         raise InputError(f"--trials: expected a positive integer, got {args.trials}")
     if args.jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
-    spec = load_spec(args.spec)
-    out = Path(args.out) if args.out else default_out(spec)
-    opts = Options(trials=args.trials, sampler=args.sampler, seed=args.seed, jobs=args.jobs,
-                   storage=args.storage, out=out, quiet=args.quiet or args.json,
-                   warm_start=not args.no_warm_start, verify=not args.no_verify)
-    summary = tune(spec, opts)
+    specs = [load_spec(path) for path in args.spec]
+    stems = [Path(s.file).stem for s in specs]
+    if len(set(stems)) < len(stems):
+        raise InputError("tune: two specs share a file name; their outputs would collide")
+    opts = []
+    for spec in specs:
+        if args.out:
+            out = Path(args.out) / Path(spec.file).stem if len(specs) > 1 else Path(args.out)
+        else:
+            out = default_out(spec)
+        opts.append(Options(trials=args.trials, sampler=args.sampler, seed=args.seed, jobs=args.jobs,
+                            storage=args.storage, out=out, quiet=args.quiet or args.json,
+                            warm_start=not args.no_warm_start, verify=not args.no_verify))
+    summaries = tune_many(specs, opts, args.jobs, args.quiet or args.json)
     if args.json:
-        print_json({k: v for k, v in summary.items()} | {"results": [
-            {k: v for k, v in r.items() if k != "history"} for r in summary["results"]]})
+        slim = [s | {"results": [{k: v for k, v in r.items() if k != "history"} for r in s["results"]]}
+                for s in summaries]
+        print_json(slim[0] if len(slim) == 1 else slim)
     else:
-        print(format_summary(summary, out))
-    return 130 if summary["interrupted"] else 0
+        print("\n".join(format_summary(s, o.out) for s, o in zip(summaries, opts)))
+    return 130 if any(s["interrupted"] for s in summaries) else 0
 
 
 def format_summary(summary: dict, out: Path) -> str:

@@ -19,12 +19,13 @@ import optuna
 
 from autotile import __version__
 from autotile.atomic import write_json
+from autotile.errors import InputError
 from autotile.kernels import registry
 from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, runner
 from autotile.tune.evaluate import Evaluator
 from autotile.tune.naming import parse_study_name, study_name
-from autotile.tune.storage import make_storage
+from autotile.tune.storage import make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import gate
 
 WARM_CONFIGS = 3
@@ -119,52 +120,111 @@ def _install_sigint() -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def _worker(spec_path: str, opts: Options, index: int, worker: int) -> runner.StudyOutcome:
+def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
     """One worker process on one study (re-loads the spec: plans hold compiled expressions)."""
     _install_sigint()
+    quiet_heartbeat_failures()
     spec = load_spec(spec_path)
     storage = make_storage(opts.storage, opts.out)
     plan = plans(spec, replace(opts, warm_start=False), storage)[index]
-    return runner.run(plan, storage, worker=worker)
+    runner.run(plan, storage, worker=worker)
+
+
+@dataclass
+class _Job:
+    """One spec's run: its options, storage, plans and what its studies gave."""
+
+    spec: Spec
+    opts: Options
+    storage: object
+    plans: list
+    outcomes: dict
+    t0: float
+
+
+def _start(spec: Spec, opts: Options) -> _Job:
+    storage = make_storage(opts.storage, opts.out) if (opts.sampler or spec.sampler) != "exhaustive" else None
+    return _Job(spec, opts, storage, plans(spec, opts, storage), {}, time.monotonic())
 
 
 def tune(spec: Spec, opts: Options) -> dict:
     """Run every study of ``spec``; returns the summary (also written to ``summary.json``)."""
-    t0 = time.monotonic()
+    return tune_many([spec], [opts], opts.jobs, opts.quiet)[0]
+
+
+def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) -> list[dict]:
+    """Tune a queue of specs (each with its own options) with ``jobs`` worker processes in all."""
     runner._Stop.requested = False
     _install_sigint()
-    storage = make_storage(opts.storage, opts.out) if (opts.sampler or spec.sampler) != "exhaustive" else None
-    study_plans = plans(spec, opts, storage)
-    outcomes: dict[str, runner.StudyOutcome] = {}
-    bar = _Progress(sum(p.budget for p in study_plans), opts.quiet)
+    quiet_heartbeat_failures()
+    queue = [_start(spec, o) for spec, o in zip(specs, opts)]
+    bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
     try:
-        if study_plans and study_plans[0].sampler == "exhaustive":
-            for plan in study_plans:
-                outcomes[plan.name] = exhaustive.run(plan)
-                bar.advance(plan.budget, outcomes[plan.name])
-        elif opts.jobs <= 1:
-            for plan in study_plans:
-                if runner._Stop.requested:
-                    break
-                outcomes[plan.name] = runner.run(plan, storage, progress=bar.trial)
-                bar.study_done(plan.budget)
+        if jobs <= 1:
+            for job in queue:
+                _run_here(job, bar)
         else:
-            with ProcessPoolExecutor(max_workers=opts.jobs) as pool:
-                futures = [(i, pool.submit(_worker, spec.file, opts, i, w))
-                           for i in range(len(study_plans)) for w in range(opts.jobs)]
-                for i, fut in futures:
-                    fut.result()
-                    plan = study_plans[i]
-                    if plan.name not in outcomes:
-                        bar.study_done(plan.budget)
-                    outcomes[plan.name] = True
-            for plan in study_plans:
-                study = optuna.load_study(study_name=plan.name, storage=storage)
-                outcomes[plan.name] = runner.summarize(study, plan, Evaluator(plan.space, plan.objectives), 0.0)
+            _run_pool(queue, jobs, bar)
     finally:
         bar.close()
-    results = [_result(spec, plan, outcomes[plan.name], opts) for plan in study_plans if plan.name in outcomes]
+    return [_finish(job) for job in queue]
+
+
+def _run_here(job: _Job, bar) -> None:
+    for plan in job.plans:
+        if runner._Stop.requested:
+            break
+        if plan.sampler == "exhaustive":
+            job.outcomes[plan.name] = exhaustive.run(plan)
+        else:
+            job.outcomes[plan.name] = runner.run(plan, job.storage, progress=bar.trial)
+        bar.study_done(plan.budget)
+
+
+def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
+    """Every study of every spec gets ``jobs`` worker tasks; ``jobs`` processes take them in order.
+
+    Studies are created (baseline and warm start enqueued) here first, so workers only take trials.
+    """
+    from autotile.errors import StorageError
+    from autotile.tune import storage as storage_mod
+
+    for job in queue:
+        for plan in job.plans:
+            if plan.sampler == "exhaustive":
+                raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
+            try:
+                runner.prepare(plan, job.storage)
+            except storage_mod.storage_errors() as exc:
+                raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [(job, i, pool.submit(_worker, job.spec.file, job.opts, i, w))
+                   for job in queue for i in range(len(job.plans)) for w in range(jobs)]
+        for job, i, fut in futures:
+            fut.result()
+            plan = job.plans[i]
+            if plan.name not in job.outcomes:
+                bar.study_done(plan.budget)
+                job.outcomes[plan.name] = None
+    for job in queue:
+        for plan in job.plans:
+            try:
+                study = optuna.load_study(study_name=plan.name, storage=job.storage)
+                job.outcomes[plan.name] = runner.summarize(study, plan, Evaluator(plan.space, plan.objectives), 0.0)
+            except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
+                cause = storage_mod.storage_cause(exc)
+                if cause is None:
+                    raise
+                raise StorageError(storage_mod.describe_failure(job.opts.storage, cause)) from None
+
+
+def _finish(job: _Job) -> dict:
+    """Verify, summarize and write the outputs of one spec's run."""
+    spec, opts = job.spec, job.opts
+    results = [_result(spec, plan, job.outcomes[plan.name], opts) for plan in job.plans
+               if job.outcomes.get(plan.name) is not None]
     _mark_chosen_units(results)
+    first = job.plans[0] if job.plans else None
     summary = {
         "schema": "autotile.summary/1",
         "op": spec.op.name,
@@ -173,13 +233,13 @@ def tune(spec: Spec, opts: Options) -> dict:
         "spec": str(spec.file),
         "spec_hash": spec.content_hash(),
         "autotile_version": __version__,
-        "sampler": study_plans[0].sampler if study_plans else spec.sampler,
-        "seed": study_plans[0].seed if study_plans else spec.seed,
-        "budget": study_plans[0].budget if study_plans else None,
+        "sampler": first.sampler if first else spec.sampler,
+        "seed": first.seed if first else spec.seed,
+        "budget": first.budget if first else None,
         "objectives": list(spec.objectives),
-        "storage": opts.storage or str(opts.out / "studies.journal"),
+        "storage": opts.storage and redact(opts.storage) or str(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested,
-        "elapsed_s": round(time.monotonic() - t0, 2),
+        "elapsed_s": round(time.monotonic() - job.t0, 2),
         "results": results,
     }
     write_outputs(spec, summary, opts.out)

@@ -83,27 +83,51 @@ class _Stop:
     requested = False
 
 
-def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker: int = 0,
-        progress=None) -> StudyOutcome:
-    """Run (or resume) one study until its budget, its timeout or a stop request."""
-    from autotile.tune.samplers import make_sampler
+def prepare(plan: StudyPlan, storage, sampler=None) -> optuna.Study:
+    """Create or load the study; a new one gets the baseline (trial 0) and warm-start configs.
 
-    evaluator = evaluator or Evaluator(plan.space, plan.objectives)
-    sampler = make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
-                           n_objectives=len(plan.objectives))
-    directions = ["minimize"] * len(plan.objectives)
+    Trials left RUNNING by a dead owner are marked failed first, so they do not count.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
-                                directions=directions, load_if_exists=True)
+                                directions=["minimize"] * len(plan.objectives), load_if_exists=True)
     storage_mod.fail_stale_trials(study)
-    _prime_cache(study, evaluator)
-    if worker == 0 and not study.get_trials(deepcopy=False):
+    if not study.get_trials(deepcopy=False):
         if plan.baseline is not None:
             study.enqueue_trial(optuna_params(plan.space, plan.baseline), user_attrs={BASELINE_ATTR: True},
                                 skip_if_exists=True)
         for cfg in plan.warm:
             study.enqueue_trial(optuna_params(plan.space, cfg), user_attrs={WARM_ATTR: True},
                                 skip_if_exists=True)
+    return study
+
+
+def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker: int = 0,
+        progress=None) -> StudyOutcome:
+    """Run (or resume) one study until its budget, its timeout or a stop request.
+
+    A failure of the storage itself (a database that went away) raises StorageError: every
+    completed trial is already saved there, and running again resumes.
+    """
+    from autotile.errors import StorageError
+    from autotile.tune.samplers import make_sampler
+
+    evaluator = evaluator or Evaluator(plan.space, plan.objectives)
+    sampler = make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
+                           n_objectives=len(plan.objectives))
+    try:
+        study = prepare(plan, storage, sampler)
+        _prime_cache(study, evaluator)
+        outcome = _optimize(study, plan, evaluator, progress)
+    except Exception as exc:  # noqa: BLE001 - re-raised unless the storage itself failed
+        cause = storage_mod.storage_cause(exc)
+        if cause is None:
+            raise
+        raise StorageError(storage_mod.describe_failure(getattr(storage, "url", None), cause)) from None
+    return outcome
+
+
+def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progress) -> StudyOutcome:
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
     me = storage_mod.owner()

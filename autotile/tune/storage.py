@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+import warnings
 from pathlib import Path
 
 import optuna
@@ -18,44 +20,76 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import TrialState
 
+from autotile.atomic import OutputError
 from autotile.errors import InputError
 
 OWNER_ATTR = "autotile.owner"
 JOURNAL_NAME = "studies.journal"
-HEARTBEAT_S = 10
+
+
+def heartbeat_s() -> int:
+    """Seconds between RDB heartbeats (AUTOTILE_HEARTBEAT_S, default 10); stale after 3x."""
+    try:
+        return max(1, int(os.environ.get("AUTOTILE_HEARTBEAT_S", "10")))
+    except ValueError:
+        return 10
 
 
 def make_storage(url: str | None, out_dir: Path):
     """The storage for ``url``; None means the journal file in ``out_dir``."""
     if url is None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
         path = str(out_dir / JOURNAL_NAME)
         return JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
     if url.startswith(("sqlite:", "postgresql:", "postgresql+", "mysql:", "mysql+")):
-        try:
-            kw = {}
-            if not url.startswith("sqlite:"):
-                kw = {"heartbeat_interval": HEARTBEAT_S, "grace_period": 3 * HEARTBEAT_S,
-                      "engine_kwargs": {"pool_pre_ping": True}}
-            return RDBStorage(url, **kw)
-        except ImportError as exc:
-            raise InputError(f"--storage {url}: a database driver is missing ({exc}); for PostgreSQL: "
-                             "pip install 'autotile[postgres]'") from None
-        except Exception as exc:  # noqa: BLE001 - any connection failure is the user's URL
-            raise InputError(f"--storage: cannot open {redact(url)}: {_first_line(exc)}") from None
+        return _rdb(url)
     if url.startswith("journal:"):
         path = url[len("journal:"):]
         return JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
 
 
+def _rdb(url: str):
+    """An RDB storage; heartbeats (and retry of stale trials) on server databases.
+
+    Several workers starting at once on a new database race to create Optuna's tables; the
+    loser's unique-violation is retried rather than reported.
+    """
+    kw = {}
+    if not url.startswith("sqlite:"):
+        hb = heartbeat_s()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            retry = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2)
+        kw = {"heartbeat_interval": hb, "grace_period": 3 * hb, "heartbeat_stale_trial_callback": retry,
+              "engine_kwargs": {"pool_pre_ping": True}}
+    last = None
+    for attempt in range(5):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return RDBStorage(url, **kw)
+        except ImportError as exc:
+            raise InputError(f"--storage {redact(url)}: a database driver is missing ({exc}); for "
+                             "PostgreSQL: pip install 'autotile[postgres]' (psycopg 3)") from None
+        except Exception as exc:  # noqa: BLE001 - any failure to open is about the user's URL
+            last = exc
+            if "UniqueViolation" not in str(exc) and "already exists" not in str(exc):
+                break
+            time.sleep(0.2 * (attempt + 1))
+    raise InputError(f"--storage: cannot open {redact(url)}: {_first_line(last)}") from None
+
+
 def redact(url: str) -> str:
-    """The URL without its password."""
+    """The URL without its password (if it has one)."""
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
+        if ":" in creds:
+            return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
     return url
 
 
@@ -100,3 +134,55 @@ def fail_stale_trials(study: optuna.Study) -> int:
             except Exception:  # noqa: BLE001 - another worker may have finished it meanwhile
                 pass
     return n
+
+
+def storage_errors() -> tuple:
+    """Exception types that mean the storage itself failed (not the trial)."""
+    errors: tuple = (optuna.exceptions.StorageInternalError,)
+    try:
+        from sqlalchemy.exc import DBAPIError, OperationalError
+
+        errors += (OperationalError, DBAPIError)
+    except ImportError:  # pragma: no cover - sqlalchemy comes with optuna
+        pass
+    return errors
+
+
+def storage_cause(exc: BaseException) -> BaseException | None:
+    """The storage failure behind ``exc`` (itself, or in its cause/context chain), or None.
+
+    Optuna may surface a lost database as another error raised while it handles the first.
+    """
+    seen = 0
+    errors = storage_errors()
+    while exc is not None and seen < 20:
+        if isinstance(exc, errors):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def describe_failure(url: str | None, exc: BaseException) -> str:
+    """One line: which storage failed, why, and that a rerun resumes."""
+    where = redact(url) if url else "the journal file"
+    return (f"study storage {where} failed: {_first_line(exc)}; completed trials are saved, "
+            "rerun the same command to resume")
+
+
+def quiet_heartbeat_failures() -> None:
+    """A heartbeat thread whose database went away must not print a traceback: the worker's
+    own next storage call fails too and reports it as one line (StorageError)."""
+    import threading
+
+    default = threading.excepthook
+
+    def hook(args):
+        if isinstance(args.exc_value, storage_errors()) and "heartbeat" in (args.thread.name or ""):
+            return
+        default(args)
+
+    if getattr(threading.excepthook, "_autotile", False):
+        return
+    hook._autotile = True
+    threading.excepthook = hook
