@@ -21,6 +21,7 @@ COMMANDS = {
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",
+    "report": "report",
 }
 
 

@@ -66,7 +66,7 @@ def render(rep: Report) -> str:
     """The page as text (UTF-8); every piece of text from data is escaped."""
     facts = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rep.facts)
     summary = "".join(f"<li>{escape(x)}</li>" for x in rep.summary)
-    nav = "".join(f'<a href="#{escape(s.anchor)}">{escape(s.title)}</a>' for s in rep.sections if s.anchor)
+    nav = " ".join(f'<a href="#{escape(s.anchor)}">{escape(s.title)}</a>' for s in rep.sections if s.anchor)
     sections = "\n".join(_section(s) for s in rep.sections)
     return f"""<!DOCTYPE html>
 <html lang="en">

@@ -13,7 +13,8 @@ import re
 
 from autotile.report.doc import Code, Para, Plot, Report, Section, Table
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+# `_` inside a word (base_m) is not emphasis on GitHub: leave it readable
+_SPECIAL = re.compile(r"([\\`*\[\]<>|#]|(?<!\w)_|_(?!\w))")
 
 
 def esc(text: str) -> str:

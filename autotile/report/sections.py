@@ -26,8 +26,8 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "
                f"HBM {data.hw.hbm_bytes_per_second / 1e12:.2f} TB/s)")
     out = [
-        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x dtype(s) {', '.join(sorted({r['dtype'] for r in res}))}"
-                     f" x unit(s) {', '.join(sorted({r['unit'] for r in res}))} = {len(res)} studies"),
+        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x {', '.join(sorted({r['dtype'] for r in res}))} x "
+                     f"{', '.join(sorted({r['unit'] for r in res}))} = {len(res)} studies"),
         ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
         ("autotile version", str(s.get("autotile_version", "?"))),
