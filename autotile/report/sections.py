@@ -5,6 +5,8 @@ Each builder takes the ``ReportData`` and returns a ``Section`` (or None when it
 
 from __future__ import annotations
 
+import shlex
+
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
@@ -184,10 +186,10 @@ def verification(data: ReportData) -> Section:
 def reproduce(data: ReportData) -> Section:
     """The commands that redo the run, re-render the report and watch the studies live."""
     s = data.summary
-    out = str(data.out_dir)
-    tune = f"autotile tune {s.get('spec', 'SPEC')} --trials {s.get('budget')} --seed {s.get('seed')} " \
+    out = shlex.quote(str(data.out_dir))
+    tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
            f"--sampler {s.get('sampler')} --out {out}"
-    dash = data.storage_text or f"{out}/studies.journal"
+    dash = shlex.quote(data.storage_text or f"{data.out_dir}/studies.journal")
     return Section("Reproduce", [
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
              "open the study storage, which is plain Optuna storage, in optuna-dashboard "
