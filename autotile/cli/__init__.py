@@ -24,6 +24,7 @@ COMMANDS = {
     "crossover": "crossover",
     "export": "export",
     "lookup": "lookup",
+    "report": "report",
 }
 
 

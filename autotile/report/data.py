@@ -1,0 +1,131 @@
+"""What a report reads: the summary, the hardware profile and (if it can be opened) the storage.
+
+Nothing here writes: the storage is opened only when it exists, and studies are only loaded.
+
+>>> band(85.0)
+'good'
+>>> shape_label({"m": 16, "n": 32})
+'m=16, n=32'
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autotile.errors import InputError
+from autotile.hardware import HardwareProfile, load_profile
+
+BANDS = ("excellent", "good", "acceptable", "room left")
+URL_PREFIXES = ("sqlite:", "postgresql:", "postgresql+", "mysql:", "mysql+", "journal:")
+
+
+def band(pct: float | None) -> str:
+    """The utilization band of the seed talks: >90 excellent, 80-90 good, 70-80 acceptable."""
+    if pct is None or pct != pct:
+        return "-"
+    if pct > 90.0:
+        return "excellent"
+    if pct >= 80.0:
+        return "good"
+    return "acceptable" if pct >= 70.0 else "room left"
+
+
+def shape_label(shape: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def slug(r: dict) -> str:
+    """A file-name-safe name of one result: ``m1024_n2048_k512_fp16_cube``."""
+    dims = "_".join(f"{k}{v}" for k, v in r["shape"].items())
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in f"{dims}_{r['dtype']}_{r['unit']}")
+
+
+def result_label(r: dict, *, unit: bool = True) -> str:
+    """``m=1024, n=2048, k=512 fp16`` (plus `` cube`` when ``unit``)."""
+    return f"{shape_label(r['shape'])} {r['dtype']}" + (f" {r['unit']}" if unit else "")
+
+
+@dataclass
+class ReportData:
+    """A finished run: its summary, the profile it ran on and its studies (when reachable)."""
+
+    out_dir: Path
+    summary: dict
+    hw: HardwareProfile | None
+    storage: object | None = None
+    storage_text: str = ""
+    storage_note: str = ""
+    _studies: dict = field(default_factory=dict)
+
+    @property
+    def results(self) -> list[dict]:
+        return self.summary.get("results", [])
+
+    @property
+    def exported(self) -> list[dict]:
+        """The results a table exports: per (shape, dtype), the chosen unit's."""
+        return [r for r in self.results if r.get("chosen", True) and r.get("cycles") is not None]
+
+    def study(self, name: str):
+        """The Optuna study ``name`` from the storage, or None."""
+        if self.storage is None or not name:
+            return None
+        if name not in self._studies:
+            import optuna
+
+            try:
+                self._studies[name] = optuna.load_study(study_name=name, storage=self.storage)
+            except Exception:  # noqa: BLE001 - a study missing from this storage
+                self._studies[name] = None
+        return self._studies[name]
+
+
+def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
+    """Read ``out_dir/summary.json``; open ``storage`` (URL), else the journal in ``out_dir``."""
+    out_dir = Path(out_dir)
+    path = out_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no summary.json (run `autotile tune SPEC --out {out_dir}` first)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
+        raise InputError(f"{path}: not an autotile summary (no results list)")
+    try:
+        hw = load_profile(summary.get("hw"))
+    except Exception:  # noqa: BLE001 - a custom profile file that has moved
+        hw = None
+    data = ReportData(out_dir=out_dir, summary=summary, hw=hw)
+    _open_storage(data, storage)
+    return data
+
+
+def _open_storage(data: ReportData, url: str | None) -> None:
+    from autotile.tune.storage import JOURNAL_NAME, make_storage, redact
+
+    recorded = str(data.summary.get("storage") or "")
+    journal = data.out_dir / JOURNAL_NAME
+    if url is None:
+        if journal.exists():
+            url = f"journal:{journal}"
+        elif recorded.startswith(URL_PREFIXES):
+            url = recorded
+        elif recorded and Path(recorded).exists():
+            url = f"journal:{recorded}"
+        else:
+            data.storage_note = (f"The study storage was not found ({JOURNAL_NAME} is not in {data.out_dir}); "
+                                 "sections that need every trial are left out. Pass --storage URL to use another.")
+            return
+    elif url.startswith("journal:") and not Path(url[len("journal:"):]).exists():
+        raise InputError(f"--storage {url}: no such journal file")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data.storage = make_storage(url, data.out_dir)
+        data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
+    except InputError as exc:
+        data.storage_note = f"The study storage could not be opened: {exc}"

@@ -1,0 +1,44 @@
+"""Number formatting shared by the sections.
+
+>>> cycles(16271.6), pct(67.127), speedup(1.3245), sci(0.001178)
+('16,272', '67.1%', '1.32x', '0.00118')
+"""
+
+from __future__ import annotations
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def cycles(v) -> str:
+    return "-" if _missing(v) else f"{v:,.0f}"
+
+
+def pct(v, digits: int = 1) -> str:
+    return "-" if _missing(v) else f"{v:.{digits}f}%"
+
+
+def speedup(v) -> str:
+    return "-" if _missing(v) else f"{v:.2f}x"
+
+
+def us(v) -> str:
+    return "-" if _missing(v) else (f"{v:,.1f} µs" if v >= 100 else f"{v:.2f} µs")
+
+
+def sci(v) -> str:
+    """Errors and tolerances: 3 significant digits."""
+    return "-" if _missing(v) else f"{v:.3g}"
+
+
+def params(p: dict | None) -> str:
+    return "-" if not p else ", ".join(f"{k}={v}" for k, v in p.items())
+
+
+def changes(p: dict | None, base: dict | None) -> str:
+    """What the tuned configuration changes from the default: ``base_m 128->256, ...``."""
+    if not p or not base:
+        return "-"
+    diff = [f"{k} {base.get(k, '-')}→{v}" for k, v in p.items() if base.get(k) != v]
+    return ", ".join(diff) if diff else "none (the default was the best found)"

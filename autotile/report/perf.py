@@ -1,0 +1,172 @@
+"""Sections about where the time goes: roofline, per-pipe utilization with traces, unit crossover."""
+
+from __future__ import annotations
+
+import math
+
+from autotile.report import fmt, plots
+from autotile.report.data import ReportData, result_label, slug
+from autotile.report.doc import Code, Para, Section, Table
+
+CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
+
+
+def roofline_points(data: ReportData) -> tuple[list, list]:
+    """([(result, intensity FLOP/B, achieved FLOP/s)], [results left out with why])."""
+    pts, skipped = [], []
+    for r in data.exported:
+        pp, pb = r.get("pct_of_peak"), r.get("pct_of_bandwidth")
+        if not pp or not pb:
+            skipped.append((r, "no useful FLOPs" if not pp else "no must-move byte count"))
+            continue
+        flops = pp / 100 * data.hw.peak_flops(r["unit"], r["dtype"])
+        pts.append((r, flops / (pb / 100 * data.hw.hbm_bytes_per_second), flops))
+    return pts, skipped
+
+
+def roofline(data: ReportData) -> Section:
+    """Arithmetic intensity against achieved FLOP/s under the chip's compute and HBM roofs."""
+    intro = Para("Arithmetic intensity is the useful FLOPs over the bytes that must move between HBM and the "
+                 "chip (each input read once, the output written once); achieved FLOP/s is the useful work over "
+                 "the simulated time. A point under the sloped HBM roof is limited by bandwidth at best, one under "
+                 "the flat roof by compute; the ratio to the roof at its intensity is the headroom left.")
+    if data.hw is None:
+        return Section("Roofline", [intro, Para(f"Profile {data.summary.get('hw')} could not be loaded.", note=True)],
+                       "roofline")
+    pts, skipped = roofline_points(data)
+    bw = data.hw.hbm_bytes_per_second
+    blocks = [intro]
+    if pts:
+        roofs = sorted({(f"{r['unit']} {r['dtype']}", data.hw.peak_flops(r["unit"], r["dtype"])) for r, _, _ in pts},
+                       key=lambda x: -x[1])
+        blocks.append(plots.roofline([(result_label(r), ai, fl) for r, ai, fl in pts], roofs, bw))
+        rows = []
+        for r, ai, fl in pts:
+            peak = data.hw.peak_flops(r["unit"], r["dtype"])
+            roof = min(peak, ai * bw)
+            rows.append([result_label(r), f"{ai:,.1f}", f"{fl / 1e12:,.2f}", f"{roof / 1e12:,.2f}",
+                         "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound", "-")])
+        blocks.append(Table(["study", "FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s", "roof", "% of roof",
+                             "simulated bound"], rows, "lrrrlrl"))
+        blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {p / bw:,.0f} FLOP/byte' for lab, p in roofs)}. "
+                           "The simulated bound names the busiest pipe of the slowest core; a matmul whose operand "
+                           "panels hit L2 can be compute-bound while its HBM intensity alone would allow more.",
+                           note=True))
+    for r, why in skipped:
+        blocks.append(Para(f"{result_label(r)}: not on the roofline ({why}).", note=True))
+    return Section("Roofline", blocks, "roofline")
+
+
+def pipes(data: ReportData, traces: dict) -> Section:
+    """msprof-style busy ratios per pipe of each best configuration, and its trace file."""
+    ex = data.exported
+    keys = [k for k in (ex[0].get("msprof") or {}) if any((r.get("msprof") or {}).get(k) for r in ex)] if ex else []
+    names = [k.removesuffix("_ratio") for k in keys]
+    blocks = [Para("The share of the kernel's time each pipe is busy on the slowest core, named like msprof's "
+                   "per-block ratios (aic_* on the cube core, aiv_* on the vector cores). In a well-overlapped "
+                   "kernel the bound pipe is close to 100% and the copy pipes run underneath it; several pipes "
+                   "far below 100% point at a latency-bound schedule (too little double buffering, too-small "
+                   "tiles).")]
+    if keys:
+        blocks.append(plots.pipe_bars([result_label(r) for r in ex], names,
+                                      [[(r.get("msprof") or {}).get(k, 0.0) for k in keys] for r in ex]))
+        rows = [[result_label(r)] + [fmt.pct(100 * (r.get("msprof") or {}).get(k, 0.0), 0) for k in keys]
+                + [r.get("bound", "-")] for r in ex]
+        blocks.append(Table(["study"] + names + ["bound"], rows, "l" + "r" * len(keys) + "l"))
+    rows, errors = [], []
+    for r in ex:
+        t = traces.get(slug(r), {})
+        if "path" in t:
+            rows.append([result_label(r), t["path"] + (" (first operations only)" if t.get("truncated") else "")])
+        elif "error" in t:
+            errors.append(f"{result_label(r)}: no trace ({t['error']})")
+    if rows:
+        blocks += [Para("Simulated schedule of each configuration as a Chrome trace (one track per pipe, one process "
+                        "per kind of core block): open chrome://tracing and Load the file, or drag it into "
+                        "ui.perfetto.dev. Paths are relative to this report's folder."),
+                   Table(["study", "trace file"], rows)]
+    blocks += [Para(e, note=True) for e in errors]
+    return Section("Pipe utilization and traces", blocks, "pipes")
+
+
+def _grid(lo: int, hi: int) -> list[int]:
+    """At most CROSSOVER_POINTS powers of two spanning [lo, hi]."""
+    a, b = max(4, math.floor(math.log2(max(16, lo)))), math.ceil(math.log2(max(16, hi)))
+    step = max(1, math.ceil((b - a + 1) / CROSSOVER_POINTS))
+    exps = list(range(a, b + 1, step))
+    return [2 ** e for e in (exps if exps[-1] == b else exps + [b])]
+
+
+def _changes(ns: list[int], curves: dict) -> list[tuple[int, int, str, str]]:
+    """(n before, n after, unit before, unit after) where the fastest unit changes on the grid."""
+    best = []
+    for i in range(len(ns)):
+        vals = {u: c[i] for u, c in curves.items() if c[i] == c[i]}
+        best.append(min(vals, key=vals.get) if vals else None)
+    return [(ns[i - 1], ns[i], best[i - 1], best[i]) for i in range(1, len(ns))
+            if best[i] != best[i - 1] and best[i] and best[i - 1]]
+
+
+def _refine(op, dtype, hw, on_chip, a, b, ua, ub) -> int:
+    """Bisect between grid sizes a (``ua`` faster) and b (``ub`` faster) to the first size ``ub`` wins."""
+    from autotile.models.crossover import best
+
+    while b - a > max(1, a // 64):
+        m = (a + b) // 2
+        if best(op, ub, m, dtype, hw, on_chip)[0] < best(op, ua, m, dtype, hw, on_chip)[0]:
+            b = m
+        else:
+            a = m
+    return b
+
+
+def crossover(data: ReportData) -> Section | None:
+    """Cycles against size per unit with the crossovers marked, for specs with several units."""
+    units = sorted({r["unit"] for r in data.results})
+    if len(units) < 2:
+        return None
+    from autotile.kernels import registry
+    from autotile.models import crossover as cx
+    from autotile.report.traces import spec_options
+
+    op = data.summary["op"]
+    dims = registry.get(op).dims
+    on_chip = (spec_options(data) or {}).get("data") == "on_chip"
+    panels, rows = [], []
+    for dtype in sorted({r["dtype"] for r in data.results}):
+        rs = [r for r in data.results if r["dtype"] == dtype and r.get("cycles") is not None]
+        size = {id(r): math.prod(r["shape"].values()) for r in rs}
+        tuned = {u: tuple(zip(*sorted((size[id(r)], r["cycles"]) for r in rs if r["unit"] == u))) for u in units}
+        tuned = {u: v for u, v in tuned.items() if v}
+        sim, marks = {}, []
+        if dims == ("n",) and op in cx.CATEGORICAL and data.hw is not None and rs:
+            ns = _grid(min(size.values()), max(size.values()))
+            sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip)[0] for n in ns] for u in units}
+            sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
+            for a, b, ua, ub in _changes(ns, sim):
+                n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub)
+                marks.append((n, f"{ua}→{ub} at n≈{n:,}"))
+                rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}"])
+            sim = {u: (ns, v) for u, v in sim.items()}
+        by_size: dict = {}
+        for r in rs:
+            if r.get("chosen"):
+                by_size[size[id(r)]] = r["unit"]
+        seq = sorted(by_size.items())
+        for (n0, u0), (n1, u1) in zip(seq, seq[1:]):
+            if u0 != u1:
+                rows.append([dtype, "tuned shapes", f"{u0} → {u1}", f"between {n0:,} and {n1:,}"])
+        panels.append((dtype, sim, tuned, marks))
+    framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
+    blocks = [
+        Para(f"Where each unit wins as the problem grows ({framing}, as in the spec). Lines: each unit at its best "
+             "tiling from a small exhaustive grid at sizes spaced by powers of two (the search autotile crossover "
+             "runs); circles: the tuned studies of this run; dashed lines: crossovers, refined by bisection."
+             if dims == ("n",) and op in cx.CATEGORICAL else
+             "Cycles of each unit's tuned best against the problem size (product of the dimensions)."),
+        plots.crossover(panels),
+    ]
+    blocks.append(Table(["dtype", "from", "fastest unit changes", "at"], rows) if rows else
+                  Para("The fastest unit does not change over the sizes tuned.", note=True))
+    blocks.append(Code(f"autotile crossover {op} --dtype {sorted({r['dtype'] for r in data.results})[0]} --grid"))
+    return Section("Cycles against size per unit", blocks, "crossover")

@@ -1,0 +1,241 @@
+"""The report's figures (matplotlib, Agg): each function returns a ``Plot`` (inline SVG + PNG).
+
+>>> import numpy as np
+>>> p = history_grid([("a", [3.0, 2.0, 2.5], None, None)], "cycles")
+>>> p.svg.startswith("<svg") and p.png[:4] == b"\\x89PNG"
+True
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from autotile.report.doc import Plot  # noqa: E402
+
+plt.rcParams.update({
+    "svg.fonttype": "none",  # text stays text: smaller SVG, selectable, no embedded glyphs
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+})
+COLORS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a", "#e16f24", "#1b7c83"]
+PNG_DPI = 110
+_ID = re.compile(r'\bid="([^"]+)"')
+_REF = re.compile(r'(url\(|href=")#([^)"]+)')
+
+
+def _svg(fig, prefix: str) -> str:
+    """Inline SVG: no XML prolog, DOCTYPE or metadata; ids made unique to this figure."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
+    text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
+    text = _REF.sub(lambda m: f"{m.group(1)}#{prefix}-{m.group(2)}", text)
+    return text.strip()
+
+
+def finish(fig, name: str, alt: str, caption: str = "") -> Plot:
+    """Render ``fig`` to SVG and PNG, close it and wrap it as a ``Plot``."""
+    svg = _svg(fig, re.sub(r"[^A-Za-z0-9_-]", "_", name))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight")
+    plt.close(fig)
+    return Plot(name=name, svg=svg, png=buf.getvalue(), alt=alt, caption=caption)
+
+
+def _grid(n: int, w: float = 3.4, h: float = 2.5, cols: int = 3):
+    cols = max(1, min(cols, n))
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def history_grid(panels: list, objective: str) -> Plot:
+    """One panel per study: every completed trial, the best so far, the baseline and the optimum.
+
+    ``panels``: ``[(title, history, baseline or None, optimum or None)]``.
+    """
+    fig, axes = _grid(len(panels))
+    for ax, (title, hist, base, opt) in zip(axes, panels):
+        y = np.asarray(hist, dtype=float)
+        x = np.arange(1, len(y) + 1)
+        ax.scatter(x, y, s=7, color="#8c959f", alpha=0.6, label="trial", linewidths=0)
+        if len(y):
+            ax.step(x, np.minimum.accumulate(y), where="post", color=COLORS[0], lw=1.6, label="best so far")
+        if base is not None:
+            ax.axhline(base, color=COLORS[4], ls="--", lw=1, label="default heuristic")
+        if opt is not None:
+            ax.axhline(opt, color=COLORS[2], ls=":", lw=1.4, label="exhaustive optimum")
+        if len(y) and np.all(y > 0) and y.max() / max(y.min(), 1e-12) > 20:
+            ax.set_yscale("log")
+        ax.set_title(title)
+        ax.set_xlabel("completed trial")
+        ax.set_ylabel(objective)
+    handles, labels = {}, {}
+    for ax in axes:
+        for hnd, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, hnd)
+            labels[lab] = lab
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return finish(fig, "history", f"{objective} per trial and best so far, one panel per study",
+                  "Grey dots: each completed trial; blue: best so far; dashed: the default heuristic; "
+                  "dotted (when known): the exhaustive optimum.")
+
+
+def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]]) -> Plot:
+    """Each unit's best cycles per (shape, dtype), side by side (log scale)."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) * len(units) ** 0.5 + 2), 3.2))
+    width = 0.8 / max(1, len(units))
+    x = np.arange(len(groups))
+    for j, u in enumerate(units):
+        vals = [row[j] if row[j] is not None else np.nan for row in cycles]
+        ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=COLORS[j % len(COLORS)])
+    ax.set_xticks(x, groups, rotation=20 if len(groups) > 3 else 0, ha="right" if len(groups) > 3 else "center")
+    ax.set_yscale("log")
+    ax.set_ylabel("best cycles (log)")
+    ax.legend(ncol=len(units))
+    fig.tight_layout()
+    return finish(fig, "units", "best cycles of each unit per shape", "Lower is better; the chosen unit is the lowest bar.")
+
+
+def importance(labels: list[str], params: list[str], values: list[list[float]]) -> Plot:
+    """Bars for one study; a heatmap (parameters x studies) for several."""
+    mat = np.asarray(values, dtype=float)  # studies x params
+    if len(labels) == 1:
+        order = np.argsort(mat[0])
+        fig, ax = plt.subplots(figsize=(6.0, 0.28 * len(params) + 0.9))
+        ax.barh([params[i] for i in order], mat[0][order], color=COLORS[0])
+        ax.set_xlabel("importance (share of the total)")
+        ax.set_title(labels[0])
+    else:
+        fig, ax = plt.subplots(figsize=(1.3 * len(labels) + 2.6, 0.3 * len(params) + 1.6))
+        im = ax.imshow(mat.T, aspect="auto", cmap="Blues", vmin=0, vmax=max(0.01, np.nanmax(mat)))
+        ax.set_yticks(range(len(params)), params)
+        ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right")
+        ax.grid(False)
+        for i in range(mat.shape[0]):
+            for j in range(mat.shape[1]):
+                v = mat[i, j]
+                if v == v and v >= 0.005:
+                    ax.text(i, j, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if v > 0.6 * np.nanmax(mat) else "#1f2328")
+        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    fig.tight_layout()
+    return finish(fig, "importance", "parameter importance per study",
+                  "Share of the objective's variation among good trials each parameter explains (PED-ANOVA).")
+
+
+def pareto(panels: list, objectives: list[str]) -> Plot:
+    """Per study: every completed trial in objective space with the Pareto front highlighted.
+
+    ``panels``: ``[(title, all_points [(a, b)], front_points [(a, b)])]``.
+    """
+    fig, axes = _grid(len(panels))
+    for ax, (title, pts, front) in zip(axes, panels):
+        if pts:
+            a = np.asarray(pts, dtype=float)
+            ax.scatter(a[:, 0], a[:, 1], s=8, color="#8c959f", alpha=0.6, linewidths=0, label="trial")
+        if front:
+            f = np.asarray(sorted(front), dtype=float)
+            ax.plot(f[:, 0], f[:, 1], "o-", color=COLORS[1], ms=4, lw=1.2, label="Pareto front")
+        ax.set_title(title)
+        ax.set_xlabel(objectives[0])
+        ax.set_ylabel(objectives[1])
+    axes[0].legend()
+    fig.tight_layout()
+    return finish(fig, "pareto", "Pareto front of the two objectives per study",
+                  "Grey: every completed trial; red: the configurations no other trial beats in both objectives.")
+
+
+def roofline(points: list, roofs: list, bw: float) -> Plot:
+    """Achieved FLOP/s against arithmetic intensity, under the compute roofs and the HBM roof.
+
+    ``points``: ``[(label, intensity FLOP/B, FLOP/s)]``; ``roofs``: ``[(label, FLOP/s)]``.
+    """
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    xs = [p[1] for p in points] + [r[1] / bw for r in roofs]
+    lo, hi = min(xs) / 8, max(xs) * 8
+    x = np.geomspace(lo, hi, 200)
+    for j, (lab, peak) in enumerate(roofs):
+        ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=COLORS[5 + j % 3] if j else "#1f2328", lw=1.6,
+                label=f"{lab} roof {peak / 1e12:.1f} TFLOP/s")
+        ax.axvline(peak / bw, color="#8c959f", lw=0.7, ls=":")
+    ax.plot(x, x * bw / 1e12, color=COLORS[4], lw=0.8, ls="--", label=f"HBM {bw / 1e12:.2f} TB/s")
+    for j, (lab, ai, fl) in enumerate(points):
+        ax.scatter([ai], [fl / 1e12], color=COLORS[j % len(COLORS)], s=30, zorder=3, label=lab)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    top = max([r[1] for r in roofs] + [p[2] for p in points]) / 1e12
+    bottom = min([p[2] for p in points] + [lo * bw]) / 1e12
+    ax.set_ylim(bottom / 2, top * 2)
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (useful FLOPs / bytes that must move)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return finish(fig, "roofline", "roofline with one point per tuned shape",
+                  "Solid: the roof (min of compute peak and intensity x HBM bandwidth); dotted verticals: "
+                  "ridge points. A point's distance below its roof is the headroom left.")
+
+
+def pipe_bars(labels: list[str], ratios: list[str], values: list[list[float]]) -> Plot:
+    """msprof-style per-pipe busy ratios of each best configuration, grouped by pipe."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(ratios) + 2), 3.3))
+    width = 0.8 / max(1, len(labels))
+    x = np.arange(len(ratios))
+    for j, lab in enumerate(labels):
+        ax.bar(x + (j - (len(labels) - 1) / 2) * width, [100 * v for v in values[j]], width, label=lab,
+               color=COLORS[j % len(COLORS)])
+    ax.set_xticks(x, ratios)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("busy % of kernel time")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return finish(fig, "pipes", "per-pipe busy ratio of each best configuration",
+                  "Busy cycles of each pipe over the kernel's cycles on its slowest core (as msprof reports).")
+
+
+def crossover(panels: list) -> Plot:
+    """Per dtype: cycles against size for each unit, with the crossovers marked.
+
+    ``panels``: ``[(title, {unit: ([n], [cycles])}, {unit: ([n], [cycles])} tuned, [(n, text)])]``.
+    """
+    fig, axes = _grid(len(panels), w=4.4, h=3.0, cols=2)
+    for ax, (title, sim, tuned, marks) in zip(axes, panels):
+        for j, (u, (ns, cyc)) in enumerate(sorted(sim.items())):
+            ax.plot(ns, cyc, "-", color=COLORS[j % len(COLORS)], lw=1.4, label=f"{u} (simulated grid)")
+        for j, (u, (ns, cyc)) in enumerate(sorted(tuned.items())):
+            ax.plot(ns, cyc, "o", color=COLORS[j % len(COLORS)], mfc="none", ms=6, label=f"{u} (tuned)")
+        for n, text in marks:
+            ax.axvline(n, color="#57606a", ls="--", lw=1)
+            ax.annotate(text, (n, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
+                        textcoords="offset points", fontsize=7, va="top")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("size n (elements)")
+        ax.set_ylabel("best cycles")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return finish(fig, "crossover", "cycles against size per unit with the crossover marked",
+                  "Lines: each unit at its best tiling on a size grid (simulated); circles: the tuned studies; "
+                  "dashed: where the fastest unit changes.")

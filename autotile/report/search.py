@@ -1,0 +1,150 @@
+"""Sections about the search itself: optimization history, parameter importance, Pareto fronts."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from autotile.report import fmt, plots
+from autotile.report.data import ReportData, result_label
+from autotile.report.doc import Para, Section, Table
+from autotile.tune.runner import trials_to_within
+
+MIN_IMPORTANCE_TRIALS = 5
+MAX_PANELS = 24
+
+
+def _labeler(data: ReportData):
+    """Short study labels: the unit and dtype only when they vary."""
+    many_units = len({r["unit"] for r in data.results}) > 1
+    many_dtypes = len({r["dtype"] for r in data.results}) > 1
+
+    def label(r: dict) -> str:
+        parts = [",".join(f"{k}={v}" for k, v in r["shape"].items())]
+        if many_dtypes:
+            parts.append(r["dtype"])
+        if many_units:
+            parts.append(r["unit"])
+        return " ".join(parts)
+
+    return label
+
+
+def _shown(data: ReportData) -> list[dict]:
+    """The studies to draw: all of them, or the exported ones when there are too many."""
+    res = [r for r in data.results if r.get("history")]
+    return res if len(res) <= MAX_PANELS else [r for r in data.exported if r.get("history")][:MAX_PANELS]
+
+
+def history(data: ReportData) -> Section:
+    """Best-so-far against trial number, with the baseline and (when known) the exhaustive optimum."""
+    obj = (data.summary.get("objectives") or ["cycles"])[0]
+    label = _labeler(data)
+    shown = _shown(data)
+    rows = []
+    for r in data.results:
+        h = r.get("history") or []
+        best = min(h) if h else None
+        found = h.index(best) + 1 if h else None
+        opt = r.get("optimum_cycles")
+        rows.append([result_label(r), str(r.get("trials", "-")), str(r.get("complete", "-")),
+                     str(r.get("unique_configs", "-")), f"{r.get('infeasible', 0)} ({r.get('infeasible_pct', 0):.0f}%)",
+                     str(found or "-"), str(trials_to_within(h, best, 0.05) or "-") if h else "-",
+                     fmt.cycles(opt), fmt.pct(100 * (best / opt - 1), 2) if opt and best else "-"])
+    blocks = [
+        Para(f"How the search converged: every completed trial's {obj} (grey), the best so far (blue) and the "
+             "default heuristic it started from (dashed). Where the summary carries the exhaustive optimum of "
+             "the space, it is drawn as a dotted line and the gap to it is listed. Infeasible configurations "
+             "are pruned before simulation and duplicates are answered from a cache; neither counts toward "
+             "the budget."),
+    ]
+    if shown:
+        blocks.append(plots.history_grid(
+            [(label(r), r["history"], r.get("baseline_cycles") if obj == "cycles" else None,
+              r.get("optimum_cycles") if obj == "cycles" else None) for r in shown], obj))
+        if len(shown) < len(data.results):
+            blocks.append(Para(f"{len(data.results)} studies: the plot shows the {len(shown)} exported ones.", note=True))
+    blocks.append(Table(["study", "trials", "complete", "distinct configs", "infeasible", "best at trial",
+                         "within 5% at trial", "optimum", "gap to optimum"], rows, "lrrrrrrrr"))
+    return Section("Optimization history", blocks, "history")
+
+
+def _importances(study) -> dict[str, float] | str:
+    """PED-ANOVA importances of a study's first objective, or why there are none."""
+    import optuna
+    from optuna.trial import TrialState
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(done) < MIN_IMPORTANCE_TRIALS:
+        return f"only {len(done)} completed trial(s); importance needs at least {MIN_IMPORTANCE_TRIALS}"
+    if len({t.values[0] for t in done}) < 2:
+        return "every trial has the same objective value"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            imp = optuna.importance.get_param_importances(
+                study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(), target=lambda t: t.values[0])
+    except (ValueError, RuntimeError, ZeroDivisionError) as exc:
+        return f"not computable ({exc})"
+    out: dict[str, float] = {}
+    for k, v in imp.items():  # pow2 params are suggested as <name>.log2
+        name = k[:-5] if k.endswith(".log2") else k
+        out[name] = out.get(name, 0.0) + float(v)
+    return out if out else "no parameter varies"
+
+
+def importance(data: ReportData) -> Section:
+    """Which parameters decide the objective, per study (Optuna's PED-ANOVA evaluator)."""
+    intro = Para("How much of the objective's variation among the good trials each parameter explains, per "
+                 "study, from Optuna's default importance evaluator (PED-ANOVA: it compares the distribution of "
+                 "each parameter in the top 10% of trials with its distribution in all trials). Shares add up to "
+                 "1 per study. A parameter with a large share is the one to get right; one with none can be left "
+                 "at its default for that shape.")
+    if data.storage is None:
+        return Section("Parameter importance", [intro, Para(data.storage_note or "No study storage.", note=True)],
+                       "importance")
+    label = _labeler(data)
+    found, skipped = [], []
+    for r in _shown(data):
+        study = data.study(r.get("study"))
+        got = _importances(study) if study is not None else "study not in the storage"
+        (skipped if isinstance(got, str) else found).append((r, got))
+    blocks = [intro]
+    if found:
+        params = sorted({p for _, imp in found for p in imp},
+                        key=lambda p: -sum(imp.get(p, 0.0) for _, imp in found))
+        mat = [[imp.get(p, math.nan) for p in params] for _, imp in found]
+        blocks.append(plots.importance([label(r) for r, _ in found], params, mat))
+        rows = [[result_label(r), ", ".join(f"{k} {v:.2f}" for k, v in sorted(imp.items(), key=lambda kv: -kv[1])[:3])]
+                for r, imp in found]
+        blocks.append(Table(["study", "most important parameters (share)"], rows))
+    if skipped:
+        blocks.append(Table(["study", "no importance because"], [[result_label(r), why] for r, why in skipped]))
+    return Section("Parameter importance", blocks, "importance")
+
+
+def pareto(data: ReportData) -> Section | None:
+    """For two-objective studies: every trial in objective space and the Pareto front."""
+    objs = data.summary.get("objectives") or []
+    res = [r for r in data.results if r.get("pareto")]
+    if len(objs) != 2 or not res:
+        return None
+    from optuna.trial import TrialState
+
+    label = _labeler(data)
+    panels, rows = [], []
+    for r in res[:MAX_PANELS]:
+        study = data.study(r.get("study"))
+        pts = [tuple(t.values) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))] \
+            if study is not None else []
+        front = [(p["values"][objs[0]], p["values"][objs[1]]) for p in r["pareto"]]
+        panels.append((label(r), pts, front))
+        for p in sorted(r["pareto"], key=lambda p: p["values"][objs[0]]):
+            rows.append([result_label(r), str(p.get("trial", "-")), f"{p['values'][objs[0]]:,.4g}",
+                         f"{p['values'][objs[1]]:,.4g}", fmt.params(p.get("params"))])
+    return Section("Pareto front", [
+        Para(f"These studies minimize two objectives, {objs[0]} and {objs[1]}. The Pareto front holds the "
+             "configurations no other trial beats in both; which one to ship is a trade-off to choose."),
+        plots.pareto(panels, objs),
+        Table(["study", "trial", objs[0], objs[1], "configuration"], rows, "lrrrl"),
+    ], "pareto")

@@ -1,0 +1,198 @@
+"""Sections about the outcome: heading, best configurations, unit choice, verification, reproduce.
+
+Each builder takes the ``ReportData`` and returns a ``Section`` (or None when it does not apply).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from autotile.report import fmt, plots
+from autotile.report.data import ReportData, band, result_label, shape_label
+from autotile.report.doc import Code, Para, Section, Table
+
+
+def title(data: ReportData) -> str:
+    s = data.summary
+    return f"autotile report: {s.get('op', '?')} on {s.get('hw', '?')}"
+
+
+def facts(data: ReportData) -> list[tuple[str, str]]:
+    """The heading table: what was tuned, where, with which version, budget and seed."""
+    s = data.summary
+    res = data.results
+    shapes = {tuple(r["shape"].items()) for r in res}
+    hw = s.get("hw", "?")
+    if data.hw is not None:
+        hw += (f" ({data.hw.cube_cores} cube / {data.hw.vector_cores} vector cores, {data.hw.clock_ghz:g} GHz, "
+               f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "
+               f"HBM {data.hw.hbm_bytes_per_second / 1e12:.2f} TB/s)")
+    out = [
+        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x {', '.join(sorted({r['dtype'] for r in res}))} x "
+                     f"{', '.join(sorted({r['unit'] for r in res}))} = {len(res)} studies"),
+        ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
+        ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
+        ("autotile version", str(s.get("autotile_version", "?"))),
+        ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, budget {s.get('budget', '?')} "
+                   f"distinct feasible configurations per study, objective(s) {', '.join(s.get('objectives', []))}"),
+        ("tuning time", f"{s.get('elapsed_s', 0):.1f} s" + (" (interrupted: partial results)" if s.get("interrupted") else "")),
+        ("study storage", data.storage_text or "not available"),
+    ]
+    return out
+
+
+def highlights(data: ReportData) -> list[str]:
+    """A few sentences a reviewer reads first."""
+    ex = data.exported
+    out = []
+    if data.summary.get("interrupted"):
+        out.append("The run was interrupted: some studies did not reach their budget.")
+    if data.hw is not None and data.summary.get("hw_hash") not in (None, data.hw.content_hash()):
+        out.append(f"The profile {data.hw.name} has changed since this run (hash {data.hw.content_hash()} now): "
+                   "traces and rooflines use the current profile.")
+    if ex:
+        top = max(ex, key=lambda r: r.get("pct_of_peak") or 0)
+        out.append(f"Best utilization: {fmt.pct(top.get('pct_of_peak'))} of peak for {result_label(top)} "
+                   f"({band(top.get('pct_of_peak'))}).")
+        bands: dict[str, int] = {}
+        for r in ex:
+            bands[_band(r, data)[0]] = bands.get(_band(r, data)[0], 0) + 1
+        out.append("Utilization bands: " + ", ".join(f"{n} {b}" for b, n in bands.items()) + ".")
+        sp = [r["speedup_vs_baseline"] for r in ex if r.get("speedup_vs_baseline")]
+        if sp:
+            best = max(ex, key=lambda r: r.get("speedup_vs_baseline") or 0)
+            out.append(f"Speedup over the default heuristic: up to {fmt.speedup(max(sp))} ({result_label(best)}); "
+                       f"{sum(1 for v in sp if v > 1.005)} of {len(sp)} beat it.")
+        bad = [r for r in ex if not r.get("verified")]
+        out.append("Every exported configuration passed verification." if not bad else
+                   f"{len(bad)} exported configuration(s) NOT verified: " + "; ".join(result_label(r) for r in bad) + ".")
+    failed = [r for r in data.results if r.get("cycles") is None]
+    if failed:
+        out.append(f"{len(failed)} study(ies) found no feasible configuration.")
+    return out
+
+
+def _memory_roof(r: dict, data: ReportData) -> bool:
+    """Whether the shape sits left of the ridge point (its roofline is HBM bandwidth)."""
+    if data.hw is None or not r.get("pct_of_bandwidth") or not r.get("pct_of_peak"):
+        return bool(r.get("pct_of_bandwidth")) and not r.get("pct_of_peak")
+    peak = data.hw.peak_flops(r["unit"], r["dtype"])
+    flops = r["pct_of_peak"] / 100 * peak
+    intensity = flops / (r["pct_of_bandwidth"] / 100 * data.hw.hbm_bytes_per_second)
+    return intensity < peak / data.hw.hbm_bytes_per_second
+
+
+def _band(r: dict, data: ReportData) -> tuple[str, str]:
+    """(band, what it is measured on): % of peak, or % of bandwidth on a memory roofline."""
+    if _memory_roof(r, data):
+        return band(r.get("pct_of_bandwidth")), "bandwidth"
+    return band(r.get("pct_of_peak")), "peak"
+
+
+def best(data: ReportData) -> Section:
+    """Per shape and dtype: the chosen configuration and how good it is."""
+    rows, cfg = [], []
+    for r in data.exported:
+        b, on = _band(r, data)
+        rows.append([shape_label(r["shape"]), r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
+                     fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
+                     b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound", "-"),
+                     fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline")),
+                     "yes" if r.get("verified") else "NO"])
+        cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
+    blocks = [
+        Para("One row per shape and dtype: the configuration the table exports (the chosen unit's best "
+             "verified configuration). % of peak is useful work over the whole chip's peak for that unit "
+             "and dtype; the band is the one the CANN seed talks use: above 90% excellent, 80-90% good, "
+             "70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the band is "
+             "taken on % of bandwidth instead. The default heuristic is the careful-engineer tiling each "
+             "kernel proposes; it was trial 0 of every study."),
+        Table(["shape", "dtype", "unit", "cycles", "time", "% of peak", "% of HBM bw", "band", "bound",
+               "default cycles", "speedup", "verified"], rows, "lllrrrrllrrl"),
+        Table(["study", "tuned parameters", "changed from the default heuristic"], cfg,
+              caption="Configurations"),
+    ]
+    none = [r for r in data.results if r.get("cycles") is None]
+    if none:
+        blocks.append(Table(["study", "reason"], [[result_label(r), r.get("reason", "-")] for r in none],
+                            caption="Studies without a feasible configuration"))
+    return Section("Best configurations", blocks, "best")
+
+
+def units(data: ReportData) -> Section:
+    """Each unit's best cycles side by side, per shape and dtype, and the one chosen."""
+    groups: dict = {}
+    for r in data.results:
+        groups.setdefault((tuple(r["shape"].items()), r["dtype"]), []).append(r)
+    names = sorted({r["unit"] for r in data.results}, key=lambda u: [r["unit"] for r in data.results].index(u))
+    if len(names) == 1:
+        return Section("Unit choice", [Para(
+            f"This spec tunes one unit only ({names[0]}), so {names[0]} is chosen for every shape. "
+            "List several units in the spec's `units:` to compare them.")], "units")
+    rows, labels, cyc = [], [], []
+    for (shape, dtype), rs in groups.items():
+        by = {r["unit"]: r for r in rs}
+        chosen = next((r for r in rs if r.get("chosen")), None)
+        vals = [by[u].get("cycles") if u in by else None for u in names]
+        ok = sorted(v for v in vals if v is not None)
+        why = "-"
+        if chosen is not None and len(ok) > 1:
+            runner_up = min(v for u, v in zip(names, vals) if v is not None and u != chosen["unit"])
+            why = f"{runner_up / chosen['cycles']:.2f}x faster than the next unit"
+            if not chosen.get("verified"):
+                why += " (not verified)"
+        elif chosen is not None:
+            why = "the only unit with a feasible configuration"
+        unverified = [u for u in names if u in by and by[u].get("cycles") is not None and not by[u].get("verified")]
+        if unverified and chosen is not None and chosen["unit"] not in unverified:
+            why += f"; not verified: {', '.join(unverified)}"
+        label = f"{shape_label(dict(shape))} {dtype}"
+        rows.append([label] + [fmt.cycles(v) for v in vals] + [chosen["unit"] if chosen else "-", why])
+        labels.append(label)
+        cyc.append(vals)
+    return Section("Unit choice", [
+        Para("Each unit's best cycles for the same shape and dtype. The chosen unit is the fastest one whose "
+             "configuration passed verification (the fastest overall when none did)."),
+        Table(["shape, dtype"] + [f"{u} cycles" for u in names] + ["chosen", "why"], rows, "l" + "r" * len(names) + "ll"),
+        plots.unit_bars(labels, names, cyc),
+    ], "units")
+
+
+def verification(data: ReportData) -> Section:
+    """Max absolute and relative error against the tolerance, per exported entry."""
+    rows = []
+    for r in data.exported:
+        v = r.get("verification") or {}
+        status = "passed" if r.get("verified") else ("not run" if not v else "FAILED")
+        checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
+        rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
+                     fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
+    blocks = [
+        Para("Each exported configuration ran through the same kernel in execute mode on real data and was "
+             "compared with the NumPy reference. It passes when every element satisfies "
+             "|out - ref| <= atol + rtol x |ref| (as numpy.allclose), so the largest relative error can exceed "
+             "rtol where the reference is close to zero. Large shapes are checked on a reduced shape that keeps "
+             "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first."),
+        Table(["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "rejected"],
+              rows, "lllrrrrr"),
+    ]
+    rej = [[result_label(r), fmt.params(x.get("params")), x.get("reason") or "-"]
+           for r in data.exported for x in (r.get("rejected") or [])]
+    if rej:
+        blocks.append(Table(["study", "rejected configuration", "reason"], rej, caption="Rejected candidates"))
+    return Section("Verification", blocks, "verification")
+
+
+def reproduce(data: ReportData) -> Section:
+    """The commands that redo the run, re-render the report and watch the studies live."""
+    s = data.summary
+    out = shlex.quote(str(data.out_dir))
+    tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
+           f"--sampler {s.get('sampler')} --out {out}"
+    dash = shlex.quote(data.storage_text or f"{data.out_dir}/studies.journal")
+    return Section("Reproduce", [
+        Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
+             "open the study storage, which is plain Optuna storage, in optuna-dashboard "
+             "(pip install optuna-dashboard; it also follows a run live):"),
+        Code(f"{tune}\nautotile report {out}\noptuna-dashboard {dash}"),
+    ], "reproduce")

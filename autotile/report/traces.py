@@ -1,0 +1,50 @@
+"""Chrome traces of each exported configuration, re-simulated into ``DIR/traces/``.
+
+The trace records the first ``TRACE_OPS`` operations of each core class: enough to see the
+pipeline fill, overlap and steady state without writing files of hundreds of megabytes.
+"""
+
+from __future__ import annotations
+
+from autotile.kernels import registry
+from autotile.report.data import ReportData, slug
+from autotile.sim.trace import write_chrome_trace
+
+TRACE_OPS = 6000
+
+
+def spec_options(data: ReportData) -> dict | None:
+    """The spec's ``inputs:`` mapping (data framing), when the spec can still be read."""
+    try:
+        from autotile.space.spec import load_spec
+
+        return load_spec(data.summary["spec"]).inputs or None
+    except Exception:  # noqa: BLE001 - a moved spec: use the kernel's default framing
+        return None
+
+
+def write_traces(data: ReportData) -> dict[str, dict]:
+    """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated} or {error}."""
+    out: dict[str, dict] = {}
+    if data.hw is None:
+        return out
+    options = spec_options(data)
+    kernel = registry.implementation(data.summary["op"])
+    for r in data.exported:
+        name = slug(r)
+        try:
+            res, traces = kernel.simulate(r["shape"], r["params"], r["dtype"], data.hw, unit=r["unit"],
+                                          options=options, trace_capacity=TRACE_OPS, want_traces=True)
+        except Exception as exc:  # noqa: BLE001 - report it beside the result, keep the report
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        if not res.feasible:
+            out[name] = {"error": f"not feasible on this profile: {res.reason}"}
+            continue
+        rel = f"traces/{name}.json"
+        meta = {"op": data.summary["op"], "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"],
+                "params": r["params"], "cycles": res.cycles}
+        write_chrome_trace(data.out_dir / rel, traces, data.hw, meta)
+        out[name] = {"path": rel, "cycles": res.cycles,
+                     "truncated": any(len(t[-1]) >= TRACE_OPS for t in traces)}
+    return out

@@ -1,0 +1,197 @@
+"""Study reports: a small real tune run, synthetic summaries for the optional sections, escaping."""
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from autotile.cli import run as cli
+from autotile.report import data as data_mod
+from autotile.report import markdown
+from autotile.report.render import write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+FAILED = "could not be rendered"
+
+
+def _small_spec(tmp: Path, src: str, shapes: str, dtypes: str = "[fp16]") -> Path:
+    text = (ROOT / "studies" / src).read_text()
+    text = re.sub(r"(?ms)^shapes:.*?(?=^\w)", f"shapes: {shapes}\n", text, count=1)
+    text = re.sub(r"(?m)^dtypes:.*$", f"dtypes: {dtypes}", text, count=1)
+    path = tmp / src
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def matmul_run(tmp_path_factory):
+    """`autotile tune` on one matmul shape with a small budget: writes the report itself."""
+    tmp = tmp_path_factory.mktemp("mm")
+    spec = _small_spec(tmp, "matmul.yaml", "[{m: 256, k: 256, n: 512}]")
+    out = tmp / "out"
+    assert cli(["tune", str(spec), "--trials", "12", "--quiet", "--out", str(out)]) == 0
+    return out
+
+
+def test_tune_writes_report(matmul_run):
+    html = (matmul_run / "report.html").read_text()
+    md = (matmul_run / "report.md").read_text()
+    for title in ("Best configurations", "Unit choice", "Optimization history", "Parameter importance",
+                  "Roofline", "Pipe utilization and traces", "Verification", "Reproduce"):
+        assert f"<h2>{title}</h2>" in html
+        assert f"## {title}" in md
+    assert FAILED not in html
+    assert "matmul on ascend910b2" in html and "seed 0" in html and "budget 12" in html
+    assert html.count("<svg") >= 4 and "<script" not in html.lower()
+    for png in re.findall(r"\]\((report_files/[^)]+\.png)\)", md):
+        assert (matmul_run / png).read_bytes()[:4] == b"\x89PNG"
+    traces = list((matmul_run / "traces").glob("*.json"))
+    assert len(traces) == 1 and json.loads(traces[0].read_text())["traceEvents"]
+    assert f"traces/{traces[0].name}" in html
+
+
+def test_report_command_rerenders_and_reports_time(matmul_run, capsys):
+    (matmul_run / "report.html").unlink()
+    assert cli(["report", str(matmul_run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert Path(out["html"]).exists() and out["seconds"] < 15
+
+
+def test_report_without_storage_degrades(matmul_run, tmp_path):
+    (tmp_path / "summary.json").write_text((matmul_run / "summary.json").read_text())
+    (tmp_path / "summary.json").write_text(
+        json.dumps(json.loads((matmul_run / "summary.json").read_text()) | {"storage": str(tmp_path / "gone")}))
+    write_report(tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert "study storage was not found" in html and FAILED not in html
+    assert not (tmp_path / "studies.journal").exists()  # nothing created
+
+
+def test_bad_dir_is_input_error(tmp_path, capsys):
+    assert cli(["report", str(tmp_path)]) == 2
+    assert "no summary.json" in capsys.readouterr().err
+
+
+def _synthetic(matmul_run, tmp_path) -> Path:
+    """A two-objective summary with an exhaustive optimum and hostile text, no storage."""
+    s = json.loads((matmul_run / "summary.json").read_text())
+    r = s["results"][0]
+    s["objectives"] = ["cycles", "l1_bytes"]
+    s["spec"] = "<script>alert(1)</script>.yaml"
+    s["storage"] = str(tmp_path / "none.journal")
+    r["optimum_cycles"] = min(r["history"]) * 0.97
+    r["pareto"] = [{"params": r["params"], "values": {"cycles": r["cycles"], "l1_bytes": 4096.0}, "trial": 3},
+                   {"params": {"base_m": "<b>x</b>"}, "values": {"cycles": r["cycles"] * 1.5, "l1_bytes": 1024.0},
+                    "trial": 7}]
+    second = copy.deepcopy(r) | {"verified": False, "verification": None}
+    second["shape"] = {"m": 512, "k": 256, "n": 512}
+    s["results"].append(second)
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    return tmp_path
+
+
+def test_optional_sections_and_escaping(matmul_run, tmp_path):
+    write_report(_synthetic(matmul_run, tmp_path))
+    html = (tmp_path / "report.html").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert "<h2>Pareto front</h2>" in html and "exhaustive optimum" in html and "gap to optimum" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;" in html
+    prose = re.sub(r"(?ms)^```.*?^```", "", md)  # code blocks show text literally
+    assert "<script>" not in prose and "\\<script\\>" in prose
+    assert "NOT verified" in html and FAILED not in html
+
+
+def test_markdown_escape():
+    assert markdown.esc("base_m a|b <i>") == "base_m a\\|b \\<i\\>"
+    assert data_mod.band(90.5) == "excellent" and data_mod.band(90.0) == "good"
+    assert data_mod.band(70.0) == "acceptable" and data_mod.band(69.9) == "room left"
+
+
+@pytest.mark.parametrize("pct,band", [(95, "excellent"), (85, "good"), (75, "acceptable"), (30, "room left")])
+def test_bands(pct, band):
+    assert data_mod.band(pct) == band
+
+
+def test_multi_unit_crossover(tmp_path):
+    spec = _small_spec(tmp_path, "weighted_sum.yaml", "[{grid: {n: [256, 4096]}}]")
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec), "--trials", "5", "--quiet", "--out", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    assert "<h2>Cycles against size per unit</h2>" in html and "scalar cycles" in html
+    assert FAILED not in html
+
+
+# -- headless Chromium: the page renders and makes no network request ------------------------------
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.refs += [v for k, v in attrs if k in ("src", "href", "xlink:href", "srcset", "action", "data") and v]
+
+
+def external_refs(html: str) -> list[str]:
+    """Every reference in the page that would leave the file: URLs, protocol-relative, @import."""
+    p = _Refs()
+    p.feed(html)
+    refs = p.refs + re.findall(r"url\(\s*['\"]?([^)'\"]+)", html) + re.findall(r"@import\s+['\"]?([^'\";]+)", html)
+    return [r for r in refs if re.match(r"^\s*(?:[a-z][a-z0-9+.-]*:|//)", r, re.I) and not r.startswith("data:")]
+
+
+def test_html_has_no_external_references(matmul_run):
+    html = (matmul_run / "report.html").read_text()
+    assert external_refs(html) == []
+    assert external_refs('<img src="https://x.org/a.png"><a href="//cdn/x">') == ["https://x.org/a.png", "//cdn/x"]
+
+
+def _chromium():
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("headless Chromium not installed (apt-get install chromium); CI installs it")
+
+
+def _page_requests(netlog: Path) -> list[str]:
+    """URLs the page itself requested (Chromium's own background requests have no origin)."""
+    doc = json.loads(netlog.read_text())
+    start = doc["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    reqs = [e.get("params") or {} for e in doc["events"] if e["type"] == start]
+    return [p["url"] for p in reqs if "url" in p and p.get("initiator") != "not an origin"
+            and not p["url"].startswith(("file:", "data:"))]
+
+
+def _shoot(browser, page: Path, tmp: Path, tag: str):
+    import subprocess
+
+    shot, netlog = tmp / f"{tag}.png", tmp / f"{tag}.netlog.json"
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp / (tag + '-profile')}", "--proxy-server=127.0.0.1:9",
+           f"--log-net-log={netlog}", "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri()]
+    subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+    return shot, netlog
+
+
+def test_chromium_renders_report_offline(matmul_run, tmp_path):
+    import matplotlib.image as mpimg
+
+    browser = _chromium()
+    shot, netlog = _shoot(browser, matmul_run / "report.html", tmp_path, "report")
+    assert shot.exists(), "Chromium wrote no screenshot"
+    px = mpimg.imread(shot)[..., :3]
+    assert px.std() > 0.05  # text, tables and plots, not a blank page
+    assert (px.reshape(-1, 3).std(axis=1) > 0.1).mean() > 0.001  # some coloured plot pixels
+    assert _page_requests(netlog) == []
+    # the detector sees a request when a page makes one
+    ctl = tmp_path / "ctl.html"
+    ctl.write_text('<p>x</p><img src="http://example.invalid/x.png">')
+    _, netlog = _shoot(browser, ctl, tmp_path, "ctl")
+    assert _page_requests(netlog) == ["http://example.invalid/x.png"]
