@@ -21,6 +21,8 @@ COMMANDS = {
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",
+    "import-kt": "import_kt",
+    "bench-search": "bench_search",
 }
 
 
