@@ -25,7 +25,7 @@ class OpInfo:
     @property
     def generic(self) -> bool:
         """True for an op with no kernel whose dims come from the spec's shapes (``replay``)."""
-        return not self.dims
+        return not self.module
 
 
 OPS: dict[str, OpInfo] = {

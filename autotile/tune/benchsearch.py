@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 
 import optuna
@@ -77,7 +78,9 @@ def trace(space: Space, sampler: str, seed: int, budget: int, objective: str, ev
     storage = optuna.storages.InMemoryStorage()
     plan = runner.StudyPlan(name=f"bench/{sampler}/{seed}", space=space, objectives=(objective,),
                             sampler=sampler, seed=seed, budget=budget, timeout_s=None, baseline=None)
-    runner.run(plan, storage, evaluator=evaluator)
+    with warnings.catch_warnings():  # CmaEsSampler: "constraints set but not used", every run
+        warnings.simplefilter("ignore", UserWarning)
+        runner.run(plan, storage, evaluator=evaluator)
     study = optuna.load_study(study_name=plan.name, storage=storage)
     seen, best, out = set(), math.inf, []
     for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
@@ -137,6 +140,7 @@ def bench(spec, samplers=DEFAULT_SAMPLERS, budgets=DEFAULT_BUDGETS, seeds: int =
     """
     budgets = sorted(set(budgets))
     objective = spec.objectives[0]
+    unavailable = {name: availability(name) for name in samplers}  # unknown names fail here
     spaces = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
@@ -146,7 +150,7 @@ def bench(spec, samplers=DEFAULT_SAMPLERS, budgets=DEFAULT_BUDGETS, seeds: int =
                 opt = optimum(space, objective, within)
                 rows = []
                 for name in samplers:
-                    reason = availability(name)
+                    reason = unavailable[name]
                     if reason is not None:
                         rows.append({"sampler": name, "available": False, "reason": reason})
                         continue

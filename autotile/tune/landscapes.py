@@ -82,14 +82,18 @@ def _target(rng) -> np.ndarray:
             return np.array([i / (len(PARAMS[n]) - 1) for i, n in zip(idx, PARAMS)])
 
 
-def needle(seed: int = 0, scale_ms: float = 0.25) -> Landscape:
-    """A smooth L1 trend toward a narrow optimum: a 7% step separates it from its neighbours."""
+def needle(seed: int = 0, scale_ms: float = 0.25, runtime_failures: float = 0.03) -> Landscape:
+    """A smooth L1 trend toward a narrow optimum: a 7% step separates it from its neighbours;
+    a few scattered configurations (never the optimum) failed at run time."""
     rng = np.random.default_rng(seed)
     o, w = _target(rng), rng.uniform(0.5, 1.5, 4)
     good = rng.choice(PARAMS["variant"])
     times = {}
     for cfg, u, variant in _grid():
         d = float(np.dot(w, np.abs(u - o)) / w.sum())
+        if d > 1e-9 and rng.random() < runtime_failures:
+            times[cfg] = "RuntimeFailedConfig"
+            continue
         t = (1 + 0.6 * d + (0.07 if d > 1e-9 else 0.0)) * (1.0 if variant == good else 1.03)
         times[cfg] = scale_ms * t * (1 + rng.uniform(0, 0.004))
     return Landscape("needle", PARAMS, times)

@@ -114,9 +114,13 @@ class ReplayEvaluator(Evaluator):
                 raise InputError(f"objective {o}: the measurements have no column {o!r} "
                                  f"(they have {', '.join(sorted(have))})", file=self.file)
 
+    def score(self, params: dict) -> Outcome:
+        """Constraints, then the lookup; values are normalized first (``1.0`` is ``1``)."""
+        return super().score({k: measurements.norm(v) for k, v in params.items()})
+
     def _simulate(self, params: dict) -> Outcome:
         self.simulated += 1
-        r = self.records.get(config_key({n: measurements.norm(params[n]) for n in self.space.names}))
+        r = self.records.get(config_key({n: params[n] for n in self.space.names}))
         if r is None:
             return Outcome(params, False, f"not measured (absent from {self.file})")
         if r.time_us is None:
