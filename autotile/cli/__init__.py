@@ -25,6 +25,8 @@ COMMANDS = {
     "export": "export",
     "lookup": "lookup",
     "report": "report",
+    "import-kt": "import_kt",
+    "bench-search": "bench_search",
 }
 
 

@@ -66,8 +66,11 @@ def format_summary(summary: dict, out: Path) -> str:
             lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r.get('reason')}")
             continue
         speed = f"{r['speedup_vs_baseline']:.2f}x vs baseline" if r.get("speedup_vs_baseline") else "no baseline"
-        ver = "verified" if r.get("verified") else "NOT verified"
-        lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {r['pct_of_peak']:.1f}% of peak, "
+        ver = "verified" if r.get("verified") else (
+            "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
+        peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \
+            else f"{r['time_us']:,.3f} us"
+        lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
                      f"{speed}, {r['unique_configs']} configs ({r['infeasible']} infeasible), {ver}")
     lines.append(f"outputs in {out}/ (summary.json, table.json, report.html)")
     return "\n".join(lines)

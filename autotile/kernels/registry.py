@@ -19,8 +19,13 @@ class OpInfo:
     dims: tuple[str, ...]  # shape dimension names, in the order tables key them
     units: tuple[str, ...]  # execution units it has kernels for; the first is the default
     dtypes: tuple[str, ...]
-    module: str  # autotile.kernels.<module>
+    module: str  # autotile.kernels.<module>; "" for the generic replay op (no kernel)
     summary: str
+
+    @property
+    def generic(self) -> bool:
+        """True for an op with no kernel whose dims come from the spec's shapes (``replay``)."""
+        return not self.module
 
 
 OPS: dict[str, OpInfo] = {
@@ -42,6 +47,8 @@ OPS: dict[str, OpInfo] = {
                "resize", "nearest / bilinear interpolation"),
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling"),
+        OpInfo("replay", (), ("default",), ("fp32", "fp16", "bf16", "int8"),
+               "", "any kernel with recorded measurements (backend: replay); dims from the shapes"),
     )
 }
 
@@ -56,4 +63,6 @@ def get(name: str) -> OpInfo:
 
 def implementation(name: str) -> ModuleType:
     """Import and return the kernel module of operator ``name``."""
+    if not get(name).module:
+        raise KeyError(f"op {name!r} has no kernel: it can only be replayed from measurements")
     return importlib.import_module(f"autotile.kernels.{get(name).module}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import keyword
+from dataclasses import replace
 from pathlib import Path
 
 from autotile.errors import InputError
@@ -118,6 +119,8 @@ class _Parser:
                              line=1, col=1)
         self.mapping((), top, TOP_KEYS, ("op", "shapes", "params"))
         op = OPS[self.one_of(("op",), top["op"], tuple(OPS), "op")]
+        if op.generic:
+            op = replace(op, dims=self.generic_dims(top["shapes"]))
         hw_ref, hw = self.hardware(top.get("hardware", DEFAULT_PROFILE))
         dtypes = (self.names_list(("dtypes",), top["dtypes"], op.dtypes, "dtype", f" for {op.name}")
                   if "dtypes" in top else op.dtypes[:1])
@@ -134,6 +137,9 @@ class _Parser:
         if len(objectives) > 2:
             raise self.err(("objective",), f"expected one or two objectives, got {len(objectives)}")
         backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
+        if op.generic and backend != "replay":
+            raise self.err(("op",), f"op {op.name} has no kernel to simulate; it needs backend: replay "
+                                    "and a measurements file")
         return Spec(
             file=self.doc.file,
             op=op,
@@ -201,6 +207,21 @@ class _Parser:
                 if len(out) > MAX_SHAPES:
                     raise self.err(ipath, f"more than {MAX_SHAPES} shapes")
         return tuple(dict(zip(op.dims, combo)) for combo in out)
+
+    def generic_dims(self, value) -> tuple[str, ...]:
+        """Dims of a generic op: the keys of the first shape (every shape must have them)."""
+        path = ("shapes", 0)
+        if not isinstance(value, list) or not value or not isinstance(value[0], dict):
+            raise self.err(("shapes",), "expected a non-empty list of shapes, e.g. [{problem: 1}]")
+        first = value[0]
+        keys = first["grid"] if isinstance(first.get("grid"), dict) else first
+        path = path + (("grid",) if keys is not first else ())
+        if not keys:
+            raise self.err(path, "expected at least one dimension, e.g. {problem: 1}")
+        for k in keys:
+            if not isinstance(k, str) or not k.isidentifier() or k == "grid":
+                raise self.err(path + (k,), f"{_show(k)} is not a valid dimension name", key=True)
+        return tuple(keys)
 
     def expr(self, path, value, scope: Scope) -> Expr:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -23,12 +23,13 @@ from autotile.errors import InputError
 from autotile.kernels import registry
 from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, runner
-from autotile.tune.evaluate import Evaluator
+from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import gate
 
 WARM_CONFIGS = 3
+REPLAY_SKIP = {"skipped": "replay backend: no kernel to execute"}
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,11 @@ def default_out(spec: Spec) -> Path:
 
 
 def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
-    """One plan per (shape, dtype, unit), warm-started from the nearest tuned shape."""
-    kernel = registry.implementation(spec.op.name)
+    """One plan per (shape, dtype, unit), warm-started from the nearest tuned shape.
+
+    The baseline is the kernel's default tiling; replayed specs have none.
+    """
+    kernel = registry.implementation(spec.op.name) if spec.backend != "replay" else None
     budget = opts.trials or spec.budget.trials or 100
     out = []
     for shape in spec.shapes:
@@ -60,16 +64,20 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
             for unit in spec.units:
                 space = spec.space(shape, dtype, unit)
                 name = study_name(spec.op.name, spec.hardware.name, dtype, space.shape, unit)
-                base = kernel.default_params(space.shape, dtype, spec.hardware, unit)
-                base = {k: v for k, v in base.items() if k in space.names}
-                if space.check(base) is not None:
-                    base = None
+                base = _baseline(kernel, space) if kernel is not None else None
                 warm = _warm(spec, space, name, storage) if opts.warm_start else ()
                 out.append(runner.StudyPlan(
                     name=name, space=space, objectives=spec.objectives,
                     sampler=opts.sampler or spec.sampler, seed=opts.seed if opts.seed is not None else spec.seed,
                     budget=budget, timeout_s=spec.budget.timeout_s, baseline=base, warm=warm))
     return out
+
+
+def _baseline(kernel, space) -> dict | None:
+    """The kernel's default tiling in ``space``, or None if it is not feasible there."""
+    base = kernel.default_params(space.shape, space.dtype, space.spec.hardware, space.unit)
+    base = {k: v for k, v in base.items() if k in space.names}
+    return base if space.check(base) is None else None
 
 
 def _warm(spec: Spec, space, name: str, storage) -> tuple:
@@ -210,7 +218,7 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
         for plan in job.plans:
             try:
                 study = optuna.load_study(study_name=plan.name, storage=job.storage)
-                job.outcomes[plan.name] = runner.summarize(study, plan, Evaluator(plan.space, plan.objectives), 0.0)
+                job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
             except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
                 cause = storage_mod.storage_cause(exc)
                 if cause is None:
@@ -249,7 +257,7 @@ def _finish(job: _Job) -> dict:
 def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: Options) -> dict:
     """The summary record of one study, after the verification gate."""
     sp = plan.space
-    kernel = registry.implementation(spec.op.name)
+    replay = spec.backend == "replay"
     rec = {"shape": sp.shape, "dtype": sp.dtype, "unit": sp.unit, "study": plan.name,
            "trials": oc.trials, "complete": oc.complete, "unique_configs": oc.unique,
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
@@ -261,7 +269,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     candidates = [b[0] for b in oc.best]
     chosen, rank, ver = candidates[0], 0, None
     rejected = []
-    if opts.verify:
+    if opts.verify and not replay:
+        kernel = registry.implementation(spec.op.name)
         claimed = None
         if "max_abs_error" in plan.objectives or "max_rel_error" in plan.objectives:
             claimed = [b[1].get("max_abs_error") for b in oc.best]
@@ -270,13 +279,13 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
         rejected = [{"params": p, **v.to_json()} for p, v in g.rejected]
         if g.params is not None:
             chosen, rank, ver = g.params, g.rank, g.verification
-    ev = Evaluator(sp, plan.objectives)
-    res = ev.score(chosen).result
+    res = make_evaluator(sp, plan.objectives).score(chosen).result
     params, values, number = oc.best[rank]
     rec.update(params=chosen, trial=number, values=values, cycles=res.cycles, time_us=res.time_us,
-               pct_of_peak=res.pct_of_peak, pct_of_bandwidth=res.pct_of_bandwidth, bound=res.bound,
-               msprof=res.msprof, verified=ver is not None and ver.passed,
-               verification=ver.to_json() if ver else None, rejected=rejected)
+               **{k: getattr(res, k, None) for k in ("pct_of_peak", "pct_of_bandwidth", "bound", "msprof")},
+               verified=ver is not None and ver.passed,
+               verification=ver.to_json() if ver else (dict(REPLAY_SKIP) if replay else None),
+               rejected=rejected)
     if oc.baseline is not None:
         base_cycles = oc.baseline[1].get("cycles")
         rec.update(baseline_params=oc.baseline[0], baseline_cycles=base_cycles,

@@ -94,6 +94,15 @@ class Evaluator:
         return error_metrics(got, ref)
 
 
+def make_evaluator(space: Space, objectives: tuple[str, ...] = ("cycles",)) -> Evaluator:
+    """The evaluator of the spec's backend: the simulator, or recorded measurements (replay)."""
+    if space.spec.backend == "replay":
+        from autotile.tune.replay import ReplayEvaluator
+
+        return ReplayEvaluator(space, objectives)
+    return Evaluator(space, objectives)
+
+
 def error_metrics(got: np.ndarray, ref: np.ndarray) -> dict:
     """max_abs_error and max_rel_error (relative to max(|ref|, tiny) per element)."""
     diff = np.abs(got - ref)

@@ -10,7 +10,7 @@ import time
 
 from autotile.errors import InputError
 from autotile.tune import runner
-from autotile.tune.evaluate import Evaluator
+from autotile.tune.evaluate import make_evaluator
 
 MAX_CONFIGS = 300_000
 
@@ -22,7 +22,7 @@ def scores(space, objectives=("cycles",), *, limit: int = MAX_CONFIGS, evaluator
         raise InputError(
             f"exhaustive: {space.spec.file}: the space of {space.shape} has ~{count.feasible_size:,} "
             f"feasible configurations (at most {limit:,}); narrow the spec or use another sampler")
-    ev = evaluator or Evaluator(space, objectives)
+    ev = evaluator or make_evaluator(space, objectives)
     table = space.enumerate()
     out = []
     for i in range(len(table)):
@@ -35,7 +35,7 @@ def scores(space, objectives=("cycles",), *, limit: int = MAX_CONFIGS, evaluator
 def run(plan: runner.StudyPlan) -> runner.StudyOutcome:
     """Simulate every feasible configuration of ``plan``'s space; best first."""
     t0 = time.monotonic()
-    ev = Evaluator(plan.space, plan.objectives)
+    ev = make_evaluator(plan.space, plan.objectives)
     rows = scores(plan.space, plan.objectives, evaluator=ev)
     first = plan.objectives[0]
     ranked = sorted(range(len(rows)), key=lambda i: rows[i][1][first])

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from autotile.space.space import Space
 from autotile.tune import storage as storage_mod
-from autotile.tune.evaluate import Evaluator, Outcome, config_key
+from autotile.tune.evaluate import Evaluator, Outcome, config_key, make_evaluator
 from autotile.tune.suggest import suggest
 
 CAP_FACTOR = 5
@@ -112,7 +112,7 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
     from autotile.errors import StorageError
     from autotile.tune.samplers import make_sampler
 
-    evaluator = evaluator or Evaluator(plan.space, plan.objectives)
+    evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
     sampler = make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
                            n_objectives=len(plan.objectives))
     try:

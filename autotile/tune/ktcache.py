@@ -1,0 +1,140 @@
+"""Kernel Tuner cache files (``.json`` or ``.json.gz``): tolerant reading and validation.
+
+A cache holds ``tune_params_keys``, ``tune_params`` (name -> values) and ``cache``, a map from
+the comma-joined values to an entry with the params, ``time`` (ms) and more. A failed
+configuration has a string (``"CompilationFailedConfig"``, ...) in ``time``; caches from old
+Kernel Tuner versions mark failures with a time of 1e20. Kernel Tuner writes the cache while
+it tunes, so a cache from an interrupted run lacks its closing braces: it is read as if closed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from autotile.errors import InputError
+
+REQUIRED = ("tune_params_keys", "tune_params", "cache")
+OLD_FAILURE_TIME = 1e20
+SKIP_FIELDS = ("time", "times")  # entry fields that are neither params nor metrics
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached configuration: its key, params, time in ms (None if failed) and metrics."""
+
+    key: str
+    params: dict
+    time_ms: float | None
+    failure: str | None
+    metrics: dict
+
+
+def is_cache_file(path: str | Path) -> bool:
+    """True for a name Kernel Tuner caches use: ``*.json`` or ``*.json.gz``."""
+    name = str(path).lower()
+    return name.endswith((".json", ".json.gz"))
+
+
+def read_cache(path: str | Path) -> dict:
+    """The cache document at ``path`` (gzip-compressed when it ends with ``.gz``), validated.
+
+    >>> doc = read_cache("tests/data/kt_small.json")  # doctest: +SKIP
+    >>> doc["tune_params_keys"]  # doctest: +SKIP
+    ['block_size_x', 'tile', 'variant']
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        if str(path).lower().endswith(".gz"):
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8").strip()
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the Kernel Tuner cache: {exc}", file=str(path)) from None
+    doc = _loads(text, path)
+    if not isinstance(doc, dict):
+        raise InputError("expected a Kernel Tuner cache (a JSON object)", file=str(path))
+    for key in REQUIRED:
+        if key not in doc:
+            raise InputError(f"not a Kernel Tuner cache: missing key {key!r}", file=str(path))
+    keys, params, cache = doc["tune_params_keys"], doc["tune_params"], doc["cache"]
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+        raise InputError("tune_params_keys: expected a non-empty list of names", file=str(path),
+                         field="tune_params_keys")
+    if not isinstance(params, dict) or set(params) != set(keys):
+        raise InputError("tune_params: expected a mapping with exactly the names of tune_params_keys",
+                         file=str(path), field="tune_params")
+    for k in keys:
+        if not isinstance(params[k], list) or not params[k]:
+            raise InputError("expected a non-empty list of values", file=str(path), field=f"tune_params.{k}")
+    if not isinstance(cache, dict):
+        raise InputError("expected a mapping of configurations", file=str(path), field="cache")
+    return doc
+
+
+def _loads(text: str, path: Path):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as first:
+        # an unfinished cache: Kernel Tuner appends entries and closes the braces at the end
+        body = text.rstrip().rstrip(",")
+        try:
+            return json.loads(body + "}\n}")
+        except json.JSONDecodeError:
+            raise InputError(f"invalid JSON at line {first.lineno}, column {first.colno}: {first.msg}",
+                             file=str(path), line=first.lineno, col=first.colno) from None
+
+
+def entries(doc: dict, file: str = "") -> list[Entry]:
+    """Every entry of a cache document, with its params in ``tune_params_keys`` order."""
+    keys = doc["tune_params_keys"]
+    out = []
+    for key, e in doc["cache"].items():
+        if not isinstance(e, dict):
+            raise InputError("expected an entry mapping", file=file, field=f"cache.{key}")
+        if all(k in e for k in keys):
+            params = {k: e[k] for k in keys}
+        else:
+            parts = str(key).split(",")
+            if len(parts) != len(keys):
+                missing = next(k for k in keys if k not in e)
+                raise InputError(f"entry has no {missing!r} and its key does not split into "
+                                 f"{len(keys)} values", file=file, field=f"cache.{key}")
+            params = {k: _from_key(v) for k, v in zip(keys, parts)}
+        time_ms, failure = _time(e.get("time"))
+        metrics = {k: float(v) for k, v in e.items()
+                   if k not in keys and k not in SKIP_FIELDS and _number(v)}
+        out.append(Entry(str(key), params, time_ms, failure, metrics))
+    return out
+
+
+def _time(value) -> tuple[float | None, str | None]:
+    if value is None:
+        return None, "no time recorded"
+    if isinstance(value, str):
+        return None, value
+    if _number(value):
+        t = float(value)
+        if not math.isfinite(t) or t < 0:
+            return None, f"invalid time {value}"
+        if t >= OLD_FAILURE_TIME:
+            return None, "failed (time 1e20, Kernel Tuner's old failure marker)"
+        return t, None
+    return None, f"invalid time {value!r}"
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _from_key(text: str):
+    """A value from a comma-joined cache key: int, float or text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text

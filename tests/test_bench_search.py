@@ -1,0 +1,100 @@
+"""bench-search and the synthetic landscapes: known optimum, budgets as the tuner counts them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from autotile.cli import run as cli
+from autotile.space.spec import load_spec
+from autotile.tune import benchsearch, landscapes
+from autotile.tune.evaluate import make_evaluator
+
+
+@pytest.fixture(scope="module")
+def needle_spec(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("needle")
+    land = landscapes.needle(0)
+    landscapes.write(land, folder / "needle.json.gz")
+    landscapes.write_spec(land, folder / "needle.json.gz", folder / "needle.yaml")
+    return load_spec(folder / "needle.yaml")
+
+
+def test_landscape_characters():
+    needle, bowl, failing = (landscapes.GENERATORS[n](1) for n in ("needle", "bowl", "failing"))
+    assert 1000 <= len(needle.times) <= 3000
+    assert needle.near(0.05) <= 3 < bowl.near(0.05)
+    assert 0.4 < failing.failed() / len(failing.times) < 0.7
+    assert 0 < needle.failed() < 0.1 * len(needle.times)
+    for land in (needle, bowl, failing):
+        assert not isinstance(land.times[tuple(land.best()[0].values())], str)
+
+
+def test_csv_and_cache_give_the_same_optimum(tmp_path):
+    land = landscapes.failing(2)
+    opts = []
+    for name in ("f.csv", "f.json"):
+        landscapes.write(land, tmp_path / name)
+        landscapes.write_spec(land, tmp_path / name, tmp_path / f"{name}.yaml")
+        spec = load_spec(tmp_path / f"{name}.yaml")
+        opts.append(benchsearch.optimum(spec.space(spec.shapes[0]), "time_us"))
+    assert opts[0].params == opts[1].params == land.best()[0]
+    assert opts[0].value == pytest.approx(land.best()[1] * 1e3, rel=1e-5)
+    assert opts[0].feasible == len(land.times) - land.failed()
+
+
+def test_prefix_of_a_long_run_is_the_short_run(needle_spec):
+    space = needle_spec.space(needle_spec.shapes[0])
+    ev = make_evaluator(space, ("time_us",))
+    long = benchsearch.trace(space, "tpe", 3, 40, "time_us", ev)
+    short = benchsearch.trace(space, "tpe", 3, 15, "time_us", ev)
+    assert benchsearch.at_budget(long, 15) == (short[-1][1], short)
+
+
+def test_bench_search_json(needle_spec, capsys):
+    code = cli(["bench-search", needle_spec.file, "--samplers", "random,gp", "--budgets", "20,5",
+                "--seeds", "3", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema"] == "autotile.bench_search/1" and out["budgets"] == [5, 20]
+    (sp,) = out["spaces"]
+    assert sp["near_optimal_configs"] == 2 and sp["feasible_configs"] > 1000
+    rand, gp = sp["samplers"]
+    assert [r["budget"] for r in rand["results"]] == [5, 20]
+    for r in rand["results"]:
+        assert len(r["fractions"]) == 3 and 0 < r["median_fraction"] <= 1
+        assert r["median_trials_to_within"] is None or r["median_trials_to_within"] <= r["budget"]
+    assert rand["results"][0]["median_fraction"] <= rand["results"][1]["median_fraction"]
+    if importlib.util.find_spec("torch") is None:
+        assert gp == {"sampler": "gp", "available": False, "reason": gp["reason"]}
+        assert "pip install" in gp["reason"]
+
+
+def test_whole_space_budget_finds_the_optimum(tmp_path):
+    """A simulator spec: the optimum by exhaustive simulation; a budget of the whole space hits it."""
+    spec = tmp_path / "ew.yaml"
+    spec.write_text("op: elementwise\nshapes: [{n: 256}]\ninputs: {kind: add, data: gm}\nparams:\n"
+                    "  tile_len: {type: int, low: 16, high: shape.n, pow2: true}\n"
+                    "  buffer_num: {type: fixed, value: 2}\n"
+                    "  cores: {type: int, low: 1, high: 4, pow2: true}\n")
+    out = benchsearch.bench(load_spec(spec), ("random",), (15,), seeds=2)
+    (sp,) = out["spaces"]
+    assert out["backend"] == "simulator" and sp["feasible_configs"] == 15
+    res = sp["samplers"][0]["results"][0]
+    assert res["fractions"] == [1.0, 1.0] and res["reached"] == 2
+
+
+def test_bad_arguments(needle_spec, capsys):
+    assert cli(["bench-search", needle_spec.file, "--samplers", "tpe,annealing"]) == 2
+    assert "unknown sampler 'annealing'" in capsys.readouterr().err
+    assert cli(["bench-search", needle_spec.file, "--budgets", "10,x"]) == 2
+
+
+def test_tpe_beats_random_on_the_needle(needle_spec):
+    """Reduced from bench/search.py (10 seeds, budgets 100 and 200): 5 seeds, budget 100."""
+    out = benchsearch.bench(needle_spec, ("tpe", "random"), (100,), seeds=5)
+    tpe, rand = (s["results"][0] for s in out["spaces"][0]["samplers"])
+    assert tpe["median_fraction"] > rand["median_fraction"]
+    assert tpe["reached"] > rand["reached"]

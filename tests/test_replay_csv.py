@@ -1,0 +1,135 @@
+"""CSV measurements of a known op over several shapes and dtypes, and the CSV's errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotile.cli import run as cli
+from autotile.errors import InputError
+from autotile.space.spec import load_spec
+from autotile.tune import replay
+from autotile.tune.evaluate import make_evaluator
+
+SPEC = """\
+op: elementwise
+dtypes: [fp32, fp16]
+units: [vector]
+shapes: [{grid: {n: [256, 4096]}}]
+params:
+  tile_len: {type: int, low: 16, high: "min(shape.n, 1024)", pow2: true}
+  buffer_num: {type: int, low: 1, high: 2}
+  cores: {type: int, low: 1, high: 4, pow2: true}
+constraints:
+  - {expr: "tile_len * cores <= shape.n", message: "every core gets a tile"}
+objective: cycles
+backend: replay
+measurements: %s
+budget: {trials: 12}
+"""
+
+
+def fake_time_us(n, dtype, tile, buf, cores) -> float:
+    return n / 64 / cores + 2000 / tile + (3 if buf == 1 else 0) + (0 if dtype == "fp16" else 1)
+
+
+def write_csv(tmp_path, *, extra="", skip_fail=False) -> tuple:
+    lines = ["n,dtype,tile_len,buffer_num,cores,time_us,cycles,max_abs_error" + extra]
+    count = 0
+    for n in (256, 4096):
+        for dtype in ("fp32", "fp16"):
+            for tile in (16, 32, 64, 128, 256, 512, 1024):
+                for buf in (1, 2):
+                    for cores in (1, 2, 4):
+                        if tile > n:
+                            continue
+                        t = fake_time_us(n, dtype, tile, buf, cores)
+                        cell = "failed" if tile == 1024 and not skip_fail else f"{t:.4f}"
+                        # floats written as 64.0 must still match the int params
+                        lines.append(f"{n},{dtype},{float(tile)},{buf},{cores},{cell},{t * 1800:.1f},0.001"
+                                     + ("," + str(count) if extra else ""))
+                        count += 1
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC % path.name)
+    return path, spec
+
+
+def test_csv_rows_match_spaces_by_shape_and_dtype(tmp_path):
+    _, spec_path = write_csv(tmp_path)
+    spec = load_spec(spec_path)
+    space = spec.space({"n": 4096}, "fp16", "vector")
+    ev = make_evaluator(space, ("cycles", "max_abs_error"))
+    out = ev.score({"tile_len": 256, "buffer_num": 2, "cores": 4})
+    t = fake_time_us(4096, "fp16", 256, 2, 4)
+    assert out.feasible and out.values["time_us"] == pytest.approx(t, abs=1e-3)
+    assert out.values["cycles"] == pytest.approx(t * 1800, abs=0.1)  # the cycles column wins
+    assert out.values["max_abs_error"] == 0.001
+    failed = ev.score({"tile_len": 1024, "buffer_num": 2, "cores": 4})
+    assert not failed.feasible and failed.reason.startswith("measured as failed: failed")
+    infeasible = make_evaluator(spec.space({"n": 256}, "fp32"), ("cycles",)).score(
+        {"tile_len": 256, "buffer_num": 1, "cores": 4})
+    assert not infeasible.feasible and "every core gets a tile" in infeasible.reason
+
+
+def test_rows_cover_every_space(tmp_path):
+    _, spec_path = write_csv(tmp_path)
+    spec = load_spec(spec_path)
+    rows = list(replay.rows(spec))
+    assert {(r.shape["n"], r.dtype) for r in rows} == {(256, "fp32"), (256, "fp16"), (4096, "fp32"), (4096, "fp16")}
+    assert all(r.params["tile_len"] * r.params["cores"] <= r.shape["n"] for r in rows)
+    assert all(r.value("max_abs_error") == 0.001 for r in rows)
+
+
+def test_tune_a_csv_spec_over_shapes(tmp_path):
+    _, spec_path = write_csv(tmp_path)
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec_path), "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["results"]) == 4
+    for r in summary["results"]:
+        assert r["params"] is not None and r["verified"] is False
+
+
+def test_missing_column_is_named_with_suggestion(tmp_path):
+    path, spec_path = write_csv(tmp_path)
+    path.write_text(path.read_text().replace("buffer_num", "buffers", 1))
+    with pytest.raises(InputError) as exc:
+        make_evaluator(load_spec(spec_path).space({"n": 256}), ("cycles",))
+    msg = str(exc.value)
+    assert msg.startswith(f"{path}:1: buffer_num:") and "did you mean buffers?" in msg
+
+
+def test_extra_parameter_column_makes_duplicates_an_error(tmp_path):
+    path, spec_path = write_csv(tmp_path)
+    text = path.read_text().splitlines()
+    # a column the spec does not declare, which splits configurations in two
+    text = [text[0] + ",block"] + [row + f",{b}" for row in text[1:] for b in (1, 2)]
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError, match="record the same configuration"):
+        make_evaluator(load_spec(spec_path).space({"n": 256}), ("cycles",))
+
+
+def test_text_in_a_metric_column_is_located(tmp_path):
+    path, spec_path = write_csv(tmp_path)
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].rsplit(",", 1)[0] + ",oops"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as exc:
+        make_evaluator(load_spec(spec_path).space({"n": 256}), ("cycles",))
+    assert str(exc.value).startswith(f"{path}:2:8: max_abs_error:")
+
+
+def test_no_time_column(tmp_path):
+    path, spec_path = write_csv(tmp_path)
+    path.write_text(path.read_text().replace("time_us", "tme_us", 1))
+    assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+
+
+def test_objective_without_a_column(tmp_path):
+    _, spec_path = write_csv(tmp_path)
+    spec = load_spec(spec_path)
+    with pytest.raises(InputError, match="no column 'max_rel_error'"):
+        make_evaluator(spec.space({"n": 256}), ("cycles", "max_rel_error"))
