@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autotile.space.spec import load_spec
+from autotile.space import load_spec
 from autotile.tune import benchsearch, landscapes
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp")

@@ -8,7 +8,7 @@ import pytest
 
 from autotile.cli import run as cli
 from autotile.errors import InputError
-from autotile.space.spec import load_spec
+from autotile.space import load_spec
 from autotile.tune import replay
 from autotile.tune.evaluate import make_evaluator
 

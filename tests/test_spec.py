@@ -22,7 +22,7 @@ BAD = [
      '{f}:7:1: parms: unknown key, did you mean params?'),
     ('unknown op',
      'op: matmull\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {a: {type: bool}}\n',
-     "{f}:1:5: op: unknown op 'matmull', expected one of matmul, copy, weighted_sum, global_sum, sigmoid, elementwise, resize, roi_align, did you mean matmul?"),
+     "{f}:1:5: op: unknown op 'matmull', expected one of matmul, copy, weighted_sum, global_sum, sigmoid, elementwise, resize, roi_align, replay, did you mean matmul?"),
     ('missing params',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\n',
      "{f}:1:1: missing key 'params'"),

@@ -27,7 +27,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from autotile.atomic import write_json
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
     from autotile.tune.benchsearch import bench
 
     samplers = _names(args.samplers)

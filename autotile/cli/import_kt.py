@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from autotile.space.spec import load_spec
+    from autotile.space import load_spec
     from autotile.tune.importkt import import_cache
 
     spec = import_cache(args.cache, args.out)

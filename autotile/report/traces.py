@@ -16,7 +16,7 @@ TRACE_OPS = 6000
 def spec_options(data: ReportData) -> dict | None:
     """The spec's ``inputs:`` mapping (data framing), when the spec can still be read."""
     try:
-        from autotile.space.spec import load_spec
+        from autotile.space import load_spec
 
         return load_spec(data.summary["spec"]).inputs or None
     except Exception:  # noqa: BLE001 - a moved spec: use the kernel's default framing
@@ -26,8 +26,8 @@ def spec_options(data: ReportData) -> dict | None:
 def write_traces(data: ReportData) -> dict[str, dict]:
     """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated} or {error}."""
     out: dict[str, dict] = {}
-    if data.hw is None:
-        return out
+    if data.hw is None or registry.get(data.summary["op"]).generic:
+        return out  # no profile, or replayed measurements: no kernel to trace
     options = spec_options(data)
     kernel = registry.implementation(data.summary["op"])
     for r in data.exported:
