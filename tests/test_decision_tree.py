@@ -29,3 +29,8 @@ def test_tiny_weighted_sum_goes_to_vector_or_scalar(n, on_chip):
 @pytest.mark.parametrize("n", [4096, 1 << 18])
 def test_precise_sigmoid_goes_to_vector(n):
     assert _winner("sigmoid", n, ("vector", "scalar"), dtype="fp32") == "vector"
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1 << 22])
+def test_global_sum_goes_to_the_vector_tree(n):
+    assert _winner("global_sum", n, ("vector", "cube", "scalar")) == "vector"
