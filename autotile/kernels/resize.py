@@ -307,7 +307,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     outs = shape["n"] * shape["c"] * shape["h_out"] * shape["w_out"]
     flops = outs * (7.0 if mo[0] == "bilinear" else 0.0)  # 4 mul, 3 add per bilinear output
     res = assemble(op="resize", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
-                   useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype) / 2, must_move_bytes=float(moved),
+                   useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype), must_move_bytes=float(moved),
                    l2_hit=0.0, buffers=bufs)
     return (res, traces) if want_traces else res
 
