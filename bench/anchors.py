@@ -7,7 +7,9 @@ simulated, ok}`` for bounds). Every figure comes from the engine: micro-operatio
 ``autotile.sim.micro``, the calibration errors through ``autotile.sim.calibrate``, and the matmul
 anchors from ``autotile.kernels.matmul.simulate`` (the best a seeded TPE study over
 studies/matmul.yaml's space finds, the heuristic default, and 16x16x16 blocks without double
-buffering).
+buffering); the weighted-sum table, its Vector/Cube crossover and the Scalar sigmoid costs from
+the kernels at their best tiling on ``autotile.models.crossover``'s grid (data on chip, as the
+seed talk's table is framed).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 
 from autotile.hardware import load_profile
 from autotile.kernels import matmul as mm
+from autotile.kernels import sigmoid as sg
+from autotile.models import crossover as xo
 from autotile.sim import calibrate as cal
 from autotile.sim.micro import micro
 
@@ -71,6 +75,36 @@ def small_blocks_no_db(shape, hw, dtype="fp16") -> dict:
             "step_kb": 1, "depth_a1": 1, "depth_b1": 1, "db_l0a": 1, "db_l0b": 1, "db_l0c": 1}
 
 
+def factor2(anchor, published, simulated) -> dict:
+    """A published figure reproduced within a factor of two either way."""
+    b = bound(anchor, published / 2, published * 2, simulated)
+    b["published"] = published
+    return b
+
+
+def weighted_sum_rows(hw) -> list[dict]:
+    """The seed talk's weighted-sum table (n=4096 fp16, data on chip) and the Vector/Cube crossover."""
+    best = {u: xo.best("weighted_sum", u, 4096, "fp16", hw, True)[0] for u in ("scalar", "vector", "cube")}
+    rows = [factor2(f"weighted_sum n=4096 fp16 on chip, {u} cycles", pub, best[u])
+            for u, pub in (("scalar", 8192.0), ("vector", 90.0), ("cube", 40.0))]
+    x = xo.crossover("weighted_sum", "fp16", hw, on_chip=True)["n"]
+    c = bound("weighted_sum fp16 on chip: n from which the Cube beats the Vector", 256, 4096,
+              float("nan") if x is None else x)
+    c["published"] = "~512 (the talk's own cycle figures imply ~900-1000)"
+    rows.append(c)
+    return rows
+
+
+def sigmoid_rows(hw, n=4096) -> list[dict]:
+    """Scalar sigmoid cycles per element (exact ~15, cubic ~5, 256-entry table ~2), data on chip."""
+    rows = []
+    for variant, pub in (("exact", 15.0), ("poly", 5.0), ("lut_nearest", 2.0)):
+        p = {"tile_len": n, "buffer_num": 1, "cores": 1, "variant": variant}
+        r = sg.simulate({"n": n}, p, "fp32", hw, unit="scalar", options={"data": "on_chip"})
+        rows.append(factor2(f"sigmoid scalar {variant} cycles/element", pub, r.cycles / n))
+    return rows
+
+
 def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
     hw = load_profile(hw_name)
     out = [
@@ -100,6 +134,7 @@ def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
     s = bound("matmul 16x16x16 blocks, no double buffering, % of peak", None, 30.0, small)
     s["published"] = "~30 (badly tiled)"
     out.append(s)
+    out += weighted_sum_rows(hw) + sigmoid_rows(hw)
     return out
 
 

@@ -71,6 +71,64 @@ def gm_out(st, cost, nbytes, ready):
     return E.copy(st, cost, E.UB_GM, float(((nbytes + 31) // 32) * 32), ready)
 
 
+@njit(cache=True)
+def vcadd_exec(acc, cnt, code):
+    """In-repeat reduce of acc[:cnt] as VCADD does it: a pairwise tree, rounded per level."""
+    m = cnt
+    while m > 1:
+        h = m // 2
+        for j in range(h):
+            acc[j] = rnd(acc[j] + acc[m - h + j], code)
+        m -= h
+    return acc[0]
+
+
+@njit(cache=True)
+def vadd_tree(st, cost, vcost, add_row, cadd_row, width, lanes, ready, execute, acc, code):
+    """Reduce a ``width``-element UB accumulator: a VADD tree over its repeats, then one VCADD.
+
+    Each level adds the upper half of the repeats onto the lower half (one instruction); the
+    last repeat is reduced within itself by VCADD. Returns (sum, end time); the sum is computed
+    (rounded to ``code`` per add) only in execute mode.
+    """
+    reps = (width + lanes - 1) // lanes
+    cnt = width
+    t = ready
+    while reps > 1:
+        h = reps // 2
+        t = E.vector(st, cost, vcost, add_row, h, t)
+        if execute:
+            lo = (reps - h) * lanes
+            for j in range(min(h * lanes, cnt - lo)):
+                acc[j] = rnd(acc[j] + acc[lo + j], code)
+        reps -= h
+        cnt = min(cnt, reps * lanes)
+    t = E.vector(st, cost, vcost, cadd_row, 1, t)
+    res = 0.0
+    if execute:
+        res = vcadd_exec(acc, cnt, code)
+    return res, t
+
+
+@njit(cache=True)
+def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add, sc_load):
+    """Cross-core combine on one core: read the partials from GM, reduce, write the result.
+
+    ``ready``: when the last partial has landed in GM. Vector: VCADD per repeat of partials
+    (and one more over the repeat sums); Scalar: a load and an add per partial.
+    """
+    t = gm_in(st, cost, nparts * part_bytes, ready)
+    if use_vector:
+        lanes = 256 // part_bytes
+        reps = (nparts + lanes - 1) // lanes
+        t = E.vector(st, cost, vcost_cadd, 0, reps, t)
+        if reps > 1:
+            t = E.vector(st, cost, vcost_cadd, 0, 1, t)
+    else:
+        t = E.scalar(st, cost, nparts, sc_load + sc_add, t)
+    return gm_out(st, cost, part_bytes, t)
+
+
 # ---------------------------------------------------------------------------------------
 # Python side
 

@@ -87,7 +87,8 @@ def check(shape, params, dtype, hw, unit, kind):
 
 def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None, trace_capacity=0):
     nin, vop, sop = KINDS[kind]
-    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    # reads and writes stream together and share HBM: nin input tiles per output tile
+    cost = cost_vector(hw, dtype, active_cores=p["cores"], write_share=None if onchip else 1.0 / (nin + 1))
     sig = f"{dtype}_{dtype}_{dtype}" if nin == 2 else f"{dtype}_{dtype}"
     scalar_unit = unit == "scalar"
     vcost = np.zeros((1, 3)) if scalar_unit else C.vtable(hw, [(vop, sig)])

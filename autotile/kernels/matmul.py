@@ -27,12 +27,12 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, matmul_vector
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, hbm_streams, l2_hit_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
-UNITS = ("cube",)
+UNITS = ("cube", "vector")  # vector: matmul_vector, for tiny shapes
 DIMS = ("m", "n", "k")
 PARAMS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "depth_a1",
           "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m", "single_core_n")
@@ -292,6 +292,12 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
+    if unit == "vector":
+        return matmul_vector.simulate(shape, params, dtype, hw, trace_capacity=trace_capacity,
+                                      want_traces=want_traces)
+    if unit not in UNITS:
+        res = infeasible("matmul", unit, dtype, shape, params, f"unit={unit!r}, expected one of {UNITS}")
+        return (res, []) if want_traces else res
     try:
         p, bufs = check(shape, params, dtype, hw)
     except InfeasibleConfig as exc:
@@ -339,6 +345,8 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     ``a``/``b`` hold values representable in ``dtype`` (see ``make_inputs``); accumulation is
     fp32 (int32 for int8) in L0C and C is rounded to the output dtype like FixPipe does.
     """
+    if unit == "vector":
+        return matmul_vector.execute(inputs, params, dtype, hw)
     a, b = inputs
     M, K = a.shape
     N = b.shape[1]
@@ -371,7 +379,7 @@ def verify_shape(shape: dict, params: dict) -> dict:
     blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail.
     """
     M, N, K = shape["m"], shape["n"], shape["k"]
-    if M * N * K <= VERIFY_MACS:
+    if M * N * K <= VERIFY_MACS or "single_core_m" not in params:  # vector tilings are for tiny shapes
         return dict(shape)
 
     def keep(total, block):
@@ -428,7 +436,11 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
        wide (step_m = step_n = 1), double buffered (depth = 2 x panel) so MTE2 overlaps compute.
     4. Double buffering everywhere on L0 (db_l0a = db_l0b = db_l0c = 2); iterate M first.
+
+    ``unit="vector"`` gives the Vector kernel's baseline (``matmul_vector.default_params``).
     """
+    if unit == "vector":
+        return matmul_vector.default_params(shape, dtype, hw)
     dt = get_dtype(dtype)
     M, N, K = shape["m"], shape["n"], shape["k"]
     bk = {1: 128, 2: 64, 4: 32}[dt.bytes]
@@ -478,3 +490,49 @@ def run(a, b, table, dtype: str | None = None) -> np.ndarray:
 
     out, _ = run_with_table("matmul", (a, b), table, dtype)
     return out
+
+
+def small_grid(shape: dict, dtype: str, hw: HardwareProfile, unit: str = "cube") -> list[dict]:
+    """A small deterministic grid of tilings for quick searches (benchmarks, decision tests).
+
+    Cube: base blocks of 16..128 (m, n) and 16..64 (k) up to the aligned shape, each core one
+    base block (most cores) or one core for all, one K slice per L1 load, L1 and L0 single or
+    double buffered together. Vector: ``tile_m`` and ``cores`` in powers of two, 1 or 2 buffers.
+    """
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    out = []
+    if unit == "vector":
+        for tm in (1 << i for i in range(8)):
+            if tm > M and tm > 1:
+                break
+            for c in (1 << i for i in range(7)):
+                if c <= min(hw.vector_cores, _cdiv(M, tm)):
+                    out += [{"tile_m": tm, "buffer_num": b, "cores": c} for b in (1, 2)]
+        return out
+    dt = get_dtype(dtype)
+    kal = max(16, dt.c0)
+    for bm in (16, 32, 64, 128):
+        for bn in (16, 32, 64, 128):
+            for bk in (16, 32, 64):
+                if bm > _align(M, 16) or bn > _align(N, 16) or bk > _align(K, kal) or bk % dt.c0:
+                    continue
+                for spread in (True, False):
+                    scm, scn = (bm, bn) if spread else (_align(M, bm), _align(N, bn))
+                    if _cdiv(M, scm) * _cdiv(N, scn) > hw.cube_cores:
+                        continue
+                    for db in (1, 2):
+                        out.append({"base_m": bm, "base_n": bn, "base_k": bk, "step_m": 1, "step_n": 1,
+                                    "step_ka": 1, "step_kb": 1, "depth_a1": db, "depth_b1": db, "db_l0a": db,
+                                    "db_l0b": db, "db_l0c": db, "iterate_order": "m_first",
+                                    "single_core_m": scm, "single_core_n": scn})
+    return out
+
+
+def grid_best(shape: dict, dtype: str, hw: HardwareProfile, unit: str = "cube") -> tuple[float, dict]:
+    """(cycles, params) of the fastest feasible tiling of ``small_grid`` (and the default)."""
+    top = (float("inf"), {})
+    for p in small_grid(shape, dtype, hw, unit) + [default_params(shape, dtype, hw, unit)]:
+        r = simulate(shape, p, dtype, hw, unit=unit)
+        if r.feasible and r.cycles < top[0]:
+            top = (r.cycles, p)
+    return top

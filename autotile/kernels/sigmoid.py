@@ -156,7 +156,8 @@ def check(shape, params, dtype, hw, unit):
 
 
 def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacity=0):
-    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    # the input and output streams share HBM half and half
+    cost = cost_vector(hw, dtype, active_cores=p["cores"], write_share=None if onchip else 0.5)
     scalar_unit = unit == "scalar"
     if scalar_unit:
         vcost, lanes = np.zeros((1, 3)), np.zeros(1, dtype=np.int64)

@@ -49,18 +49,6 @@ V_MUL, V_CONV, V_ADD, V_MLA, V_CADD = range(5)
 
 
 @njit(cache=True)
-def _vcadd_exec(acc, cnt, code):
-    """In-repeat reduce of acc[:cnt] as VCADD does it: a pairwise tree, rounded per level."""
-    m = cnt
-    while m > 1:
-        h = m // 2
-        for j in range(h):
-            acc[j] = C.rnd(acc[j] + acc[m - h + j], code)
-        m -= h
-    return acc[0]
-
-
-@njit(cache=True)
 def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, vmla, conv,
                 onchip, execute, x, w, start, in_code, acc_code, acc):
     """One core's weighted sum of x[start:start+L]; returns (partial, time it is usable in UB)."""
@@ -91,22 +79,8 @@ def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, 
                 else:
                     p = C.rnd(x[k] * w[k], in_code)
                     acc[i] = p if ti == 0 else C.rnd(acc[i] + p, acc_code)
-    # VADD tree over the accumulator's repeats, then one VCADD within a repeat
-    reps = (width + acc_lanes - 1) // acc_lanes
-    cnt = width
-    while reps > 1:
-        h = reps // 2
-        t = E.vector(st, cost, vcost, V_ADD, h, t)
-        if execute:
-            lo = (reps - h) * acc_lanes
-            for j in range(min(h * acc_lanes, cnt - lo)):
-                acc[j] = C.rnd(acc[j] + acc[lo + j], acc_code)
-        reps -= h
-        cnt = min(cnt, reps * acc_lanes)
-    t = E.vector(st, cost, vcost, V_CADD, 1, t)
-    res = 0.0
-    if execute:
-        res = _vcadd_exec(acc, cnt, acc_code)
+    # VADD tree over the accumulator's repeats, then one in-repeat VCADD
+    res, t = C.vadd_tree(st, cost, vcost, V_ADD, V_CADD, width, acc_lanes, t, execute, acc, acc_code)
     return res, t
 
 
@@ -188,21 +162,6 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
         for r in range(nd):
             s = float(np.float32(s + diag[r]))
     return s, t
-
-
-@njit(cache=True)
-def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add, sc_load):
-    """Cross-core combine on one core: read the partials from GM, reduce, write the result."""
-    t = C.gm_in(st, cost, nparts * part_bytes, ready)
-    if use_vector:
-        lanes = 256 // part_bytes
-        reps = (nparts + lanes - 1) // lanes
-        t = E.vector(st, cost, vcost_cadd, 0, reps, t)
-        if reps > 1:
-            t = E.vector(st, cost, vcost_cadd, 0, 1, t)
-    else:
-        t = E.scalar(st, cost, nparts, sc_load + sc_add, t)
-    return C.gm_out(st, cost, part_bytes, t)
 
 
 # ---------------------------------------------------------------------------------------
@@ -309,7 +268,7 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
     if p["cores"] > 1:
         # all partials are in GM once the slowest core's write lands; core 0 combines them
         st0, _ = runs[0]
-        combine(st0, cost, vcadd, sum(c for c, _, _ in classes), accb, max(ends), unit == "vector", sc_add, sc_load)
+        C.combine(st0, cost, vcadd, sum(c for c, _, _ in classes), accb, max(ends), unit == "vector", sc_add, sc_load)
     out_runs = []
     for st, count in runs:
         out_runs.append(CoreRun.from_state(st, count))

@@ -2,7 +2,7 @@
 
 Each unit is taken at its best tiling for each size, found by exhaustive search over a small
 deterministic grid (``candidate_params``): tile lengths in powers of two from 16 up to n (plus n
-itself), buffer_num 1 or 2, core counts in powers of two (only 1 in the on-chip framing, which is
+itself), buffer_num 1 or 2, core counts in powers of two and the whole chip (only 1 in the on-chip framing, which is
 single-core by definition), and every value of the unit's categorical params. The crossover is
 located on a log grid (powers of two from ``lo`` to ``hi``) and refined by integer bisection.
 """
@@ -18,6 +18,8 @@ CATEGORICAL = {  # op -> unit -> {param: choices}
     "weighted_sum": {"vector": {"reduction": ("tree", "vmla"), "acc_dtype": ("fp16", "fp32")},
                      "scalar": {"acc_dtype": ("fp16", "fp32")},
                      "cube": {"cube_form": ("trace", "naive")}},
+    "global_sum": {"vector": {"acc_dtype": ("fp16", "fp32"), "combine": ("scalar", "vector")},
+                   "scalar": {}, "cube": {}},
     "elementwise": {"vector": {}, "scalar": {}},
     "sigmoid": {"vector": {"variant": ("exact",)}, "scalar": {"variant": ("exact",)}},  # precise only
 }
@@ -35,7 +37,7 @@ def candidate_params(op: str, unit: str, n: int, hw: HardwareProfile, on_chip: b
     """The deterministic grid of tilings searched for one unit at size n."""
     tiles = sorted(set(_pow2(16, max(16, n)) + [-(-n // 16) * 16]))
     max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
-    cores = [1] if on_chip else [c for c in _pow2(1, max_cores) if c <= max(1, n // 16)]
+    cores = [1] if on_chip else [c for c in sorted(set(_pow2(1, max_cores) + [max_cores])) if c <= max(1, n // 16)]
     cats = CATEGORICAL.get(op, {}).get(unit, {})
     out = []
     for t, b, c in itertools.product(tiles, (1, 2), cores):

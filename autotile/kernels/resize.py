@@ -1,0 +1,410 @@
+"""Resize (nearest / bilinear interpolation, PyTorch ``interpolate`` semantics) on the Vector unit.
+
+Options (the spec's ``inputs:``): ``mode`` nearest | bilinear, ``layout`` NCHW | NHWC,
+``align_corners`` (bilinear only). Source indices and weights follow PyTorch's documented rules:
+nearest ``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with
+align_corners, else ``(dst + 0.5) * in/out - 0.5`` clamped at 0; the neighbour is ``i0 + 1``
+unless ``i0`` is the last index. The host computes these index/weight tables (tiling data).
+
+The output is cut into tiles of ``tile_c`` channels x ``tile_h`` rows x ``tile_w`` columns,
+walked in layout order and split over ``cores`` in contiguous runs. Per tile:
+
+* MTE2 copies the distinct source rows the tile's output rows need (2 per output row for
+  bilinear, 1 for nearest; rows shared by neighbours once), each over the tile's source column
+  span; one DataCopy per run of consecutive rows (NCHW: per channel; NHWC with a channel tile
+  narrower than C: per row). Every burst is padded to 32 B.
+* The Vector gathers the source points (VGATHER per lane; in NHWC whole channel vectors move by
+  VCOPY when 32 B aligned), weights them (per-column weight vectors, per-row scalars with VMULS,
+  which in NHWC is also per pixel) and adds; the S pipe computes each row's index and weights.
+* MTE3 writes the tile back. Input and output tiles each sit in queues of ``buffer_num`` slots.
+
+Arithmetic is in the input dtype, rounded after every vector op (execute mode).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("vector",)
+DIMS = ("n", "c", "h_in", "w_in", "h_out", "w_out")
+PARAMS = ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")
+MODES = ("nearest", "bilinear")
+LAYOUTS = ("NCHW", "NHWC")
+Q_IN, Q_OUT = 0, 1
+V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
+ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
+IP_LEN = 14
+
+
+def src_index(out_size: int, in_size: int, mode: str, align_corners: bool):
+    """(i0, i1, lambda1) per output index: the two source indices and the weight of i1."""
+    dst = np.arange(out_size, dtype=np.float64)
+    if mode == "nearest":
+        i0 = np.minimum(np.floor(dst * (in_size / out_size)).astype(np.int64), in_size - 1)
+        return i0, i0.copy(), np.zeros(out_size)
+    if align_corners:
+        src = dst * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros(out_size)
+    else:
+        src = np.maximum((dst + 0.5) * (in_size / out_size) - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.where(i0 < in_size - 1, i0 + 1, i0)
+    return i0, i1, src - i0
+
+
+@njit(cache=True)
+def _row_runs(h0, h1, r0, rh, mark, stamp):
+    """(distinct source rows, runs of consecutive ones) the output rows r0..r0+rh-1 read."""
+    lo = h0[r0]
+    hi = h1[r0 + rh - 1]
+    for r in range(r0, r0 + rh):
+        mark[h0[r]] = stamp
+        mark[h1[r]] = stamp
+        lo = min(lo, h0[r])
+        hi = max(hi, h1[r])
+    rows = 0
+    runs = 0
+    prev = False
+    for s in range(lo, hi + 1):
+        on = mark[s] == stamp
+        if on:
+            rows += 1
+            if not prev:
+                runs += 1
+        prev = on
+    return rows, runs
+
+
+@njit(cache=True)
+def _pixel(src, nhwc, b, ch, y, x):
+    if nhwc:
+        return src[b, y, x, ch]
+    return src[b, ch, y, x]
+
+
+@njit(cache=True)
+def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src, dst, code):
+    """Tiles t0..t1-1 of the output on one core; returns the end time."""
+    C_, Ho, Wo = ip[1], ip[4], ip[5]
+    th, tw, tc, depth, nb, lanes, bil, nhwc = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11], ip[12], ip[13]
+    E.set_queue(st, Q_IN, depth)
+    E.set_queue(st, Q_OUT, depth)
+    nct = (C_ + tc - 1) // tc
+    nht = (Ho + th - 1) // th
+    nwt = (Wo + tw - 1) // tw
+    t = 0.0
+    npts = 4 if bil else 1
+    for ti in range(t0, t1):
+        if nhwc:
+            ct = ti % nct
+            wt = (ti // nct) % nwt
+            ht = (ti // (nct * nwt)) % nht
+            b = ti // (nct * nwt * nht)
+        else:
+            wt = ti % nwt
+            ht = (ti // nwt) % nht
+            ct = (ti // (nwt * nht)) % nct
+            b = ti // (nwt * nht * nct)
+        r0, x0, c0 = ht * th, wt * tw, ct * tc
+        rh, cw, cc = min(th, Ho - r0), min(tw, Wo - x0), min(tc, C_ - c0)
+        rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1)
+        span = w1[x0 + cw - 1] - w0[x0] + 1
+        if nhwc:
+            if cc == C_:
+                nbytes, ncopy = rows * ((span * C_ * nb + 31) // 32) * 32, runs
+                obytes, ocopy = rh * ((cw * C_ * nb + 31) // 32) * 32, 1
+            else:
+                nbytes, ncopy = rows * span * ((cc * nb + 31) // 32) * 32, rows
+                obytes, ocopy = rh * cw * ((cc * nb + 31) // 32) * 32, rh
+        else:
+            nbytes, ncopy = cc * rows * ((span * nb + 31) // 32) * 32, cc * runs
+            obytes, ocopy = cc * rh * ((cw * nb + 31) // 32) * 32, cc
+        # copy in: one DataCopy per run of rows
+        slot, free = E.alloc(st, Q_IN)
+        ready = free
+        for _ in range(ncopy):
+            ready = max(ready, E.copy(st, cost, E.GM_UB, float(nbytes / ncopy), free))
+        # row indices and weights on the S pipe
+        ready = max(ready, E.scalar(st, cost, ROW_SCALAR_OPS * rh, cost[E.C_SCALAR], free))
+        oslot, ofree = E.alloc(st, Q_OUT)
+        ready = max(ready, ofree)
+        n_el = cc * rh * cw
+        block = nhwc and (cc * nb) % 32 == 0
+        t = C.vrun(st, cost, vcost, V_COPY if block else V_GATHER, npts * n_el, lanes, ready)
+        if bil:
+            if nhwc:
+                for _ in range(rh * cw):  # horizontal weight per pixel
+                    t = C.vrun(st, cost, vcost, V_MULS, npts * cc, lanes, t)
+            else:
+                t = C.vrun(st, cost, vcost, V_MUL, npts * n_el, lanes, t)
+            t = C.vrun(st, cost, vcost, V_ADD, 2 * n_el, lanes, t)
+            for _ in range(2 * rh * (1 if nhwc else cc)):  # vertical weight per row
+                t = C.vrun(st, cost, vcost, V_MULS, n_el // (rh * (1 if nhwc else cc)), lanes, t)
+            t = C.vrun(st, cost, vcost, V_ADD, n_el, lanes, t)
+        E.release(st, Q_IN, slot, t)
+        done = t
+        for _ in range(ocopy):
+            done = max(done, E.copy(st, cost, E.UB_GM, float(obytes / ocopy), t))
+        E.release(st, Q_OUT, oslot, st.pipe_free[E.MTE3])
+        if execute:
+            for ch in range(c0, c0 + cc):
+                for r in range(r0, r0 + rh):
+                    a1 = C.rnd(hl[r], code)
+                    a0 = C.rnd(1.0 - hl[r], code)
+                    for x in range(x0, x0 + cw):
+                        v00 = _pixel(src, nhwc, b, ch, h0[r], w0[x])
+                        if bil:
+                            b1 = C.rnd(wl[x], code)
+                            b0 = C.rnd(1.0 - wl[x], code)
+                            top = C.rnd(C.rnd(v00 * b0, code) + C.rnd(_pixel(src, nhwc, b, ch, h0[r], w1[x]) * b1, code), code)
+                            bot = C.rnd(C.rnd(_pixel(src, nhwc, b, ch, h1[r], w0[x]) * b0, code)
+                                        + C.rnd(_pixel(src, nhwc, b, ch, h1[r], w1[x]) * b1, code), code)
+                            v00 = C.rnd(C.rnd(top * a0, code) + C.rnd(bot * a1, code), code)
+                        if nhwc:
+                            dst[b, r, x, ch] = v00
+                        else:
+                            dst[b, ch, r, x] = v00
+    return max(t, st.pipe_free[E.MTE3])
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+
+def _al(a: int, b: int = 32) -> int:
+    return -(-a // b) * b
+
+
+def opts(options: dict | None) -> tuple[str, str, bool]:
+    """(mode, layout, align_corners) from the op options, validated."""
+    o = dict(options or {})
+    mode, layout, ac = o.pop("mode", "bilinear"), o.pop("layout", "NCHW"), o.pop("align_corners", False)
+    if o:
+        raise InfeasibleConfig(f"unknown resize options {sorted(o)}; expected mode, layout, align_corners")
+    if mode not in MODES:
+        raise InfeasibleConfig(f"options.mode={mode!r}, expected one of {MODES}")
+    if layout not in LAYOUTS:
+        raise InfeasibleConfig(f"options.layout={layout!r}, expected one of {LAYOUTS}")
+    if not isinstance(ac, bool):
+        raise InfeasibleConfig(f"options.align_corners={ac!r}, expected true or false")
+    return mode, layout, ac
+
+
+def _tables(shape, mode, ac):
+    h0, h1, hl = src_index(shape["h_out"], shape["h_in"], mode, ac)
+    w0, w1, wl = src_index(shape["w_out"], shape["w_in"], mode, ac)
+    return h0, h1, hl, w0, w1, wl
+
+
+def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None):
+    """Validate; returns (params clamped to the shape, buffers, (mode, layout, align_corners))."""
+    mode, layout, ac = opts(options)
+    p = C.ints(params, PARAMS)
+    p["tile_h"], p["tile_w"], p["tile_c"] = (min(p["tile_h"], shape["h_out"]), min(p["tile_w"], shape["w_out"]),
+                                             min(p["tile_c"], shape["c"]))
+    nb = C.BYTES[dtype]
+    th, tw, tc, Cn = p["tile_h"], p["tile_w"], p["tile_c"], shape["c"]
+    _, _, _, w0, w1, _ = _tables(shape, mode, ac)
+    starts = np.arange(0, shape["w_out"], tw)
+    ends = np.minimum(starts + tw, shape["w_out"]) - 1
+    span = int(np.max(w1[ends] - w0[starts] + 1))
+    rows = min(shape["h_in"], (2 if mode == "bilinear" else 1) * th)
+    if layout == "NCHW":
+        inb, outb = tc * rows * _al(span * nb), tc * th * _al(tw * nb)
+    elif tc == Cn:
+        inb, outb = rows * _al(span * Cn * nb), th * _al(tw * Cn * nb)
+    else:
+        inb, outb = rows * span * _al(tc * nb), th * tw * _al(tc * nb)
+    work = 4 * _al(tc * th * tw * nb) if mode == "bilinear" else _al(tc * th * tw * nb)
+    used = p["buffer_num"] * (inb + outb) + work + 2 * _al(shape["w_out"] * 4)
+    bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+    if used > hw.ub_bytes:
+        raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes (source rows, output tile, "
+                               f"gathered points), UB holds {hw.ub_bytes}")
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > hw.vector_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
+    if p["cores"] > _ntiles(shape, p):
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {_ntiles(shape, p)} tiles")
+    return p, bufs, (mode, layout, ac)
+
+
+def _ntiles(shape, p):
+    return (shape["n"] * -(-shape["c"] // p["tile_c"]) * -(-shape["h_out"] // p["tile_h"])
+            * -(-shape["w_out"] // p["tile_w"]))
+
+
+def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
+    """Simulate each core's run of tiles (computing them in execute mode); returns (runs, dst, traces)."""
+    mode, layout, ac = mo
+    nhwc = layout == "NHWC"
+    h0, h1, hl, w0, w1, wl = _tables(shape, mode, ac)
+    sig = f"{dtype}_{dtype}"
+    vcost = C.vtable(hw, [("vgather", sig), ("vcopy", sig), ("vmul", f"{sig}_{dtype}"), ("vmuls", f"{sig}_{dtype}"),
+                          ("vadd", f"{sig}_{dtype}")])
+    nb = C.BYTES[dtype]
+    src_bytes = shape["n"] * shape["c"] * shape["h_in"] * shape["w_in"] * nb
+    dst_bytes = shape["n"] * shape["c"] * shape["h_out"] * shape["w_out"] * nb
+    T = _ntiles(shape, p)
+    per = -(-T // p["cores"])
+    active = -(-T // per)
+    ip = np.array([shape["n"], shape["c"], shape["h_in"], shape["w_in"], shape["h_out"], shape["w_out"],
+                   p["tile_h"], p["tile_w"], p["tile_c"], p["buffer_num"], nb, C.lanes(dtype, hw),
+                   int(mode == "bilinear"), int(nhwc)], dtype=np.int64)
+    if src is None:
+        src = np.zeros((1, 1, 1, 1))
+    oshape = ((shape["n"], shape["h_out"], shape["w_out"], shape["c"]) if nhwc else
+              (shape["n"], shape["c"], shape["h_out"], shape["w_out"]))
+    dst = np.zeros(oshape if execute else (1, 1, 1, 1))
+    mark = np.zeros(shape["h_in"], dtype=np.int64)
+
+    def cores(write_share, capacity):
+        cost = cost_vector(hw, dtype, active_cores=active, write_share=round(write_share, 3))
+        out = []
+        for k in range(active):
+            st = C.new_state(capacity)
+            mark[:] = 0
+            core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, k * per, min(T, (k + 1) * per), mark, execute,
+                 src, dst, C.CODES[dtype])
+            out.append(st)
+        return out
+
+    # HBM is split between reads and writes by their share of the traffic: first from the bytes
+    # that must move, then (if tiles re-read source rows enough to matter) from the simulated ones
+    guess = dst_bytes / (src_bytes + dst_bytes)
+    states = cores(guess, trace_capacity)
+    rd = sum(st.path_bytes[E.GM_UB] for st in states)
+    wr = sum(st.path_bytes[E.UB_GM] for st in states)
+    if abs(wr / (rd + wr) - guess) > 0.02:
+        states = cores(wr / (rd + wr), trace_capacity)
+    runs = [CoreRun.from_state(st, 1) for st in states]
+    traces = [(1, E.recorded(st)) for st in states]
+    return runs, dst, traces, src_bytes + dst_bytes
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
+    """Count mode: one tiling; returns a SimResult (and traces)."""
+    shape = {d: int(shape[d]) for d in DIMS}
+    unit = unit or UNITS[0]
+    try:
+        if unit not in UNITS:
+            raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
+        p, bufs, mo = check(shape, params, dtype, hw, options)
+    except InfeasibleConfig as exc:
+        res = infeasible("resize", unit, dtype, shape, params, exc.reason)
+        return (res, []) if want_traces else res
+    runs, _, traces, moved = _run(shape, p, dtype, hw, mo, trace_capacity=trace_capacity)
+    outs = shape["n"] * shape["c"] * shape["h_out"] * shape["w_out"]
+    flops = outs * (7.0 if mo[0] == "bilinear" else 0.0)  # 4 mul, 3 add per bilinear output
+    res = assemble(op="resize", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype), must_move_bytes=float(moved),
+                   l2_hit=0.0, buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same tiles computing the output (rounded like the Vector would)."""
+    x, sizes = inputs
+    mode, layout, ac = opts(options)
+    shape = _shape_of(x, sizes, layout)
+    p, _, mo = check(shape, params, dtype, hw, options)
+    _, dst, _, _ = _run(shape, p, dtype, hw, mo, execute=True, src=np.ascontiguousarray(x, dtype=np.float64))
+    return dtype_emul.round_to(dst, dtype)
+
+
+def _shape_of(x, sizes, layout) -> dict:
+    n, a, b, c = x.shape
+    c, h, w = (c, a, b) if layout == "NHWC" else (a, b, c)
+    return {"n": n, "c": c, "h_in": h, "w_in": w, "h_out": int(sizes[0]), "w_out": int(sizes[1])}
+
+
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
+    """NumPy reference of torch.nn.functional.interpolate (float64, rounded to ``dtype``).
+
+    Written from the documented formulas, vectorized over the whole tensor.
+    """
+    x, sizes = inputs
+    o = dict(options or {})
+    mode, layout, ac = o.get("mode", "bilinear"), o.get("layout", "NCHW"), bool(o.get("align_corners", False))
+    xs = np.asarray(x, dtype=np.float64)
+    if layout == "NHWC":
+        xs = xs.transpose(0, 3, 1, 2)
+    H, W = xs.shape[2], xs.shape[3]
+    Ho, Wo = int(sizes[0]), int(sizes[1])
+    if mode == "nearest":
+        ys = np.minimum(np.floor(np.arange(Ho) * (H / Ho)).astype(int), H - 1)
+        xi = np.minimum(np.floor(np.arange(Wo) * (W / Wo)).astype(int), W - 1)
+        out = xs[:, :, ys][:, :, :, xi]
+    else:
+        def axis(o_, i_):
+            d = np.arange(o_, dtype=np.float64)
+            if ac:
+                s = d * (i_ - 1) / (o_ - 1) if o_ > 1 else 0 * d
+            else:
+                s = np.clip((d + 0.5) * i_ / o_ - 0.5, 0, None)
+            lo = np.floor(s).astype(int).clip(max=i_ - 1)
+            return lo, np.minimum(lo + 1, i_ - 1), s - lo
+
+        y0, y1, ly = axis(Ho, H)
+        x0, x1, lx = axis(Wo, W)
+        ly, lx = ly[:, None], lx[None, :]
+        g = lambda yy, xx: xs[:, :, yy][:, :, :, xx]  # noqa: E731
+        out = ((1 - ly) * ((1 - lx) * g(y0, x0) + lx * g(y0, x1)) + ly * ((1 - lx) * g(y1, x0) + lx * g(y1, x1)))
+    if layout == "NHWC":
+        out = out.transpose(0, 2, 3, 1)
+    return dtype_emul.round_to(out, dtype)
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
+    """(x uniform in [-1, 1] in the layout of ``options``, sizes = [h_out, w_out]) as ONNX Resize takes them."""
+    rng = np.random.default_rng(seed)
+    layout = (options or {}).get("layout", "NCHW")
+    dims = ((shape["n"], shape["h_in"], shape["w_in"], shape["c"]) if layout == "NHWC" else
+            (shape["n"], shape["c"], shape["h_in"], shape["w_in"]))
+    return dtype_emul.round_to(rng.uniform(-1, 1, dims), dtype), np.array([shape["h_out"], shape["w_out"]])
+
+
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+    """(rtol, atol): ~7 roundings of values bounded by 1 in the compute dtype, plus rounded weights."""
+    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    return 0.0, 12 * eps
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
+    """Baseline (``options`` gives the layout; NCHW without): whole output rows (NCHW: one channel; NHWC: every channel), as many rows as keep
+    the output tile near 8 KiB, halved until UB fits; double buffered; all cores the tiles allow."""
+    layout = (options or {}).get("layout", "NCHW")
+    nb = C.BYTES[dtype]
+    Wo, Cn = shape["w_out"], shape["c"]
+    if layout == "NHWC":
+        tc, tw = min(Cn, 256), max(1, min(Wo, 8192 // (min(Cn, 256) * nb)))
+    else:
+        tc, tw = 1, min(Wo, 1024)
+    th = max(1, min(shape["h_out"], 8192 // (tc * tw * nb)))
+    p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": 1}
+    while True:
+        p["cores"] = min(hw.vector_cores, _ntiles(shape, p))
+        try:
+            check(shape, p, dtype, hw, options)
+            return p
+        except InfeasibleConfig:
+            if p["tile_h"] > 1:
+                p["tile_h"] //= 2
+            elif p["tile_w"] > 16:
+                p["tile_w"] //= 2
+            elif p["tile_c"] > 1:
+                p["tile_c"] //= 2
+            else:
+                return p

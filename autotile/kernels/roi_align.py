@@ -1,0 +1,382 @@
+"""ROI Align with average pooling (torchvision ``roi_align`` semantics) on the Vector unit.
+
+Features are channels-last in GM (``[n, h, w, c]``, the layout NC1HWC0 kernels read: a pixel's
+channels are one contiguous vector) and the output is ``[rois, pooled_h, pooled_w, c]``. ROIs are
+``[rois, 5]`` rows ``(batch, x1, y1, x2, y2)`` in input-image coordinates. Options: ``spatial_scale``,
+``sampling_ratio`` (<= 0: adaptive ``ceil(roi_size / pooled)``), ``aligned``, and the ROI generator
+(``roi_seed``, ``roi_min`` / ``roi_max``: box sides as fractions of the image, log-uniform), since
+the cost depends on the boxes: bigger boxes mean more sampling points per bin.
+
+The work is cut into tiles of ``tile_rois`` ROIs x ``tile_bins`` output bins x ``tile_c``
+channels, split over ``cores`` in contiguous runs. Per ROI the S pipe computes the box, bin sizes
+and grid; per sampling point it computes y, x, the clamps and four weights. Each point inside
+the map costs one DataCopy (MTE2) of its 2 x 2 neighbourhood (two row bursts of two pixels'
+``tile_c`` channels, 32 B padded) and four VAXPYs into the bin's accumulator (zeroed by VDUP);
+each ROI's bins are scaled by 1 / count (VMULS) and the tile goes back by MTE3. Input and output
+tiles sit in queues of ``buffer_num`` slots; UB is sized for the largest grid of the given ROIs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from autotile.errors import InfeasibleConfig
+from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
+from autotile.kernels import dtype_emul
+from autotile.sim import engine as E
+from autotile.sim.costs import cost_vector, l2_hit_fraction
+from autotile.sim.result import CoreRun, assemble, infeasible
+
+UNITS = ("vector",)
+DIMS = ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w")
+PARAMS = ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")
+DEFAULT_OPTIONS = {"spatial_scale": 0.25, "sampling_ratio": 2, "aligned": True, "roi_seed": 0,
+                   "roi_min": 0.05, "roi_max": 0.5}
+Q_IN, Q_OUT = 0, 1
+V_DUP, V_AXPY, V_MULS = range(3)
+ROI_SCALAR_OPS = 12  # box scaling, offsets, sizes, bin sizes, grid, count
+SAMPLE_SCALAR_OPS = 10  # y, x, range test, clamps, floors, four weights
+IP_LEN = 12
+
+
+@njit(cache=True)
+def _roi_geometry(roi, scale, sr, aligned, ph, pw):
+    """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI, as torchvision computes them."""
+    off = 0.5 if aligned else 0.0
+    sw = roi[1] * scale - off
+    sh = roi[2] * scale - off
+    rw = roi[3] * scale - off - sw
+    rh = roi[4] * scale - off - sh
+    if not aligned:
+        rw = max(rw, 1.0)
+        rh = max(rh, 1.0)
+    gh = sr if sr > 0 else int(math.ceil(rh / ph))
+    gw = sr if sr > 0 else int(math.ceil(rw / pw))
+    return sh, sw, rh / ph, rw / pw, gh, gw
+
+
+@njit(cache=True)
+def _corners(y, x, H, W):
+    """(valid, y_low, x_low, y_high, x_high, ly, lx) of a sampling point, torchvision's rules."""
+    if y < -1.0 or y > H or x < -1.0 or x > W:
+        return False, 0, 0, 0, 0, 0.0, 0.0
+    y = max(y, 0.0)
+    x = max(x, 0.0)
+    yl, xl = int(y), int(x)
+    if yl >= H - 1:
+        yl = yh = H - 1
+        y = float(yl)
+    else:
+        yh = yl + 1
+    if xl >= W - 1:
+        xl = xh = W - 1
+        x = float(xl)
+    else:
+        xh = xl + 1
+    return True, yl, xl, yh, xh, y - yl, x - xl
+
+
+@njit(cache=True)
+def core(st, cost, vcost, ip, fp, rois, t0, t1, execute, feat, out, code):
+    """Tiles t0..t1-1 on one core; returns the end time."""
+    Cn, H, W, R, ph, pw = ip[0], ip[1], ip[2], ip[3], ip[4], ip[5]
+    tr, tb, tc, depth, nb, lanes = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11]
+    scale, sr, aligned, sc = fp[0], int(fp[1]), fp[2] > 0, fp[3]
+    E.set_queue(st, Q_IN, depth)
+    E.set_queue(st, Q_OUT, depth)
+    nbins = ph * pw
+    nct = (Cn + tc - 1) // tc
+    nbt = (nbins + tb - 1) // tb
+    cblk = ((tc * nb + 31) // 32) * 32
+    pair = ((2 * tc * nb + 31) // 32) * 32 * 2 if tc == Cn else 4 * cblk  # 2 rows x 2 pixels
+    t = 0.0
+    for ti in range(t0, t1):
+        ct = ti % nct
+        bt = (ti // nct) % nbt
+        rt = ti // (nct * nbt)
+        c0, b0, r0 = ct * tc, bt * tb, rt * tr
+        cc, bb, rr = min(tc, Cn - c0), min(tb, nbins - b0), min(tr, R - r0)
+        slot, free = E.alloc(st, Q_IN)
+        oslot, ofree = E.alloc(st, Q_OUT)
+        t = C.vrun(st, cost, vcost, V_DUP, rr * bb * cc, lanes, max(t, ofree))  # zero the accumulators
+        for r in range(r0, r0 + rr):
+            sh, sw, bh, bw, gh, gw = _roi_geometry(rois[r], scale, sr, aligned, ph, pw)
+            s = E.scalar(st, cost, ROI_SCALAR_OPS, sc, free)
+            count = max(gh * gw, 1)
+            bidx = int(rois[r, 0])
+            for bi in range(b0, b0 + bb):
+                py, px = bi // pw, bi % pw
+                s = E.scalar(st, cost, SAMPLE_SCALAR_OPS * gh * gw, sc, s)
+                for iy in range(gh):
+                    y = sh + py * bh + (iy + 0.5) * bh / gh
+                    for ix in range(gw):
+                        x = sw + px * bw + (ix + 0.5) * bw / gw
+                        ok, yl, xl, yh, xh, ly, lx = _corners(y, x, H, W)
+                        if not ok:
+                            continue
+                        ready = E.copy(st, cost, E.GM_UB, float(pair), s)
+                        for _ in range(4):
+                            t = C.vrun(st, cost, vcost, V_AXPY, cc, lanes, max(ready, t))
+                        if execute:
+                            hy, hx = 1.0 - ly, 1.0 - lx
+                            w = (C.rnd(hy * hx, code), C.rnd(hy * lx, code), C.rnd(ly * hx, code),
+                                 C.rnd(ly * lx, code))
+                            for k in range(cc):
+                                ch = c0 + k
+                                a = out[r, py, px, ch]
+                                a = C.rnd(a + w[0] * feat[bidx, yl, xl, ch], code)
+                                a = C.rnd(a + w[1] * feat[bidx, yl, xh, ch], code)
+                                a = C.rnd(a + w[2] * feat[bidx, yh, xl, ch], code)
+                                out[r, py, px, ch] = C.rnd(a + w[3] * feat[bidx, yh, xh, ch], code)
+                if execute:
+                    inv = C.rnd(1.0 / count, code)
+                    for k in range(cc):
+                        out[r, py, px, c0 + k] = C.rnd(out[r, py, px, c0 + k] * inv, code)
+            t = C.vrun(st, cost, vcost, V_MULS, bb * cc, lanes, t)  # / count
+        E.release(st, Q_IN, slot, t)
+        obytes = rr * (((bb * cc * nb + 31) // 32) * 32 if tc == Cn else bb * cblk)
+        E.copy(st, cost, E.UB_GM, float(obytes), t)
+        E.release(st, Q_OUT, oslot, st.pipe_free[E.MTE3])
+    return max(t, st.pipe_free[E.MTE3])
+
+
+# ---------------------------------------------------------------------------------------
+# Python side
+
+
+def opts(options: dict | None) -> dict:
+    """The op options with defaults, validated."""
+    o = {**DEFAULT_OPTIONS, **(options or {})}
+    unknown = set(o) - set(DEFAULT_OPTIONS)
+    if unknown:
+        raise InfeasibleConfig(f"unknown roi_align options {sorted(unknown)}; expected {sorted(DEFAULT_OPTIONS)}")
+    if not (isinstance(o["spatial_scale"], (int, float)) and o["spatial_scale"] > 0):
+        raise InfeasibleConfig(f"options.spatial_scale={o['spatial_scale']!r}, expected a positive number")
+    if not isinstance(o["sampling_ratio"], int) or isinstance(o["sampling_ratio"], bool):
+        raise InfeasibleConfig(f"options.sampling_ratio={o['sampling_ratio']!r}, expected an integer")
+    if not isinstance(o["aligned"], bool):
+        raise InfeasibleConfig(f"options.aligned={o['aligned']!r}, expected true or false")
+    if not 0 < o["roi_min"] <= o["roi_max"] <= 1:
+        raise InfeasibleConfig("options roi_min and roi_max must satisfy 0 < roi_min <= roi_max <= 1")
+    return o
+
+
+def make_rois(shape: dict, options: dict | None = None) -> np.ndarray:
+    """Seeded boxes ``(batch, x1, y1, x2, y2)`` inside the input image (feature size / scale).
+
+    Sides are log-uniform between ``roi_min`` and ``roi_max`` of the image side (proposals span
+    scales), positions uniform with the box inside the image.
+    """
+    o = opts(options)
+    rng = np.random.default_rng(o["roi_seed"])
+    R = shape["rois"]
+    img_h, img_w = shape["h"] / o["spatial_scale"], shape["w"] / o["spatial_scale"]
+    lo, hi = math.log(o["roi_min"]), math.log(o["roi_max"])
+    bh = np.exp(rng.uniform(lo, hi, R)) * img_h
+    bw = np.exp(rng.uniform(lo, hi, R)) * img_w
+    y1 = rng.uniform(0, 1, R) * (img_h - bh)
+    x1 = rng.uniform(0, 1, R) * (img_w - bw)
+    b = rng.integers(0, shape["n"], R).astype(np.float64)
+    return np.stack([b, x1, y1, x1 + bw, y1 + bh], axis=1)
+
+
+def _max_grid(shape, rois, o) -> int:
+    m = 1
+    for r in rois:
+        _, _, _, _, gh, gw = _roi_geometry(r, float(o["spatial_scale"]), int(o["sampling_ratio"]), o["aligned"],
+                                           shape["pooled_h"], shape["pooled_w"])
+        m = max(m, gh * gw)
+    return m
+
+
+def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None, rois=None):
+    """Validate; returns (params, buffers, options, rois)."""
+    o = opts(options)
+    rois = make_rois(shape, o) if rois is None else rois
+    p = C.ints(params, PARAMS)
+    nbins = shape["pooled_h"] * shape["pooled_w"]
+    p["tile_rois"], p["tile_bins"], p["tile_c"] = (min(p["tile_rois"], shape["rois"]), min(p["tile_bins"], nbins),
+                                                   min(p["tile_c"], shape["c"]))
+    nb = C.BYTES[dtype]
+    tr, tb, tc = p["tile_rois"], p["tile_bins"], p["tile_c"]
+    cblk = -(-tc * nb // 32) * 32
+    pair = (-(-2 * tc * nb // 32) * 32 * 2) if tc == shape["c"] else 4 * cblk
+    grid = _max_grid(shape, rois, o)
+    inb = tr * tb * grid * pair
+    outb = tr * tb * cblk
+    used = p["buffer_num"] * (inb + outb)
+    bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+    if used > hw.ub_bytes:
+        raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes ({grid} sampling points per bin at "
+                               f"most, 2 x 2 neighbours each), UB holds {hw.ub_bytes}")
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > hw.vector_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
+    T = _ntiles(shape, p)
+    if p["cores"] > T:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {T} tiles")
+    return p, bufs, o, rois
+
+
+def _ntiles(shape, p):
+    return (-(-shape["rois"] // p["tile_rois"]) * -(-shape["pooled_h"] * shape["pooled_w"] // p["tile_bins"])
+            * -(-shape["c"] // p["tile_c"]))
+
+
+def _run(shape, p, dtype, hw, o, rois, execute=False, feat=None, trace_capacity=0):
+    """Simulate each core's run of tiles (computing them in execute mode); returns (runs, out, traces)."""
+    sig = f"{dtype}_{dtype}"
+    vcost = C.vtable(hw, [("vdup", sig), ("vaxpy", f"{sig}_{dtype}"), ("vmuls", f"{sig}_{dtype}")])
+    T = _ntiles(shape, p)
+    per = -(-T // p["cores"])
+    active = -(-T // per)
+    ip = np.array([shape["c"], shape["h"], shape["w"], shape["rois"], shape["pooled_h"], shape["pooled_w"],
+                   p["tile_rois"], p["tile_bins"], p["tile_c"], p["buffer_num"], C.BYTES[dtype], C.lanes(dtype, hw)],
+                  dtype=np.int64)
+    fp = np.array([float(o["spatial_scale"]), float(o["sampling_ratio"]), float(o["aligned"]),
+                   C.scalar_cost(hw, "add")])
+    feat = np.zeros((1, 1, 1, 1)) if feat is None else feat
+    out = np.zeros((shape["rois"], shape["pooled_h"], shape["pooled_w"], shape["c"]) if execute else (1, 1, 1, 1))
+    rois = np.ascontiguousarray(rois, dtype=np.float64)
+    feat_bytes = shape["n"] * shape["h"] * shape["w"] * shape["c"] * C.BYTES[dtype]
+    out_bytes = out.size * C.BYTES[dtype] if execute else shape["rois"] * shape["pooled_h"] * shape["pooled_w"] \
+        * shape["c"] * C.BYTES[dtype]
+
+    def cores(hit, capacity):
+        cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit)
+        states = []
+        for k in range(active):
+            st = C.new_state(capacity)
+            core(st, cost, vcost, ip, fp, rois, k * per, min(T, (k + 1) * per), execute, feat, out, C.CODES[dtype])
+            states.append(st)
+        return states
+
+    # neighbourhoods of nearby points overlap: re-reads of the feature map hit the shared L2
+    states = cores(0.0, 0)
+    read = sum(st.path_bytes[E.GM_UB] for st in states)
+    hit = l2_hit_fraction(hw, read, min(read, feat_bytes), feat_bytes + out_bytes)
+    if execute:
+        out[:] = 0.0
+    states = cores(hit, trace_capacity)
+    runs = [CoreRun.from_state(st, 1) for st in states]
+    return runs, out, [(1, E.recorded(st)) for st in states], hit, min(read, feat_bytes) + out_bytes
+
+
+def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+             options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
+    """Count mode on the seeded ROIs of ``options``; returns a SimResult (and traces)."""
+    shape = {d: int(shape[d]) for d in DIMS}
+    unit = unit or UNITS[0]
+    try:
+        if unit not in UNITS:
+            raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
+        p, bufs, o, rois = check(shape, params, dtype, hw, options)
+    except InfeasibleConfig as exc:
+        res = infeasible("roi_align", unit, dtype, shape, params, exc.reason)
+        return (res, []) if want_traces else res
+    runs, _, traces, hit, moved = _run(shape, p, dtype, hw, o, rois, trace_capacity=trace_capacity)
+    samples = sum(r[-1] * r[-2] for r in (_roi_geometry(b, float(o["spatial_scale"]), int(o["sampling_ratio"]),
+                                                       o["aligned"], shape["pooled_h"], shape["pooled_w"])
+                                          for b in rois))
+    flops = 8.0 * samples * shape["pooled_h"] * shape["pooled_w"] * shape["c"]  # 4 multiply-adds per point
+    res = assemble(op="roi_align", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
+                   useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype), must_move_bytes=float(moved),
+                   l2_hit=hit, buffers=bufs)
+    return (res, traces) if want_traces else res
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same tiles computing ``[rois, pooled_h, pooled_w, c]``."""
+    feat, rois, pooled = inputs
+    n, h, w, c = feat.shape
+    shape = {"n": n, "c": c, "h": h, "w": w, "rois": rois.shape[0], "pooled_h": int(pooled[0]),
+             "pooled_w": int(pooled[1])}
+    p, _, o, rois = check(shape, params, dtype, hw, options, rois)
+    _, out, _, _, _ = _run(shape, p, dtype, hw, o, rois, execute=True, feat=np.ascontiguousarray(feat, dtype=np.float64))
+    return dtype_emul.round_to(out, dtype)
+
+
+def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
+    """NumPy reference of torchvision.ops.roi_align (float64), written from its documented algorithm."""
+    feat, rois, pooled = inputs
+    o = opts(options)
+    x = np.asarray(feat, dtype=np.float64)
+    _, H, W, Cn = x.shape
+    PH, PW = int(pooled[0]), int(pooled[1])
+    scale, sr, aligned = float(o["spatial_scale"]), int(o["sampling_ratio"]), o["aligned"]
+    out = np.zeros((rois.shape[0], PH, PW, Cn))
+    off = 0.5 if aligned else 0.0
+    for i, (b, x1, y1, x2, y2) in enumerate(np.asarray(rois, dtype=np.float64)):
+        sw, sh = x1 * scale - off, y1 * scale - off
+        rw, rh = x2 * scale - off - sw, y2 * scale - off - sh
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / PH, rw / PW
+        gh = sr if sr > 0 else math.ceil(rh / PH)
+        gw = sr if sr > 0 else math.ceil(rw / PW)
+        img = x[int(b)]
+        for py in range(PH):
+            for px in range(PW):
+                acc = np.zeros(Cn)
+                for iy in range(gh):
+                    yy = sh + py * bh + (iy + 0.5) * bh / gh
+                    for ix in range(gw):
+                        xx = sw + px * bw + (ix + 0.5) * bw / gw
+                        if yy < -1.0 or yy > H or xx < -1.0 or xx > W:
+                            continue
+                        yy_, xx_ = max(yy, 0.0), max(xx, 0.0)
+                        y0, x0 = int(yy_), int(xx_)
+                        if y0 >= H - 1:
+                            y0 = y1_ = H - 1
+                            yy_ = float(y0)
+                        else:
+                            y1_ = y0 + 1
+                        if x0 >= W - 1:
+                            x0 = x1_ = W - 1
+                            xx_ = float(x0)
+                        else:
+                            x1_ = x0 + 1
+                        ly, lx = yy_ - y0, xx_ - x0
+                        acc += ((1 - ly) * (1 - lx) * img[y0, x0] + (1 - ly) * lx * img[y0, x1_]
+                                + ly * (1 - lx) * img[y1_, x0] + ly * lx * img[y1_, x1_])
+                out[i, py, px] = acc / max(gh * gw, 1)
+    return dtype_emul.round_to(out, dtype)
+
+
+def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
+    """(features [n, h, w, c] uniform in [-1, 1], the options' seeded ROIs, [pooled_h, pooled_w])."""
+    rng = np.random.default_rng(seed)
+    feat = dtype_emul.round_to(rng.uniform(-1, 1, (shape["n"], shape["h"], shape["w"], shape["c"])), dtype)
+    return feat, make_rois(shape, options), np.array([shape["pooled_h"], shape["pooled_w"]])
+
+
+def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+    """(rtol, atol): accumulation of up to a few hundred weighted points in the compute dtype."""
+    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    return 0.0, 32 * eps
+
+
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
+    """Baseline: one ROI per tile with all its bins and all channels, double buffered, every core;
+    bins, then channels, halved until UB fits."""
+    p = {"tile_rois": 1, "tile_bins": shape["pooled_h"] * shape["pooled_w"], "tile_c": shape["c"],
+         "buffer_num": 2, "cores": 1}
+    while True:
+        p["cores"] = min(hw.vector_cores, _ntiles(shape, p))
+        try:
+            check(shape, p, dtype, hw, options)
+            return p
+        except InfeasibleConfig:
+            if p["tile_bins"] > 1:
+                p["tile_bins"] = -(-p["tile_bins"] // 2)
+            elif p["tile_c"] > 16:
+                p["tile_c"] //= 2
+            else:
+                return p

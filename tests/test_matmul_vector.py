@@ -1,0 +1,48 @@
+"""Matmul on the Vector unit: dispatch from matmul, execute mode against the reference, cube untouched."""
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from autotile.hardware import load_profile
+from autotile.kernels import matmul as mm
+
+HW = load_profile()
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 20), n=st.integers(1, 40), k=st.integers(1, 24), tm=st.integers(1, 7),
+       cores=st.integers(1, 6), buffer_num=st.integers(1, 2), dtype=st.sampled_from(["fp16", "fp32", "bf16"]))
+def test_vector_execute_matches_reference(m, n, k, tm, cores, buffer_num, dtype):
+    shape = {"m": m, "n": n, "k": k}
+    p = {"tile_m": tm, "buffer_num": buffer_num, "cores": cores}
+    assume(mm.simulate(shape, p, dtype, HW, unit="vector").feasible)
+    inputs = mm.make_inputs(shape, dtype, seed=m * n + k)
+    got = mm.execute(inputs, p, dtype, HW, unit="vector").astype(np.float64)
+    ref = mm.reference(inputs, dtype).astype(np.float64)
+    rtol, atol = mm.tolerance(dtype, shape)
+    assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
+
+
+def test_dispatch_keeps_cube_default_and_adds_vector():
+    shape = {"m": 16, "n": 16, "k": 16}
+    assert "base_m" in mm.default_params(shape, "fp16", HW)
+    vp = mm.default_params(shape, "fp16", HW, "vector")
+    assert set(vp) == {"tile_m", "buffer_num", "cores"}
+    r = mm.simulate(shape, vp, "fp16", HW, unit="vector")
+    assert r.feasible and r.unit == "vector" and r.pipes["m"]["busy_cycles"] == 0 and r.pipes["v"]["busy_cycles"] > 0
+    assert mm.verify_shape(shape, vp) == shape
+
+
+def test_vector_cost_grows_with_k_sweeps():
+    p = {"tile_m": 4, "buffer_num": 2, "cores": 4}
+    short = mm.simulate({"m": 16, "n": 64, "k": 8}, p, "fp16", HW, unit="vector")
+    long = mm.simulate({"m": 16, "n": 64, "k": 64}, p, "fp16", HW, unit="vector")
+    assert long.pipes["v"]["busy_cycles"] > 6 * short.pipes["v"]["busy_cycles"]
+
+
+def test_vector_rejects_int8_and_overflow():
+    assert "supports" in mm.simulate({"m": 4, "n": 4, "k": 4}, {"tile_m": 4, "buffer_num": 1, "cores": 1}, "int8", HW,
+                                     unit="vector").reason
+    r = mm.simulate({"m": 64, "n": 512, "k": 512}, {"tile_m": 8, "buffer_num": 2, "cores": 8}, "fp16", HW, unit="vector")
+    assert not r.feasible and "UB overflow" in r.reason

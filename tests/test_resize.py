@@ -1,0 +1,92 @@
+"""resize: the reference against PyTorch's documented outputs, execute mode against the reference."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from autotile.hardware import load_profile
+from autotile.kernels import resize as R
+
+HW = load_profile()
+
+
+def _ref(x, ho, wo, **opts):
+    return R.reference((np.asarray(x, dtype=np.float32)[None, None], np.array([ho, wo])), "fp32", options=opts)[0, 0]
+
+
+def test_reference_matches_pytorch_documented_values():
+    x = [[1.0, 2.0], [3.0, 4.0]]
+    # F.interpolate(x, size=4, mode="bilinear", align_corners=False)
+    assert np.allclose(_ref(x, 4, 4, mode="bilinear"), [[1.0, 1.25, 1.75, 2.0], [1.5, 1.75, 2.25, 2.5],
+                                                         [2.5, 2.75, 3.25, 3.5], [3.0, 3.25, 3.75, 4.0]])
+    # align_corners=True keeps the corners and spaces the rest evenly
+    assert np.allclose(_ref(x, 3, 3, mode="bilinear", align_corners=True), [[1, 1.5, 2], [2, 2.5, 3], [3, 3.5, 4]])
+    assert np.allclose(_ref(x, 4, 4, mode="nearest"), [[1, 1, 2, 2], [1, 1, 2, 2], [3, 3, 4, 4], [3, 3, 4, 4]])
+    row = np.arange(5.0)[None]
+    assert np.allclose(_ref(row, 1, 3, mode="nearest"), [[0, 1, 3]])  # floor(d * 5/3)
+    # downsampling by 2 without align_corners averages pixel pairs
+    assert np.allclose(_ref(np.arange(8.0)[None], 1, 4, mode="bilinear"), [[0.5, 2.5, 4.5, 6.5]])
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 5), hi=st.integers(1, 12), wi=st.integers(1, 12),
+       ho=st.integers(1, 12), wo=st.integers(1, 40), th=st.integers(1, 5), tw=st.integers(1, 17),
+       tc=st.integers(1, 4), cores=st.integers(1, 6), mode=st.sampled_from(R.MODES),
+       layout=st.sampled_from(R.LAYOUTS), ac=st.booleans(), dtype=st.sampled_from(["fp32", "fp16"]))
+def test_execute_matches_reference(n, c, hi, wi, ho, wo, th, tw, tc, cores, mode, layout, ac, dtype):
+    shape = {"n": n, "c": c, "h_in": hi, "w_in": wi, "h_out": ho, "w_out": wo}
+    opts = {"mode": mode, "layout": layout, "align_corners": ac}
+    p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": cores}
+    assume(R.simulate(shape, p, dtype, HW, options=opts).feasible)
+    inputs = R.make_inputs(shape, dtype, seed=hi * 100 + wo, options=opts)
+    got = R.execute(inputs, p, dtype, HW, options=opts).astype(np.float64)
+    ref = R.reference(inputs, dtype, options=opts).astype(np.float64)
+    rtol, atol = R.tolerance(dtype, shape)
+    assert got.shape == ref.shape
+    assert np.max(np.abs(got - ref)) <= atol
+
+
+@pytest.mark.parametrize("mode", R.MODES)
+@pytest.mark.parametrize("layout", R.LAYOUTS)
+@pytest.mark.parametrize("ac", [False, True])
+def test_default_params_simulate(mode, layout, ac):
+    shape = {"n": 1, "c": 64, "h_in": 128, "w_in": 128, "h_out": 256, "w_out": 256}
+    opts = {"mode": mode, "layout": layout, "align_corners": ac}
+    r = R.simulate(shape, R.default_params(shape, "fp16", HW, options=opts), "fp16", HW, options=opts)
+    assert r.feasible and r.cycles > 0 and 0 < r.pct_of_bandwidth <= 100
+
+
+def test_bilinear_ub_counts_two_source_rows_per_output_row():
+    shape = {"n": 1, "c": 1, "h_in": 4096, "w_in": 4096, "h_out": 2048, "w_out": 2048}
+    p = {"tile_h": 8, "tile_w": 1024, "tile_c": 1, "buffer_num": 2, "cores": 1}
+    near = R.simulate(shape, p, "fp16", HW, options={"mode": "nearest"})
+    bil = R.simulate(shape, p, "fp16", HW, options={"mode": "bilinear"})
+    assert near.feasible and not bil.feasible and "UB overflow" in bil.reason
+
+
+def test_bilinear_reads_four_points_and_costs_more_than_nearest():
+    shape = {"n": 1, "c": 8, "h_in": 64, "w_in": 64, "h_out": 128, "w_out": 128}
+    p = {"tile_h": 8, "tile_w": 128, "tile_c": 1, "buffer_num": 2, "cores": 8}
+    near = R.simulate(shape, p, "fp16", HW, options={"mode": "nearest"})
+    bil = R.simulate(shape, p, "fp16", HW, options={"mode": "bilinear"})
+    assert bil.cycles > near.cycles
+    assert bil.pipes["v"]["busy_cycles"] > 4 * near.pipes["v"]["busy_cycles"]
+
+
+def test_nhwc_narrow_channel_tiles_pay_burst_padding():
+    shape = {"n": 1, "c": 64, "h_in": 64, "w_in": 64, "h_out": 64, "w_out": 64}
+    opts = {"mode": "nearest", "layout": "NHWC"}
+    full = R.simulate(shape, {"tile_h": 4, "tile_w": 64, "tile_c": 64, "buffer_num": 2, "cores": 16}, "fp16", HW,
+                      options=opts)
+    narrow = R.simulate(shape, {"tile_h": 4, "tile_w": 64, "tile_c": 1, "buffer_num": 2, "cores": 16}, "fp16", HW,
+                        options=opts)
+    assert narrow.bytes["gm_ub"] >= 15 * full.bytes["gm_ub"]  # 2 B channels padded to 32 B bursts
+    assert narrow.cycles > full.cycles
+
+
+def test_bad_options_are_infeasible_with_reason():
+    shape = {"n": 1, "c": 1, "h_in": 8, "w_in": 8, "h_out": 4, "w_out": 4}
+    p = {"tile_h": 1, "tile_w": 4, "tile_c": 1, "buffer_num": 1, "cores": 1}
+    r = R.simulate(shape, p, "fp16", HW, options={"mode": "bicubic"})
+    assert not r.feasible and "mode" in r.reason
