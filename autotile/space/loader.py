@@ -1,7 +1,7 @@
 """Strict loading of a YAML spec file into a frozen :class:`~autotile.space.spec.Spec`.
 
 Every problem is an InputError located at ``file:line:col`` with the dotted field, saying what
-was expected; unknown keys suggest the closest valid one. See docs/spec-format.md.
+was expected; unknown keys suggest the closest valid one. See the README, "Spec format reference".
 """
 
 from __future__ import annotations

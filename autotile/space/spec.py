@@ -1,6 +1,6 @@
 """The study spec as data: the frozen :class:`Spec` that ``load_spec`` (loader.py) builds.
 
-See docs/spec-format.md for the file format.
+The file format is documented in the README ("Spec format reference").
 """
 
 from __future__ import annotations
