@@ -69,7 +69,13 @@ def suggest(word: str, choices) -> str:
 
 def load_text(text: str, file: str) -> Located:
     """Parse YAML text with the safe loader into plain values plus positions."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise InputError(f"invalid YAML: unacceptable character #x{exc.character:04x}",
+                         file=file, line=line, col=col) from None
     try:
         try:
             node = loader.get_single_node()
