@@ -223,3 +223,32 @@ def test_bad_spec_and_bad_options_exit_2(run_cli, tmp_path):
     assert run_cli("tune", str(tmp_path / "missing.yaml"))[0] == 2
     code, _, err = run_cli("tune", TINY, "--sampler", "annealing", "--out", str(tmp_path / "o"))
     assert code == 2 and "unknown sampler" in err and err.count("\n") == 1
+
+
+def test_limits_make_a_single_objective_study_pick_the_fastest_admissible_variant(run_cli, tmp_path):
+    spec = tmp_path / "sig.yaml"
+    spec.write_text("""op: sigmoid
+hardware: ascend910b2
+dtypes: [fp16]
+units: [scalar]
+shapes: [{n: 2048}]
+params:
+  tile_len: {type: int, low: 256, high: "shape.n", pow2: true}
+  buffer_num: {type: fixed, value: 2}
+  cores: {type: fixed, value: 1}
+  variant: {type: categorical, choices: [exact, poly, lut_nearest, lut_linear]}
+objective: cycles
+limits: {max_abs_error: 1.0e-3}
+sampler: exhaustive
+""")
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--json")
+    assert code == 0, err
+    r = json.loads(stdout)["results"][0]
+    assert r["values"]["max_abs_error"] <= 1e-3 and r["verified"]
+    assert r["params"]["variant"] not in ("poly", "lut_nearest")  # both above the cap
+    free = spec.read_text().replace("limits: {max_abs_error: 1.0e-3}\n", "")
+    spec.write_text(free)
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(tmp_path / "free"), "--quiet", "--json")
+    faster = json.loads(stdout)["results"][0]
+    assert faster["cycles"] < r["cycles"]  # the cap really cost something

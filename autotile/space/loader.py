@@ -22,7 +22,7 @@ from autotile.yamlsrc import Located, dotted, load_file, suggest
 
 TOP_KEYS = (
     "op", "hardware", "dtypes", "units", "shapes", "params", "derived", "constraints",
-    "objective", "budget", "sampler", "seed", "backend", "measurements", "inputs", "description",
+    "objective", "limits", "budget", "sampler", "seed", "backend", "measurements", "inputs", "description",
 )
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 OBJECTIVES = ("cycles", "time_us", "max_abs_error", "max_rel_error")
@@ -136,6 +136,7 @@ class _Parser:
                                      "objective")
         if len(objectives) > 2:
             raise self.err(("objective",), f"expected one or two objectives, got {len(objectives)}")
+        limits = self.limits(top.get("limits", {}))
         backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
         if op.generic and backend != "replay":
             raise self.err(("op",), f"op {op.name} has no kernel to simulate; it needs backend: replay "
@@ -152,6 +153,7 @@ class _Parser:
             derived=derived,
             constraints=constraints,
             objectives=objectives,
+            limits=limits,
             budget=self.budget(top["budget"]) if "budget" in top else Budget(),
             sampler=self.one_of(("sampler",), top.get("sampler", "tpe"), SAMPLERS, "sampler"),
             seed=self.seed(top.get("seed", 0)),
@@ -160,6 +162,18 @@ class _Parser:
             inputs=self.mapping(("inputs",), top.get("inputs", {}), tuple(top.get("inputs") or ())),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
         )
+
+    def limits(self, value) -> tuple:
+        """``limits: {max_rel_error: 1e-3}``: caps on measured metrics; a configuration above one
+        is infeasible, so a single-objective study picks the fastest admissible variant."""
+        self.mapping(("limits",), value, OBJECTIVES)
+        out = []
+        for name, cap in value.items():
+            path = ("limits", name)
+            if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 0 or cap == float("inf"):
+                raise self.err(path, f"expected a number >= 0, got {_show(cap)}")
+            out.append((name, float(cap)))
+        return tuple(out)
 
     def hardware(self, ref) -> tuple[str, HardwareProfile]:
         path = ("hardware",)

@@ -61,6 +61,7 @@ class Spec:
     derived: tuple[Derived, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     objectives: tuple[str, ...] = ("cycles",)
+    limits: tuple = ()  # ((metric, cap), ...): a configuration above a cap is infeasible
     budget: Budget = Budget()
     sampler: str = "tpe"
     seed: int = 0
@@ -118,6 +119,7 @@ class Spec:
             "derived": {d.name: plain(d.expr) for d in self.derived},
             "constraints": [{"expr": plain(c.expr), "message": c.message} for c in self.constraints],
             "objective": list(self.objectives),
+            "limits": dict(self.limits),
             "budget": {k: v for k, v in (("trials", self.budget.trials),
                                          ("timeout_s", self.budget.timeout_s)) if v is not None},
             "sampler": self.sampler,

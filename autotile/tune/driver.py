@@ -272,7 +272,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     if opts.verify and not replay:
         kernel = registry.implementation(spec.op.name)
         claimed = None
-        if "max_abs_error" in plan.objectives or "max_rel_error" in plan.objectives:
+        metrics = (*plan.objectives, *dict(spec.limits))
+        if "max_abs_error" in metrics or "max_rel_error" in metrics:
             claimed = [b[1].get("max_abs_error") for b in oc.best]
         g = gate(kernel, sp.shape, candidates, sp.dtype, spec.hardware, unit=sp.unit, options=spec.inputs,
                  claimed=claimed)

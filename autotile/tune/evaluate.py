@@ -77,8 +77,13 @@ class Evaluator:
         if not res.feasible:
             return Outcome(params, False, res.reason, result=res)
         values = {"cycles": float(res.cycles), "time_us": float(res.time_us)}
-        if any(o in ERROR_OBJECTIVES for o in self.objectives):
+        limits = dict(self.space.spec.limits)
+        if any(o in ERROR_OBJECTIVES for o in (*self.objectives, *limits)):
             values.update(self.errors(params))
+        for metric, cap in limits.items():
+            if values[metric] > cap:
+                return Outcome(params, False, f"{metric} {values[metric]:.3g} exceeds the limit {cap:g}",
+                               values, res)
         return Outcome(params, True, None, values, res)
 
     def errors(self, params: dict) -> dict:
