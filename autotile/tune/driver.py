@@ -293,6 +293,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
                    speedup_vs_baseline=(base_cycles / res.cycles) if base_cycles else None)
     else:
         rec.update(baseline_params=None, baseline_cycles=None, speedup_vs_baseline=None)
+    if plan.sampler == "exhaustive":  # the oracle: the report draws it as the optimum line
+        rec["optimum_cycles"] = oc.best[0][1].get("cycles")
     if len(plan.objectives) > 1:
         rec["pareto"] = oc.pareto
     return rec
