@@ -113,7 +113,10 @@ def core(st, cost, ip, mode, a, b, acc):
             last = 0.0
             for ki in range(kt):
                 tk = min(bk, K - ki * bk)
-                # --- A panel in L1 (GM -> L1 on MTE2 unless resident)
+                # --- A panel in L1 (GM -> L1 on MTE2 unless resident). A and B are written out
+                # rather than shared through a helper: passing the cache arrays and the state to
+                # an @njit helper made count mode 2.5x slower (bench/sim_speed.py: 4,760 -> 1,820/s)
+                # --- A panel in L1
                 pa = (mi // step_m) * ka_groups + ki // step_ka
                 sa = -1
                 for s in range(slots_a):
