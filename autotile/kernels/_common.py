@@ -203,3 +203,22 @@ def on_chip(options: dict | None) -> bool:
 def new_state(trace_capacity: int = 0):
     """A fresh engine state (trace rows if asked)."""
     return E.new_state(trace_capacity)
+
+
+def check_capacity(bufs: dict) -> None:
+    """Raise InfeasibleConfig naming the first buffer whose use exceeds its capacity."""
+    for name, b in bufs.items():
+        if b["used"] > b["capacity"]:
+            raise InfeasibleConfig(f"{name.upper()} overflow: the tiling needs {b['used']} bytes, "
+                                   f"{name.upper()} holds {b['capacity']}")
+
+
+def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, work: int, what: str) -> None:
+    """``buffer_num`` within the engine's queue depth, ``cores`` within the unit's cores and
+    within the ``work`` items (``what``) there are to share."""
+    if p["buffer_num"] > E.MAX_DEPTH:
+        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
+    if p["cores"] > max_cores:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {max_cores} {unit} cores of {hw.name}")
+    if p["cores"] > work:
+        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {work} {what}")

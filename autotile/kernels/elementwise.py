@@ -76,12 +76,8 @@ def check(shape, params, dtype, hw, unit, kind):
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
-    if p["buffer_num"] > E.MAX_DEPTH:
-        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
-    if p["cores"] > hw.vector_cores:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
-    if p["cores"] > -(-shape["n"] // 16):
-        raise InfeasibleConfig(f"cores={p['cores']} leaves cores without work for n={shape['n']}")
+    C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=-(-shape["n"] // 16),
+                   what=f"16-element blocks of n={shape['n']}")
     return p, bufs
 
 

@@ -159,16 +159,9 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
                 "l0b": {"used": p["buffer_num"] * _al(blk, hw.align["l0b"]), "capacity": hw.l0b_bytes},
                 "l0c": {"used": RESULT_FRACTAL, "capacity": hw.l0c_bytes}}
         max_cores = hw.cube_cores
-    for name, b in bufs.items():
-        if b["used"] > b["capacity"]:
-            raise InfeasibleConfig(f"{name.upper()} overflow: the tiling needs {b['used']} bytes, "
-                                   f"{name.upper()} holds {b['capacity']}")
-    if p["buffer_num"] > E.MAX_DEPTH:
-        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
-    if p["cores"] > max_cores:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {max_cores} {unit} cores of {hw.name}")
-    if p["cores"] > -(-shape["n"] // 16):
-        raise InfeasibleConfig(f"cores={p['cores']} leaves cores without work for n={shape['n']}")
+    C.check_capacity(bufs)
+    C.check_spread(p, hw, max_cores=max_cores, unit=unit, work=-(-shape["n"] // 16),
+                   what=f"16-element blocks of n={shape['n']}")
     return p, bufs
 
 

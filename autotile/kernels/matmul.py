@@ -27,6 +27,7 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, matmul_vector
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, hbm_streams, l2_hit_fraction
@@ -228,10 +229,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[d
     if p["base_k"] % dt.c0 and p["base_k"] < shape["k"]:
         raise InfeasibleConfig(f"base_k={p['base_k']} is not a multiple of C0={dt.c0} for {dtype}")
     bufs = buffers(p, dtype, hw)
-    for name, b in bufs.items():
-        if b["used"] > b["capacity"]:
-            raise InfeasibleConfig(
-                f"{name.upper()} overflow: the tiling needs {b['used']} bytes, {name.upper()} holds {b['capacity']}")
+    C.check_capacity(bufs)
     for step, ks in ((p["step_m"] * p["step_ka"], "depth_a1"), (p["step_n"] * p["step_kb"], "depth_b1")):
         depth = p[ks]
         if depth % step or not 1 <= depth // step <= MAX_L1_SLOTS:

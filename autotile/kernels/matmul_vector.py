@@ -77,12 +77,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[d
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: B, its fp32 copy and the A / C tiles need {used} bytes, "
                                f"UB holds {hw.ub_bytes}")
-    if p["buffer_num"] > E.MAX_DEPTH:
-        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
-    if p["cores"] > hw.vector_cores:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
-    if p["cores"] > -(-M // p["tile_m"]):
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {-(-M // p['tile_m'])} row tiles")
+    C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=-(-M // p["tile_m"]), what="row tiles")
     return p, bufs
 
 

@@ -229,12 +229,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes (source rows, output tile, "
                                f"gathered points), UB holds {hw.ub_bytes}")
-    if p["buffer_num"] > E.MAX_DEPTH:
-        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
-    if p["cores"] > hw.vector_cores:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
-    if p["cores"] > _ntiles(shape, p):
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {_ntiles(shape, p)} tiles")
+    C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=_ntiles(shape, p), what="tiles")
     return p, bufs, (mode, layout, ac)
 
 

@@ -213,13 +213,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes ({grid} sampling points per bin at "
                                f"most, 2 x 2 neighbours each), UB holds {hw.ub_bytes}")
-    if p["buffer_num"] > E.MAX_DEPTH:
-        raise InfeasibleConfig(f"buffer_num={p['buffer_num']} exceeds {E.MAX_DEPTH}")
-    if p["cores"] > hw.vector_cores:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {hw.vector_cores} vector cores of {hw.name}")
-    T = _ntiles(shape, p)
-    if p["cores"] > T:
-        raise InfeasibleConfig(f"cores={p['cores']} exceeds the {T} tiles")
+    C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=_ntiles(shape, p), what="tiles")
     return p, bufs, o, rois
 
 

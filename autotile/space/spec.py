@@ -119,7 +119,6 @@ class Spec:
             "derived": {d.name: plain(d.expr) for d in self.derived},
             "constraints": [{"expr": plain(c.expr), "message": c.message} for c in self.constraints],
             "objective": list(self.objectives),
-            "limits": dict(self.limits),
             "budget": {k: v for k, v in (("trials", self.budget.trials),
                                          ("timeout_s", self.budget.timeout_s)) if v is not None},
             "sampler": self.sampler,
@@ -130,6 +129,8 @@ class Spec:
         }
         if self.measurements is not None:
             out["measurements"] = str(self.measurements)
+        if self.limits:
+            out["limits"] = dict(self.limits)
         return out
 
     def content_hash(self) -> str:
