@@ -22,6 +22,8 @@ COMMANDS = {
     "micro": "micro",
     "calibrate": "calibrate",
     "crossover": "crossover",
+    "train": "train",
+    "decide": "decide",
 }
 
 
