@@ -108,6 +108,71 @@ def feasible_sample(space, count: int = SAMPLES, seed: int = 0, max_draws: int |
     return out
 
 
+def _repair(space, cfg: dict, start: int) -> dict | None:
+    """Re-fit the params after index ``start`` to their domains (keep, else nearest allowed value)."""
+    env = {p.name: cfg[p.name] for p in space.params[:start + 1]}
+    for p in space.params[start + 1:]:
+        dom = space.domain(p.name, env)
+        if len(dom) == 0:
+            return None
+        v = cfg[p.name]
+        if v not in dom:
+            v = min(dom, key=lambda d: abs(d - v)) if isinstance(v, (int, float)) and not isinstance(v, str) \
+                else dom[0]
+        env[p.name] = v
+    return env
+
+
+def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:
+    """Feasible configurations differing from ``cfg`` in one param (later params repaired)."""
+    out = []
+    env: dict = {}
+    for i, p in enumerate(space.params):
+        dom = space.domain(p.name, env)
+        env[p.name] = cfg[p.name]
+        values = list(dom)
+        if len(values) > width:  # the nearest values in order, plus a few far ones
+            j = values.index(cfg[p.name]) if cfg[p.name] in values else 0
+            near = values[max(0, j - 3):j + 4]
+            values = near + rng.sample(values, width - len(near))
+        for v in values:
+            if v == cfg[p.name]:
+                continue
+            new = _repair(space, {**cfg, p.name: v}, i)
+            if new is not None and space.check(new) is None:
+                out.append(new)
+    return out
+
+
+def refine(space, reg: CostRegressor, configs: list[dict], pred: np.ndarray, *, starts: int = 8,
+           rounds: int = 4, seed: int = 0, data: str = "gm") -> tuple[list[dict], np.ndarray]:
+    """Model-guided local search: from the ``starts`` best predicted configs, move to the best
+    predicted neighbour while it improves. Returns every config seen with its prediction."""
+    from autotile.tune.evaluate import config_key
+
+    rng = random.Random(seed)
+    seen = {config_key(c): float(v) for c, v in zip(configs, pred)}
+    pool = list(configs)
+    cur = [configs[i] for i in np.argsort(pred, kind="stable")[:starts]]
+    for _ in range(rounds):
+        nbs = [neighbours(space, c, rng) for c in cur]
+        uniq = list({config_key(n): n for nb in nbs for n in nb if config_key(n) not in seen}.values())
+        if uniq:
+            p = reg.predict(space.shape, space.dtype, space.unit, uniq, data)
+            for c, v in zip(uniq, p):
+                seen[config_key(c)] = float(v)
+            pool += uniq
+        nxt = []
+        for c, nb in zip(cur, nbs):
+            best = min(nb, key=lambda n: seen[config_key(n)], default=None)
+            if best is not None and seen[config_key(best)] < seen[config_key(c)]:
+                nxt.append(best)
+        if not nxt:
+            break
+        cur = nxt
+    return pool, np.array([seen[config_key(c)] for c in pool])
+
+
 def _candidates(candidates_or_space, samples: int, seed: int) -> tuple[list[dict], str | None]:
     if hasattr(candidates_or_space, "domain") and hasattr(candidates_or_space, "params"):
         return feasible_sample(candidates_or_space, samples, seed), candidates_or_space.unit
@@ -124,11 +189,12 @@ def _model(op: str, model, models_dir):
 
 def top_k(op: str, shape: dict, dtype: str, candidates_or_space, k: int = 10, *, unit: str | None = None,
           data: str = "gm", model: CostRegressor | None = None, models_dir=None, samples: int = SAMPLES,
-          seed: int = 0) -> list[tuple[dict, float]]:
+          seed: int = 0, local_search: bool = True) -> list[tuple[dict, float]]:
     """The ``k`` configurations with the least predicted cycles: [(params, cycles)], best first.
 
-    ``candidates_or_space``: a list of param dicts, or a Space (then ``samples`` random feasible
-    configurations of it are ranked). Without ``model`` the stored model of ``op`` is loaded.
+    ``candidates_or_space``: a list of param dicts (ranked as given), or a Space (then
+    ``samples`` random feasible configurations are ranked and, with ``local_search``, improved by
+    a model-guided local search). Without ``model`` the stored model of ``op`` is loaded.
     """
     reg = _model(op, model, models_dir)
     configs, space_unit = _candidates(candidates_or_space, samples, seed)
@@ -136,6 +202,8 @@ def top_k(op: str, shape: dict, dtype: str, candidates_or_space, k: int = 10, *,
     if not configs:
         return []
     pred = reg.predict(shape, dtype, unit, configs, data)
+    if space_unit is not None and local_search:
+        configs, pred = refine(candidates_or_space, reg, configs, pred, seed=seed, data=data)
     order = np.argsort(pred, kind="stable")[:k]
     return [(configs[i], float(pred[i])) for i in order]
 
