@@ -129,6 +129,43 @@ def random_config(space, rng: random.Random) -> dict | None:
     return env
 
 
+def _repair(space, cfg: dict, start: int) -> dict | None:
+    """Re-fit the params after index ``start`` to their domains (keep, else nearest allowed value)."""
+    env = {p.name: cfg[p.name] for p in space.params[:start + 1]}
+    for p in space.params[start + 1:]:
+        dom = space.domain(p.name, env)
+        if len(dom) == 0:
+            return None
+        v = cfg[p.name]
+        if v not in dom:
+            v = min(dom, key=lambda d: abs(d - v)) if isinstance(v, (int, float)) and not isinstance(v, str) \
+                else dom[0]
+        env[p.name] = v
+    return env
+
+
+def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:
+    """Feasible configurations differing from ``cfg`` in one param (later params repaired)."""
+    out = []
+    env: dict = {}
+    for i, p in enumerate(space.params):
+        dom = space.domain(p.name, env)
+        env[p.name] = cfg[p.name]
+        values = list(dom)
+        if len(values) > width:  # the nearest values in order, plus a few far ones
+            j = values.index(cfg[p.name]) if cfg[p.name] in values else 0
+            r = max(1, width // 4)
+            near = values[max(0, j - r):j + r + 1]
+            values = near + rng.sample(values, max(0, width - len(near)))
+        for v in values:
+            if v == cfg[p.name]:
+                continue
+            new = _repair(space, {**cfg, p.name: v}, i)
+            if new is not None and space.check(new) is None:
+                out.append(new)
+    return out
+
+
 def best_of_unit(op: str, unit: str, shape: dict, dtype: str, hw: HardwareProfile, data: str = "gm",
                  spec=None, seed: int = 0) -> tuple[float, dict]:
     """(cycles, params) of ``unit`` at its best tiling for one problem.
@@ -207,6 +244,26 @@ def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = Non
             rows.append(Row(space.spec.op.name, dict(space.shape), space.dtype, space.unit, dict(out.params),
                             float(out.values["cycles"]), "sim", data))
     return rows
+
+
+def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0) -> list[Row]:
+    """Simulated one-param neighbours of the ``top`` fastest rows: more data where tilings are good."""
+    from autotile.tune.evaluate import Evaluator, config_key
+
+    ev = Evaluator(space)
+    rng = random.Random(seed)
+    seen = {config_key(r.params) for r in rows}
+    out = []
+    for r in sorted(rows, key=lambda r: r.cycles)[:top]:
+        for cfg in neighbours(space, r.params, rng, width):
+            if config_key(cfg) in seen:
+                continue
+            seen.add(config_key(cfg))
+            o = ev.score(cfg)
+            if o.feasible:
+                out.append(Row(r.op, dict(r.shape), r.dtype, r.unit, dict(o.params), float(o.values["cycles"]),
+                               r.source, r.data, {"refined": True}))
+    return out
 
 
 def from_measurements(records, *, op: str, shape: dict, dtype: str, unit: str, hw: HardwareProfile,

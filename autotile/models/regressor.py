@@ -108,46 +108,11 @@ def feasible_sample(space, count: int = SAMPLES, seed: int = 0, max_draws: int |
     return out
 
 
-def _repair(space, cfg: dict, start: int) -> dict | None:
-    """Re-fit the params after index ``start`` to their domains (keep, else nearest allowed value)."""
-    env = {p.name: cfg[p.name] for p in space.params[:start + 1]}
-    for p in space.params[start + 1:]:
-        dom = space.domain(p.name, env)
-        if len(dom) == 0:
-            return None
-        v = cfg[p.name]
-        if v not in dom:
-            v = min(dom, key=lambda d: abs(d - v)) if isinstance(v, (int, float)) and not isinstance(v, str) \
-                else dom[0]
-        env[p.name] = v
-    return env
-
-
-def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:
-    """Feasible configurations differing from ``cfg`` in one param (later params repaired)."""
-    out = []
-    env: dict = {}
-    for i, p in enumerate(space.params):
-        dom = space.domain(p.name, env)
-        env[p.name] = cfg[p.name]
-        values = list(dom)
-        if len(values) > width:  # the nearest values in order, plus a few far ones
-            j = values.index(cfg[p.name]) if cfg[p.name] in values else 0
-            near = values[max(0, j - 3):j + 4]
-            values = near + rng.sample(values, width - len(near))
-        for v in values:
-            if v == cfg[p.name]:
-                continue
-            new = _repair(space, {**cfg, p.name: v}, i)
-            if new is not None and space.check(new) is None:
-                out.append(new)
-    return out
-
-
 def refine(space, reg: CostRegressor, configs: list[dict], pred: np.ndarray, *, starts: int = 8,
            rounds: int = 4, seed: int = 0, data: str = "gm") -> tuple[list[dict], np.ndarray]:
     """Model-guided local search: from the ``starts`` best predicted configs, move to the best
     predicted neighbour while it improves. Returns every config seen with its prediction."""
+    from autotile.models.dataset import neighbours
     from autotile.tune.evaluate import config_key
 
     rng = random.Random(seed)

@@ -22,6 +22,7 @@ from autotile.models import store
 COST_SHAPES = 40  # training shapes of a multi-dimensional op
 COST_CONFIGS = 300  # random feasible configurations per training shape
 COST_1D = (16, 1 << 16, 2, 40)  # 1-D ops: size range, sweep points per octave, configs per size
+REFINE_TOP = 3  # plus the simulated neighbours of this many fastest sampled configs per shape
 
 
 def implemented(op: str) -> bool:
@@ -50,7 +51,8 @@ def random_shapes(dims, count: int, seed: int, lo: float = 4.0, hi: float = 12.5
 
 
 def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: int = 0) -> list:
-    """Random feasible configurations of ``spec`` over training shapes, every dtype and unit."""
+    """Random feasible configurations of ``spec`` over training shapes, every dtype and unit, plus
+    the one-param neighbours of the fastest few (so the model sees where good tilings are)."""
     dims = spec.op.dims
     if shapes is None:
         if dims == ("n",):
@@ -64,7 +66,9 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
             for unit in spec.units:
-                rows += D.config_rows(spec.space(s, dtype, unit), configs, seed=seed + i)
+                space = spec.space(s, dtype, unit)
+                sample = D.config_rows(space, configs, seed=seed + i)
+                rows += sample + (D.refine_rows(space, sample, REFINE_TOP, seed=seed + i) if REFINE_TOP else [])
     return rows
 
 
