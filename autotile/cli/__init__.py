@@ -27,6 +27,8 @@ COMMANDS = {
     "report": "report",
     "import-kt": "import_kt",
     "bench-search": "bench_search",
+    "train": "train",
+    "decide": "decide",
 }
 
 

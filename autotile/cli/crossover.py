@@ -18,6 +18,7 @@ def add_arguments(p) -> None:
     p.add_argument("--large-unit", default="cube")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--grid", action="store_true", help="also print the per-size best cycles")
+    p.add_argument("--models", default=None, help="cache folder given to `autotile train -o` (for learned_n)")
 
 
 def run(args) -> int:
@@ -35,11 +36,14 @@ def run(args) -> int:
     hw = load_profile(args.hw)
     on = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=True)
     e2e = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=False)
+    learned = _learned(args, hw)
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
-           "simulated_n": on["n"], "end_to_end_n": e2e["n"], "learned_n": None,
+           "simulated_n": on["n"], "end_to_end_n": e2e["n"], **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
                      "all categorical params)"}
+    if learned["learned_note"] is None:
+        out.pop("learned_note")
     if args.grid:
         out["grid_on_chip"] = on["grid"]
         out["grid_end_to_end"] = e2e["grid"]
@@ -47,5 +51,20 @@ def run(args) -> int:
         print_json(out)
     else:
         print(f"{args.op} {args.dtype}: {args.large_unit} stays faster than {args.small_unit} from "
-              f"n={on['n']} (data on chip), n={e2e['n']} (inputs in GM)")
+              f"n={on['n']} (data on chip), n={e2e['n']} (inputs in GM); learned: "
+              f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
     return 0
+
+
+def _learned(args, hw) -> dict:
+    """learned_n (data on chip) and learned_end_to_end_n from the trained unit selector, if any."""
+    from autotile.models import store
+
+    path = store.path_for("units", args.op, args.models)
+    if not path.exists():
+        return {"learned_n": None, "learned_end_to_end_n": None,
+                "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
+    sel = store.load_selector(args.op, hw, args.models)
+    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
+    return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw),
+            "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw), "learned_note": None}

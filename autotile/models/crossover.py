@@ -64,33 +64,50 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
 
     >>> # crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
     """
-    cache: dict[int, bool] = {}
     table = []
 
     def wins(n: int) -> bool:
+        a, _ = best(op, small_unit, n, dtype, hw, on_chip)
+        b, _ = best(op, large_unit, n, dtype, hw, on_chip)
+        table.append({"n": n, small_unit: a, large_unit: b})
+        return b < a
+
+    n = locate(wins, lo, hi)
+    return {"n": n, "grid": sorted(table, key=lambda r: r["n"])}
+
+
+def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
+    """Smallest n from which ``wins(n)`` stays true: log2 grid ``lo..hi``, then integer bisection.
+
+    Shared by the simulated crossover and the learned one (``wins`` then asks a model), so both
+    probe sizes the same way. Each n is asked at most once.
+
+    >>> locate(lambda n: n >= 1000, 16, 4096)
+    1000
+    """
+    cache: dict[int, bool] = {}
+
+    def ask(n: int) -> bool:
         if n not in cache:
-            a, _ = best(op, small_unit, n, dtype, hw, on_chip)
-            b, _ = best(op, large_unit, n, dtype, hw, on_chip)
-            cache[n] = b < a
-            table.append({"n": n, small_unit: a, large_unit: b})
+            cache[n] = bool(wins(n))
         return cache[n]
 
     grid = _pow2(lo, hi)
-    flags = [wins(n) for n in grid]
+    flags = [ask(n) for n in grid]
     g = None
     for i in range(len(grid) - 1, -1, -1):
         if not flags[i]:
             break
         g = i
     if g is None:
-        return {"n": None, "grid": sorted(table, key=lambda r: r["n"])}
+        return None
     if g == 0:
-        return {"n": grid[0], "grid": sorted(table, key=lambda r: r["n"])}
-    a, b = grid[g - 1], grid[g]  # large unit loses at a, wins at b
+        return grid[0]
+    a, b = grid[g - 1], grid[g]  # wins(a) false, wins(b) true
     while b - a > 1:
         m = (a + b) // 2
-        if wins(m):
+        if ask(m):
             b = m
         else:
             a = m
-    return {"n": b, "grid": sorted(table, key=lambda r: r["n"])}
+    return b

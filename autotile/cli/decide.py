@@ -1,0 +1,46 @@
+"""``autotile decide OP --shape n=300 [--dtype fp16]``: the learned unit choice."""
+
+from __future__ import annotations
+
+from autotile.cli.common import parse_kv, print_json
+from autotile.errors import InputError
+from autotile.hardware import load_profile
+from autotile.kernels import registry
+
+HELP = "which execution unit the trained model picks for a shape (run `autotile train` first)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("op")
+    p.add_argument("--shape", required=True, help="e.g. n=300")
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--data", default="gm", choices=("gm", "on_chip"),
+                   help="where the inputs live: gm (a real kernel, default) or on_chip (the published table)")
+    p.add_argument("--hw", default=None, help="hardware profile name or path")
+    p.add_argument("--models", default=None, help="cache folder given to `autotile train -o`")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args) -> int:
+    from autotile.models import store
+
+    try:
+        info = registry.get(args.op)
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from None
+    shape = parse_kv(args.shape, what="--shape", ints=True)
+    if set(shape) != set(info.dims) or any(v <= 0 for v in shape.values()):
+        raise InputError(f"--shape: {args.op} needs positive {', '.join(info.dims)}, got {args.shape!r}")
+    if args.dtype not in info.dtypes:
+        raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
+    hw = load_profile(args.hw)
+    sel = store.load_selector(args.op, hw, args.models)
+    unit, cycles = sel.decide(shape, args.dtype, args.data)
+    out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,
+           "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda kv: kv[1])}}
+    if args.json:
+        print_json(out)
+    else:
+        pred = ", ".join(f"{u} {c:.1f}" for u, c in out["predicted_cycles"].items())
+        print(f"{args.op} {args.dtype} {args.shape}: {unit} (predicted cycles: {pred})")
+    return 0

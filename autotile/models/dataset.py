@@ -1,0 +1,315 @@
+"""Datasets for the learned models: rows of (op, shape, dtype, unit, params, cycles) with a source.
+
+Rows come from the simulator (``unit_rows``: each unit at its best tiling per size;
+``config_rows``: random feasible configurations of a spec's space) or from recorded measurements
+(``from_measurements``: the (params, time) rows a replay backend yields). The models read only
+rows, so they train and evaluate alike on either source. Simulated datasets are cached as JSON
+under a cache folder (never inside the package), keyed by ``fingerprint``: the autotile version,
+the profile's content hash and the source of the kernels, the simulator and the crossover grid,
+so a change to any of them rebuilds the data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autotile import __version__
+from autotile.atomic import write_json
+from autotile.errors import InputError
+from autotile.hardware import HardwareProfile
+from autotile.kernels import registry
+
+PLACEMENTS = {"on_chip": (16, 1 << 16), "gm": (16, 1 << 20)}  # data placement -> size range
+SPEC_EXHAUSTIVE = 4000  # search a spec space exhaustively up to this many feasible configs
+SPEC_TRIALS = 60  # else a TPE study of this many trials per size
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured or simulated configuration. ``data``: where the inputs live (gm, on_chip)."""
+
+    op: str
+    shape: dict
+    dtype: str
+    unit: str
+    params: dict
+    cycles: float
+    source: str = "sim"
+    data: str = "gm"
+    extra: dict = field(default_factory=dict)
+
+    def key(self) -> tuple:
+        """The problem this row measures, without the tiling: (op, shape, dtype, data)."""
+        return (self.op, tuple(sorted(self.shape.items())), self.dtype, self.data)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Row:
+        return cls(d["op"], dict(d["shape"]), d["dtype"], d["unit"], dict(d["params"]), float(d["cycles"]),
+                   d.get("source", "sim"), d.get("data", "gm"), dict(d.get("extra", {})))
+
+
+def fingerprint(hw: HardwareProfile) -> str:
+    """Hash of what simulated cycles depend on: version, profile values, kernel/sim/search sources."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"{__version__}\n{hw.content_hash()}\n".encode())
+    files = sorted((root / "kernels").glob("*.py")) + sorted((root / "sim").glob("*.py")) + \
+        [root / "models" / "crossover.py", root / "models" / "dataset.py"]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir(out: str | Path | None = None) -> Path:
+    """``out``, else ``$AUTOTILE_CACHE``, else ``~/.cache/autotile``."""
+    if out:
+        return Path(out)
+    env = os.environ.get("AUTOTILE_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "autotile"
+
+
+def sweep_sizes(lo: int, hi: int, per_octave: int = 4) -> list[int]:
+    """Log-spaced sizes: ``per_octave`` points per octave plus 1.5 x each power of two.
+
+    Powers of two and 1.5 x 2^k are multiples of 256 from 512 on; the points between are not,
+    so the sweep sees both aligned and unaligned sizes.
+
+    >>> sweep_sizes(16, 64, 2)
+    [16, 23, 24, 32, 45, 48, 64]
+    """
+    out = set()
+    e = 0
+    while lo * 2 ** (e / per_octave) <= hi:
+        v = lo * 2 ** (e / per_octave)
+        out.add(int(round(v)))
+        if e % per_octave == 0 and 1.5 * v <= hi:
+            out.add(int(1.5 * v))
+        e += 1
+    return sorted(out)
+
+
+def holdout_sizes(lo: int, hi: int, count: int, seed: int, exclude=()) -> list[int]:
+    """Log-uniform random sizes not in ``exclude``: a third raw, a third multiples of 16, a third of 256."""
+    rng = random.Random(seed)
+    bad = set(exclude)
+    out: list[int] = []
+    while len(out) < count:
+        v = int(round(2 ** rng.uniform(math.log2(lo), math.log2(hi))))
+        snap = (1, 16, 256)[len(out) % 3]
+        v = max(snap, int(round(v / snap)) * snap)
+        if lo <= v <= hi and v not in bad:
+            bad.add(v)
+            out.append(v)
+    return sorted(out)
+
+
+def spec_path(op: str) -> Path | None:
+    """The study spec of ``op``: ``studies/<op>.yaml`` in the working folder or beside the package."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        p = base / "studies" / f"{op}.yaml"
+        if p.exists():
+            return p
+    return None
+
+
+def random_config(space, rng: random.Random) -> dict | None:
+    """One define-by-run uniform draw over ``space.domain``; None if a domain comes out empty."""
+    env: dict = {}
+    for p in space.params:
+        dom = space.domain(p.name, env)
+        if len(dom) == 0:
+            return None
+        env[p.name] = dom[rng.randrange(len(dom))]
+    return env
+
+
+def _repair(space, cfg: dict, start: int) -> dict | None:
+    """Re-fit the params after index ``start`` to their domains (keep, else nearest allowed value)."""
+    env = {p.name: cfg[p.name] for p in space.params[:start + 1]}
+    for p in space.params[start + 1:]:
+        dom = space.domain(p.name, env)
+        if len(dom) == 0:
+            return None
+        v = cfg[p.name]
+        if v not in dom:
+            v = min(dom, key=lambda d: abs(d - v)) if isinstance(v, (int, float)) and not isinstance(v, str) \
+                else dom[0]
+        env[p.name] = v
+    return env
+
+
+def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:
+    """Feasible configurations differing from ``cfg`` in one param (later params repaired)."""
+    out = []
+    env: dict = {}
+    for i, p in enumerate(space.params):
+        dom = space.domain(p.name, env)
+        env[p.name] = cfg[p.name]
+        values = list(dom)
+        if len(values) > width:  # the nearest values in order, plus a few far ones
+            j = values.index(cfg[p.name]) if cfg[p.name] in values else 0
+            r = max(1, width // 4)
+            near = values[max(0, j - r):j + r + 1]
+            values = near + rng.sample(values, max(0, width - len(near)))
+        for v in values:
+            if v == cfg[p.name]:
+                continue
+            new = _repair(space, {**cfg, p.name: v}, i)
+            if new is not None and space.check(new) is None:
+                out.append(new)
+    return out
+
+
+def best_of_unit(op: str, unit: str, shape: dict, dtype: str, hw: HardwareProfile, data: str = "gm",
+                 spec=None, seed: int = 0) -> tuple[float, dict]:
+    """(cycles, params) of ``unit`` at its best tiling for one problem.
+
+    1-D ops the crossover search knows use its exhaustive grid (``crossover.best``), so learned
+    and simulated crossovers share one definition of "best"; other ops search their spec's
+    space: exhaustively when small, else a quick TPE study.
+    """
+    from autotile.models import crossover
+
+    if op in crossover.CATEGORICAL and set(shape) == {"n"}:
+        return crossover.best(op, unit, int(shape["n"]), dtype, hw, data == "on_chip")
+    if spec is None:
+        raise InputError(f"op {op}: no study spec to search its units (studies/{op}.yaml)")
+    return _search_spec(spec, shape, dtype, unit, seed)
+
+
+def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
+    import optuna
+
+    from autotile.tune import exhaustive, runner
+
+    space = spec.space(shape, dtype, unit)
+    if space.count().feasible_size <= SPEC_EXHAUSTIVE:
+        rows = exhaustive.scores(space)
+        if not rows:
+            return math.inf, {}
+        params, values = min(rows, key=lambda r: r[1]["cycles"])
+        return values["cycles"], params
+    kernel = registry.implementation(spec.op.name)
+    plan = runner.StudyPlan(name=f"{spec.op.name}-{unit}-{dtype}", space=space, objectives=("cycles",),
+                            sampler="tpe", seed=seed, budget=SPEC_TRIALS, timeout_s=None,
+                            baseline=kernel.default_params(shape, dtype, spec.hardware, unit))
+    out = runner.run(plan, optuna.storages.InMemoryStorage())
+    if not out.best:
+        return math.inf, {}
+    params, values, _ = out.best[0]
+    return values["cycles"], params
+
+
+def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, placements=tuple(PLACEMENTS),
+              sizes=None, spec=None, progress=None) -> list[Row]:
+    """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement."""
+    info = registry.get(op)
+    rows = []
+    for data in placements:
+        lo, hi = PLACEMENTS[data]
+        for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
+            for dtype in dtypes:
+                for unit in info.units:
+                    cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)
+                    if math.isfinite(cycles):
+                        rows.append(Row(op, {"n": n}, dtype, unit, params, float(cycles), "sim", data))
+            if progress:
+                progress(op, data, n)
+    return rows
+
+
+def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = None) -> list[Row]:
+    """Up to ``count`` distinct feasible random configurations of ``space``, simulated."""
+    from autotile.tune.evaluate import Evaluator, config_key
+
+    ev = Evaluator(space)
+    rng = random.Random(seed)
+    rows, seen = [], set()
+    for _ in range(max_draws or 20 * count):
+        if len(rows) >= count:
+            break
+        cfg = random_config(space, rng)
+        if cfg is None or config_key(cfg) in seen:
+            continue
+        seen.add(config_key(cfg))
+        out = ev.score(cfg)
+        if out.feasible:
+            data = (space.spec.inputs or {}).get("data", "gm")
+            rows.append(Row(space.spec.op.name, dict(space.shape), space.dtype, space.unit, dict(out.params),
+                            float(out.values["cycles"]), "sim", data))
+    return rows
+
+
+def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0) -> list[Row]:
+    """Simulated one-param neighbours of the ``top`` fastest rows: more data where tilings are good."""
+    from autotile.tune.evaluate import Evaluator, config_key
+
+    ev = Evaluator(space)
+    rng = random.Random(seed)
+    seen = {config_key(r.params) for r in rows}
+    out = []
+    for r in sorted(rows, key=lambda r: r.cycles)[:top]:
+        for cfg in neighbours(space, r.params, rng, width):
+            if config_key(cfg) in seen:
+                continue
+            seen.add(config_key(cfg))
+            o = ev.score(cfg)
+            if o.feasible:
+                out.append(Row(r.op, dict(r.shape), r.dtype, r.unit, dict(o.params), float(o.values["cycles"]),
+                               r.source, r.data, {"refined": True}))
+    return out
+
+
+def from_measurements(records, *, op: str, shape: dict, dtype: str, unit: str, hw: HardwareProfile,
+                      data: str = "gm", source: str = "replay", time_unit: str = "ms") -> list[Row]:
+    """Rows from recorded ``(params, time)`` pairs (a replay backend's output).
+
+    Times are converted to cycles at the profile's clock; failed entries (a non-numeric time such
+    as Kernel Tuner's "RuntimeFailedConfig", NaN, or <= 0) are skipped.
+
+    >>> rows = from_measurements([({"tile_len": 64}, 0.002)], op="copy", shape={"n": 64},
+    ...                          dtype="fp16", unit="vector", hw=load_profile())  # doctest: +SKIP
+    """
+    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}.get(time_unit)
+    if scale is None:
+        raise InputError(f"time_unit: expected s, ms, us or ns, got {time_unit!r}")
+    registry.get(op)
+    rows = []
+    for params, t in records:
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            continue
+        cycles = float(t) * scale * hw.clock_ghz * 1e9
+        rows.append(Row(op, dict(shape), dtype, unit, dict(params), cycles, source, data))
+    return rows
+
+
+def save_rows(path: str | Path, rows: list[Row], meta: dict) -> Path:
+    """Write a dataset as JSON: ``{meta, rows}``."""
+    return write_json(path, {"meta": meta, "rows": [asdict(r) for r in rows]})
+
+
+def load_rows(path: str | Path, expect: dict | None = None) -> list[Row] | None:
+    """Rows of a cached dataset, or None when missing, unreadable or built for other ``expect`` meta."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if expect and any(doc["meta"].get(k) != v for k, v in expect.items()):
+            return None
+        return [Row.from_dict(r) for r in doc["rows"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cached(path: Path, meta: dict, build) -> tuple[list[Row], bool]:
+    """(rows, built): the dataset at ``path`` if its meta matches, else ``build()`` saved there."""
+    rows = load_rows(path, meta)
+    if rows is not None:
+        return rows, False
+    rows = build()
+    save_rows(path, rows, meta)
+    return rows, True

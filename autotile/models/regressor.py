@@ -1,0 +1,179 @@
+"""Cost regressor: predicted cycles of (op, shape, dtype, unit, params), to rank tilings nobody ran.
+
+One regressor of log2(cycles) per unit, on ``features.config_features`` (params plus closed-form
+per-core work of the loop nest). ``predict_params`` picks the best predicted tiling for a shape
+(the fallback of a table lookup for an untuned shape); ``top_k`` gives the k best predicted
+configurations of a space (to warm-start a study).
+
+>>> reg = CostRegressor("matmul").fit(rows)  # doctest: +SKIP
+>>> predict_params("matmul", {"m": 512, "n": 1024, "k": 768}, "fp16", space, model=reg)  # doctest: +SKIP
+{'db_l0a': 2, 'db_l0b': 2, ...}
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from sklearn.base import clone
+
+from autotile.errors import InputError
+from autotile.models.features import config_features, matrix
+
+SAMPLES = 2000  # random feasible configurations ranked when given a space
+
+
+def default_estimator():
+    """Histogram gradient boosting on log2 cycles (fast on tens of thousands of rows)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(max_iter=300, learning_rate=0.1, random_state=0)
+
+
+class CostRegressor:
+    """Predicts the cycles of tilings of ``op``; one estimator per unit."""
+
+    def __init__(self, op: str, estimator=None, cube_cores: int = 24):
+        self.op = op
+        self.estimator = estimator
+        self.cube_cores = cube_cores
+        self.units: list[str] = []
+        self.names: list[str] = []
+        self.models: dict = {}
+        self.n_rows = 0
+
+    def _features(self, shape, dtype, unit, configs, data) -> list[dict]:
+        return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores) for c in configs]
+
+    def fit(self, rows) -> CostRegressor:
+        """Fit on every row of ``op`` that carries params."""
+        rows = [r for r in rows if r.op == self.op and r.params and r.cycles > 0]
+        if not rows:
+            raise InputError(f"cost regressor: no rows with params for op {self.op}")
+        feats = [config_features(r.op, r.shape, r.dtype, r.unit, r.params, r.data, self.cube_cores) for r in rows]
+        self.names = sorted({k for f in feats for k in f})
+        self.units = sorted({r.unit for r in rows})
+        self.models = {}
+        for u in self.units:
+            idx = [i for i, r in enumerate(rows) if r.unit == u]
+            X = matrix([feats[i] for i in idx], self.names)
+            y = np.log2([rows[i].cycles for i in idx])
+            est = self.estimator if self.estimator is not None else default_estimator()
+            self.models[u] = clone(est).fit(X, y)
+        self.n_rows = len(rows)
+        return self
+
+    def predict(self, shape: dict, dtype: str, unit: str, configs: list[dict], data: str = "gm") -> np.ndarray:
+        """Predicted cycles of each configuration in ``configs``."""
+        if unit not in self.models:
+            raise InputError(f"cost regressor for {self.op} has no unit {unit!r} (has {', '.join(self.units)})")
+        if not configs:
+            return np.zeros(0)
+        X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
+        return 2.0 ** self.models[unit].predict(X)
+
+    def state(self) -> dict:
+        return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
+                "cube_cores": self.cube_cores}
+
+    @classmethod
+    def from_state(cls, state: dict, models: dict) -> CostRegressor:
+        reg = cls(state["op"], cube_cores=int(state["cube_cores"]))
+        reg.units, reg.names, reg.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
+        reg.models = dict(models)
+        if set(reg.models) != set(reg.units):
+            raise ValueError("unit models do not match the units")
+        return reg
+
+
+def feasible_sample(space, count: int = SAMPLES, seed: int = 0, max_draws: int | None = None) -> list[dict]:
+    """Up to ``count`` distinct feasible configurations of ``space`` (define-by-run uniform draws)."""
+    from autotile.models.dataset import random_config
+    from autotile.tune.evaluate import config_key
+
+    rng = random.Random(seed)
+    out, seen = [], set()
+    for _ in range(max_draws or 20 * count):
+        if len(out) >= count:
+            break
+        cfg = random_config(space, rng)
+        if cfg is None:
+            continue
+        key = config_key(cfg)
+        if key in seen:
+            continue
+        seen.add(key)
+        if space.check(cfg) is None:
+            out.append(cfg)
+    return out
+
+
+def refine(space, reg: CostRegressor, configs: list[dict], pred: np.ndarray, *, starts: int = 8,
+           rounds: int = 4, seed: int = 0, data: str = "gm") -> tuple[list[dict], np.ndarray]:
+    """Model-guided local search: from the ``starts`` best predicted configs, move to the best
+    predicted neighbour while it improves. Returns every config seen with its prediction."""
+    from autotile.models.dataset import neighbours
+    from autotile.tune.evaluate import config_key
+
+    rng = random.Random(seed)
+    seen = {config_key(c): float(v) for c, v in zip(configs, pred)}
+    pool = list(configs)
+    cur = [configs[i] for i in np.argsort(pred, kind="stable")[:starts]]
+    for _ in range(rounds):
+        nbs = [neighbours(space, c, rng) for c in cur]
+        uniq = list({config_key(n): n for nb in nbs for n in nb if config_key(n) not in seen}.values())
+        if uniq:
+            p = reg.predict(space.shape, space.dtype, space.unit, uniq, data)
+            for c, v in zip(uniq, p):
+                seen[config_key(c)] = float(v)
+            pool += uniq
+        nxt = []
+        for c, nb in zip(cur, nbs):
+            best = min(nb, key=lambda n: seen[config_key(n)], default=None)
+            if best is not None and seen[config_key(best)] < seen[config_key(c)]:
+                nxt.append(best)
+        if not nxt:
+            break
+        cur = nxt
+    return pool, np.array([seen[config_key(c)] for c in pool])
+
+
+def _candidates(candidates_or_space, samples: int, seed: int) -> tuple[list[dict], str | None]:
+    if hasattr(candidates_or_space, "domain") and hasattr(candidates_or_space, "params"):
+        return feasible_sample(candidates_or_space, samples, seed), candidates_or_space.unit
+    return [dict(c) for c in candidates_or_space], None
+
+
+def _model(op: str, model, models_dir):
+    if model is not None:
+        return model
+    from autotile.models import store
+
+    return store.load_regressor(op, models_dir)
+
+
+def top_k(op: str, shape: dict, dtype: str, candidates_or_space, k: int = 10, *, unit: str | None = None,
+          data: str = "gm", model: CostRegressor | None = None, models_dir=None, samples: int = SAMPLES,
+          seed: int = 0, local_search: bool = True) -> list[tuple[dict, float]]:
+    """The ``k`` configurations with the least predicted cycles: [(params, cycles)], best first.
+
+    ``candidates_or_space``: a list of param dicts (ranked as given), or a Space (then
+    ``samples`` random feasible configurations are ranked and, with ``local_search``, improved by
+    a model-guided local search). Without ``model`` the stored model of ``op`` is loaded.
+    """
+    reg = _model(op, model, models_dir)
+    configs, space_unit = _candidates(candidates_or_space, samples, seed)
+    unit = unit or space_unit or reg.units[0]
+    if not configs:
+        return []
+    pred = reg.predict(shape, dtype, unit, configs, data)
+    if space_unit is not None and local_search:
+        configs, pred = refine(candidates_or_space, reg, configs, pred, seed=seed, data=data)
+    order = np.argsort(pred, kind="stable")[:k]
+    return [(configs[i], float(pred[i])) for i in order]
+
+
+def predict_params(op: str, shape: dict, dtype: str, candidates_or_space, **kw) -> dict | None:
+    """The best predicted params for a shape (None without candidates); see ``top_k`` for options."""
+    best = top_k(op, shape, dtype, candidates_or_space, 1, **kw)
+    return best[0][0] if best else None

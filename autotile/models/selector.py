@@ -1,0 +1,111 @@
+"""Unit selector: one regressor of log2(best cycles) per unit; the unit predicted fastest wins.
+
+Trained on rows (simulated or measured): for each problem (op, shape, dtype, data placement)
+and unit, the least cycles among the rows is that unit's best. Predicting cycles per unit (rather
+than only a class) gives ``decide`` its ``predicted_cycles`` and makes the choice cost-aware: a
+close call can only be wrong by a little.
+
+>>> sel = UnitSelector("weighted_sum").fit(rows)  # doctest: +SKIP
+>>> sel.decide({"n": 4096}, "fp16")  # doctest: +SKIP
+('cube', {'vector': 857.1, 'cube': 521.9, 'scalar': 1262.0})
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone
+
+from autotile.errors import InputError
+from autotile.models.crossover import locate
+from autotile.models.features import matrix, shape_features
+
+
+def default_estimator():
+    """Gradient boosting on log2 cycles (depth-4 trees; features carry the alignment steps)."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    return GradientBoostingRegressor(n_estimators=400, max_depth=4, learning_rate=0.1, random_state=0)
+
+
+def best_per_unit(rows) -> dict:
+    """{(problem key, unit): (cycles, row)} keeping each unit's fastest row per problem."""
+    out: dict = {}
+    for r in rows:
+        k = (r.key(), r.unit)
+        if k not in out or r.cycles < out[k][0]:
+            out[k] = (r.cycles, r)
+    return out
+
+
+class UnitSelector:
+    """Picks the execution unit of ``op`` for a (shape, dtype, data placement)."""
+
+    def __init__(self, op: str, estimator=None):
+        self.op = op
+        self.estimator = estimator
+        self.units: list[str] = []
+        self.names: list[str] = []
+        self.models: dict = {}
+        self.n_rows = 0
+
+    def fit(self, rows) -> UnitSelector:
+        """Fit one regressor per unit on the best cycles of each problem in ``rows``."""
+        best = [(c, r) for c, r in best_per_unit(r for r in rows if r.op == self.op).values()]
+        if not best:
+            raise InputError(f"unit selector: no rows for op {self.op}")
+        self.units = sorted({r.unit for _, r in best})
+        feats = {id(r): shape_features(r.op, r.shape, r.dtype, r.data) for _, r in best}
+        self.names = sorted({k for f in feats.values() for k in f})
+        self.models = {}
+        for u in self.units:
+            sub = [(c, r) for c, r in best if r.unit == u]
+            X = matrix([feats[id(r)] for _, r in sub], self.names)
+            y = np.log2([c for c, _ in sub])
+            self.models[u] = clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
+        self.n_rows = len(best)
+        return self
+
+    def predict_many(self, problems) -> list[dict]:
+        """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
+        X = matrix([shape_features(self.op, s, d, p) for s, d, p in problems], self.names)
+        preds = {u: 2.0 ** m.predict(X) for u, m in self.models.items()}
+        return [{u: float(preds[u][i]) for u in self.units} for i in range(len(problems))]
+
+    def predict_cycles(self, shape: dict, dtype: str, data: str = "gm") -> dict:
+        """{unit: predicted cycles at its best tiling}."""
+        return self.predict_many([(shape, dtype, data)])[0]
+
+    def decide(self, shape: dict, dtype: str, data: str = "gm", units=None) -> tuple[str, dict]:
+        """(fastest predicted unit among ``units`` (default all), predicted cycles per unit)."""
+        cyc = self.predict_cycles(shape, dtype, data)
+        pool = [u for u in (units or self.units) if u in cyc]
+        return min(pool, key=lambda u: cyc[u]), cyc
+
+    def crossover(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
+                  data: str = "on_chip", lo: int = 16, hi: int = 16384) -> int | None:
+        """Smallest n from which the model predicts ``large_unit`` stays faster than ``small_unit``.
+
+        Probes sizes exactly as the simulated crossover does (``crossover.locate``).
+        """
+        for u in (small_unit, large_unit):
+            if u not in self.models:
+                raise InputError(f"unit selector for {self.op} has no unit {u!r} (has {', '.join(self.units)})")
+
+        def wins(n: int) -> bool:
+            c = self.predict_cycles({"n": n}, dtype, data)
+            return c[large_unit] < c[small_unit]
+
+        return locate(wins, lo, hi)
+
+    # -- persistence (see store.py): JSON state + estimators
+    def state(self) -> dict:
+        return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows}
+
+    @classmethod
+    def from_state(cls, state: dict, models: dict) -> UnitSelector:
+        sel = cls(state["op"])
+        sel.units, sel.names, sel.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
+        sel.models = dict(models)
+        if set(sel.models) != set(sel.units):
+            raise ValueError("unit models do not match the units")
+        return sel

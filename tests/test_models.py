@@ -1,0 +1,180 @@
+"""Learned models: dataset rows, the measurement adapter, unit selector, cost regressor, model files, CLI."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from autotile import cli
+from autotile.errors import InputError
+from autotile.models import dataset as D
+from autotile.models import store, training
+from autotile.models.regressor import CostRegressor, predict_params, top_k
+from autotile.models.selector import UnitSelector
+from autotile.space import load_spec
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def ws_rows(hw):
+    sizes = [16, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    return D.unit_rows("weighted_sum", ("fp16",), hw, sizes=sizes, placements=("on_chip", "gm"))
+
+
+@pytest.fixture(scope="module")
+def mm_rows():
+    spec = load_spec(str(ROOT / "studies" / "matmul.yaml"))
+    rows = []
+    for i, s in enumerate(({"m": 256, "n": 256, "k": 256}, {"m": 512, "n": 128, "k": 384})):
+        rows += D.config_rows(spec.space(s, "fp16", "cube"), 80, seed=i)
+    return spec, rows
+
+
+def test_sweep_and_holdout_sizes_do_not_overlap():
+    train = D.sweep_sizes(16, 1 << 14, 4)
+    assert train == sorted(set(train)) and train[0] == 16 and 4096 in train and 1536 in train
+    held = D.holdout_sizes(16, 1 << 14, 30, seed=3, exclude=train)
+    assert len(held) == 30 and not set(held) & set(train)
+    assert all(16 <= n <= 1 << 14 for n in held)
+
+
+def test_measurement_adapter_converts_times_and_skips_failures(hw):
+    records = [({"tile_len": 64, "buffer_num": 2}, 0.001), ({"tile_len": 128, "buffer_num": 1}, "RuntimeFailedConfig"),
+               ({"tile_len": 32, "buffer_num": 1}, float("nan")), ({"tile_len": 16, "buffer_num": 1}, 0.0005)]
+    rows = D.from_measurements(records, op="elementwise", shape={"n": 4096}, dtype="fp16", unit="vector", hw=hw,
+                               source="replay:made-up.csv")
+    assert len(rows) == 2
+    assert rows[0].cycles == pytest.approx(1e-6 * hw.clock_ghz * 1e9)
+    assert {r.source for r in rows} == {"replay:made-up.csv"}
+    with pytest.raises(InputError):
+        D.from_measurements(records, op="elementwise", shape={"n": 1}, dtype="fp16", unit="vector", hw=hw,
+                            time_unit="hours")
+
+
+def test_models_train_on_replayed_rows(hw):
+    # a made-up recording: two units of elementwise, the scalar one ~10x slower, time ~ n
+    recs = {}
+    for n in (256, 1024, 4096, 16384):
+        for unit, per in (("vector", 1e-8), ("scalar", 1e-7)):
+            recs[(n, unit)] = [({"tile_len": t, "buffer_num": 2, "cores": 1}, per * n * (1 + 64 / t)) for t in (64, 256)]
+    rows = [r for (n, unit), rec in recs.items()
+            for r in D.from_measurements(rec, op="elementwise", shape={"n": n}, dtype="fp16", unit=unit, hw=hw,
+                                         time_unit="s")]
+    sel = UnitSelector("elementwise").fit(rows)
+    assert sel.decide({"n": 2000}, "fp16")[0] == "vector"
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    reg = CostRegressor("elementwise", GradientBoostingRegressor(n_estimators=50, max_depth=2)).fit(rows)
+    best = predict_params("elementwise", {"n": 2048}, "fp16", [{"tile_len": 64, "buffer_num": 2, "cores": 1},
+                                                                {"tile_len": 256, "buffer_num": 2, "cores": 1}],
+                          model=reg, unit="vector")
+    assert best["tile_len"] == 256
+
+
+def test_dataset_cache_rebuilds_when_meta_changes(tmp_path, hw):
+    calls = []
+
+    def build():
+        calls.append(1)
+        return [D.Row("copy", {"n": 16}, "fp16", "vector", {}, 10.0)]
+
+    meta = {"fingerprint": D.fingerprint(hw)}
+    rows, built = D.cached(tmp_path / "d.json", meta, build)
+    assert built and rows[0].cycles == 10.0
+    assert D.cached(tmp_path / "d.json", meta, build) == (rows, False)
+    assert D.cached(tmp_path / "d.json", {"fingerprint": "other"}, build)[1] is True
+    assert len(calls) == 2
+
+
+def test_selector_learns_the_weighted_sum_decision(ws_rows):
+    sel = UnitSelector("weighted_sum").fit(ws_rows)
+    assert sel.units == ["cube", "scalar", "vector"]
+    assert sel.decide({"n": 128}, "fp16", "on_chip")[0] == "vector"
+    assert sel.decide({"n": 8192}, "fp16", "on_chip")[0] == "cube"
+    unit, cyc = sel.decide({"n": 4096}, "fp16", "gm")
+    assert unit == "cube" and set(cyc) == {"vector", "cube", "scalar"}
+    n = sel.crossover("fp16", data="on_chip")
+    assert n is not None and 512 < n <= 2048
+
+
+def test_cost_regressor_ranks_matmul_configs(mm_rows):
+    from scipy.stats import spearmanr
+
+    spec, rows = mm_rows
+    reg = CostRegressor("matmul").fit(rows)
+    shape = {"m": 384, "n": 192, "k": 320}
+    test = D.config_rows(spec.space(shape, "fp16", "cube"), 60, seed=9)
+    pred = reg.predict(shape, "fp16", "cube", [r.params for r in test])
+    assert spearmanr(pred, [r.cycles for r in test]).statistic > 0.6
+    space = spec.space(shape, "fp16", "cube")
+    top = top_k("matmul", shape, "fp16", space, 3, model=reg, samples=100, local_search=True)
+    assert len(top) == 3 and top[0][1] <= top[1][1] <= top[2][1]
+    assert all(space.check(p) is None for p, _ in top)
+    assert predict_params("matmul", shape, "fp16", space, model=reg, samples=100) == top[0][0]
+
+
+def test_model_files_round_trip_and_refuse_mismatch(tmp_path, ws_rows, hw, monkeypatch):
+    sel = UnitSelector("weighted_sum").fit(ws_rows)
+    path = store.save_selector(sel, hw, "fp", tmp_path)
+    again = store.load_selector("weighted_sum", hw, tmp_path)
+    assert again.decide({"n": 300}, "fp16") == sel.decide({"n": 300}, "fp16")
+    with zipfile.ZipFile(path) as z:
+        assert "models.skops" in z.namelist()
+        meta = json.loads(z.read("meta.json"))
+    assert meta["profile_hash"] == hw.content_hash() and meta["autotile_version"]
+    # another profile
+    from autotile.hardware import load_profile
+
+    with pytest.raises(InputError, match="profile"):
+        store.load_selector("weighted_sum", load_profile("ascend910"), tmp_path)
+    # another version
+    monkeypatch.setattr(store, "__version__", "9.9.9")
+    with pytest.raises(InputError, match="autotile"):
+        store.load_selector("weighted_sum", hw, tmp_path)
+    monkeypatch.undo()
+    # corrupt
+    path.write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="corrupt"):
+        store.load_selector("weighted_sum", hw, tmp_path)
+    with pytest.raises(InputError, match="no trained model"):
+        store.load_selector("sigmoid", hw, tmp_path)
+
+
+def test_untrusted_types_are_refused(tmp_path, hw):
+    import skops.io as sio
+    from sklearn.neighbors import KNeighborsRegressor
+
+    knn = KNeighborsRegressor(n_neighbors=1).fit(np.arange(4.0).reshape(-1, 1), np.arange(4.0))
+    blob = sio.dumps({"vector": knn})
+    meta = {"format": store.FORMAT, "kind": "units", "op": "copy", "autotile_version": store.__version__,
+            "profile_hash": hw.content_hash(), "state": {}}
+    path = tmp_path / "evil.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("meta.json", json.dumps(meta))
+        z.writestr("models.skops", blob)
+    if [t for t in sio.get_untrusted_types(data=blob) if t not in store.TRUSTED]:
+        with pytest.raises(InputError, match="refused"):
+            store.load(path, kind="units", hw_hash=hw.content_hash())
+    with pytest.raises(ValueError):
+        store.save(tmp_path / "x.zip", kind="units", op="copy", hw_hash="h", fingerprint="f", state={},
+                   models={"f": np.frompyfunc(abs, 1, 1)})
+
+
+def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 4096))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 4096))
+    monkeypatch.setattr(training, "COST_1D", (256, 1024, 1, 10))
+    out = str(tmp_path)
+    assert cli.run(["train", "--ops", "elementwise", "-o", out, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["ops"]["elementwise"]) == {"units", "cost"}
+    assert cli.run(["decide", "elementwise", "--shape", "n=300", "--models", out, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["unit"] == "vector" and set(got["predicted_cycles"]) == {"vector", "scalar"}
+    assert cli.run(["decide", "weighted_sum", "--shape", "n=300", "--models", out]) == 2
+    assert "autotile train" in capsys.readouterr().err
+    assert cli.run(["decide", "elementwise", "--shape", "m=3", "--models", out]) == 2
+    assert cli.run(["train", "--ops", "nosuchop", "-o", out]) == 2
