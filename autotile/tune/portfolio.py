@@ -3,7 +3,8 @@
 Each trial goes to one member sampler (TPE, a genetic search, CMA-ES where the space suits it,
 random), chosen in ``before_trial`` by a multi-armed bandit in the manner of OpenTuner's AUC
 bandit: a member's credit is the recency-weighted share of its last ``window`` trials that set a
-new best (the first objective; with two objectives, a trial no earlier one dominates), plus an
+new best (the first objective; with two objectives, a trial no earlier one dominates; the first
+feasible trial improves on nothing), plus an
 exploration bonus ``exploration * sqrt(2 ln N / n)`` so a slow starter still gets trials. The
 chosen member answers every sampling call of that trial; its name is stored in the trial's
 system attribute ``portfolio.member``.
@@ -55,9 +56,12 @@ def feasible(trial: FrozenTrial) -> bool:
 
 
 def _improves(front: list, values: Sequence[float]) -> bool:
-    """Whether ``values`` beat the best so far (one objective) or no point of ``front`` dominates them."""
+    """Whether ``values`` beat the best so far (one objective) or no point of ``front`` dominates
+    them; the first feasible result improves on nothing."""
+    if not front:
+        return False
     if len(values) == 1:
-        return not front or values[0] < front[0][0]
+        return values[0] < front[0][0]
     return not any(all(f <= v for f, v in zip(p, values)) for p in front)
 
 
@@ -102,9 +106,13 @@ class PortfolioSampler(BaseSampler):
         self._suits: tuple[int, set] = (-1, set())  # (completed trials, members the space suits)
 
     # -- the bandit ------------------------------------------------------------------------
-    def credit(self, study: optuna.Study) -> dict[str, dict]:
-        """Per member: ``{uses, credit, score}`` from the study history (``uses`` counts running trials)."""
-        trials = study._get_trials(deepcopy=False, use_cache=True)
+    def credit(self, study: optuna.Study, *, _snapshot: bool = False) -> dict[str, dict]:
+        """Per member: ``{uses, credit, score}`` from the study history (``uses`` counts running trials).
+
+        Inside a trial (``_snapshot``) the history is the study's per-trial snapshot, which
+        ``Study.ask`` has just refreshed; otherwise it is read from the storage.
+        """
+        trials = study._get_trials(deepcopy=False, use_cache=_snapshot)
         recent, uses = self._tally(study, trials)
         total = max(1, sum(uses.values()))
         out = {}
@@ -143,7 +151,7 @@ class PortfolioSampler(BaseSampler):
         name = member_of(t)
         good = feasible(t)
         hit = good and _improves(front, t.values)
-        if hit:
+        if good and (hit or not front):
             _add(front, t.values)
         if name is None or name == ENQUEUED or name not in self.members:
             return
@@ -152,7 +160,7 @@ class PortfolioSampler(BaseSampler):
 
     def choose(self, study: optuna.Study, trial: FrozenTrial) -> str:
         """The member for ``trial``: best bandit score; ties broken by (seed, trial number)."""
-        scores = self.credit(study)
+        scores = self.credit(study, _snapshot=True)
         eligible = self._eligible(study, trial)
         best = max(scores[n]["score"] for n in eligible)
         tied = [n for n in eligible if scores[n]["score"] >= best - 1e-12]
@@ -241,7 +249,7 @@ def member_stats(trials: Sequence[FrozenTrial]) -> list[dict]:
         name = member_of(t)
         good = feasible(t)
         hit = good and _improves(front, t.values)
-        if hit:
+        if good and (hit or not front):
             _add(front, t.values)
         if name is None:
             continue
