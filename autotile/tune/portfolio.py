@@ -210,9 +210,7 @@ class PortfolioSampler(BaseSampler):
         return self._member(study, trial).infer_relative_search_space(study, trial)
 
     def sample_relative(self, study, trial, search_space):
-        with warnings.catch_warnings():  # CmaEsSampler: "constraints set but not used", every trial
-            warnings.filterwarnings("ignore", message=".*constraint.*", category=UserWarning)
-            return self._member(study, trial).sample_relative(study, trial, search_space)
+        return self._member(study, trial).sample_relative(study, trial, search_space)
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         return self._member(study, trial).sample_independent(study, trial, param_name, param_distribution)
@@ -220,7 +218,10 @@ class PortfolioSampler(BaseSampler):
     def after_trial(self, study, trial, state, values) -> None:
         member = self._member(study, trial)
         self._assigned.pop(trial._trial_id, None)
-        member.after_trial(study, trial, state, values)
+        with warnings.catch_warnings():  # CmaEsSampler: "constraints set but not used", every trial;
+            # the portfolio uses them (an infeasible trial earns no credit)
+            warnings.filterwarnings("ignore", message="Constraints have been set", category=UserWarning)
+            member.after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:
         self._seed = int(np.random.SeedSequence().entropy % 2**31)
