@@ -178,3 +178,30 @@ def test_resume_keeps_the_record_and_continues_from_the_history(failing_spec, tm
     assert any(t.state == TrialState.PRUNED for t in study.trials)  # the failing landscape prunes
     fresh = make_sampler("portfolio", 0)
     assert fresh.credit(study)["tpe"]["uses"] == after.count("tpe")
+
+
+def test_bench_search_lists_the_portfolio(failing_spec, capsys):
+    import json
+
+    from autotile.cli import run as cli
+
+    assert cli(["bench-search", str(failing_spec.file), "--samplers", "random,portfolio", "--budgets", "10",
+                "--seeds", "1", "--json"]) == 0
+    (sp,) = json.loads(capsys.readouterr().out)["spaces"]
+    port = sp["samplers"][1]
+    assert port["sampler"] == "portfolio" and port["available"]
+    assert 0 < port["results"][0]["median_fraction"] <= 1
+
+
+def test_summary_and_report_carry_the_member_record(failing_spec, tmp_path):
+    from autotile.report import search
+    from autotile.report.data import ReportData
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        oc = runner.run(_plan(failing_spec, 15), optuna.storages.InMemoryStorage())
+    assert {m["member"] for m in oc.members} >= {"tpe", "random"}
+    assert sum(m["trials"] for m in oc.members) == oc.trials
+    rec = {"shape": failing_spec.shapes[0], "dtype": "fp32", "unit": "cuda", "study": "p", "members": oc.members}
+    blocks = search.portfolio_members(ReportData(out_dir=tmp_path, summary={"results": [rec]}, hw=None))
+    assert blocks and any("member" in getattr(b, "header", []) for b in blocks)
