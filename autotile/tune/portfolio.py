@@ -103,7 +103,7 @@ class PortfolioSampler(BaseSampler):
         self._ledger = _Ledger()
         self._ledger_study: int | None = None
         self._assigned: dict[int, str] = {}  # trial id -> member, this process's trials
-        self._suits: tuple[int, set] = (-1, set())  # (completed trials, members the space suits)
+        self._suits: tuple = (None, set())  # ((study id, completed trials), members the space suits)
 
     # -- the bandit ------------------------------------------------------------------------
     def credit(self, study: optuna.Study, *, _snapshot: bool = False) -> dict[str, dict]:
@@ -175,7 +175,8 @@ class PortfolioSampler(BaseSampler):
         if not self._needs_numeric:
             return list(self.members)
         done = study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True)
-        if self._suits[0] != len(done):
+        key = (study._study_id, len(done))
+        if self._suits[0] != key:
             suits = set()
             if done:
                 n_params = len(done[-1].params)
@@ -183,7 +184,7 @@ class PortfolioSampler(BaseSampler):
                     space = self.members[name].infer_relative_search_space(study, trial)
                     if len(space) >= 2 and 2 * len(space) >= n_params:
                         suits.add(name)
-            self._suits = (len(done), suits)
+            self._suits = (key, suits)
         names = [n for n in self.members if n not in self._needs_numeric or n in self._suits[1]]
         return names or list(self.members)
 
