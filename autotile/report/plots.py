@@ -239,3 +239,22 @@ def crossover(panels: list) -> Plot:
     return finish(fig, "crossover", "cycles against size per unit with the crossover marked",
                   "Lines: each unit at its best tiling on a size grid (simulated); circles: the tuned studies; "
                   "dashed: where the fastest unit changes.")
+
+
+def portfolio_members(labels: list[str], members: list[str], trials: list[list[int]],
+                      improvements: list[list[int]]) -> Plot:
+    """Portfolio sampler: trials (bar) and new bests (hatched part) per member, one group per study."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(labels) * len(members) ** 0.5 + 2), 3.0))
+    width = 0.8 / max(1, len(members))
+    x = np.arange(len(labels))
+    for j, m in enumerate(members):
+        off = x + (j - (len(members) - 1) / 2) * width
+        ax.bar(off, [row[j] for row in trials], width, label=m, color=COLORS[j % len(COLORS)], alpha=0.45)
+        ax.bar(off, [row[j] for row in improvements], width, color=COLORS[j % len(COLORS)], hatch="//",
+               edgecolor="white")
+    ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
+    ax.set_ylabel("trials")
+    ax.legend(ncol=len(members))
+    fig.tight_layout()
+    return finish(fig, "portfolio", "trials and new bests per portfolio member, per study",
+                  "Light bar: trials the bandit gave the member; solid part: those that set a new best.")

@@ -66,7 +66,34 @@ def history(data: ReportData) -> Section:
             blocks.append(Para(f"{len(data.results)} studies: the plot shows the {len(shown)} exported ones.", note=True))
     blocks.append(Table(["study", "trials", "complete", "distinct configs", "infeasible", "best at trial",
                          "within 5% at trial", "optimum", "gap to optimum"], rows, "lrrrrrrrr"))
+    blocks.extend(portfolio_members(data))
     return Section("Optimization history", blocks, "history")
+
+
+def portfolio_members(data: ReportData) -> list:
+    """The portfolio sampler's record: which member proposed how many trials and new bests."""
+    res = [r for r in data.results if r.get("members")]
+    if not res:
+        return []
+    label = _labeler(data)
+    shown = res[:MAX_PANELS]
+    names = list(dict.fromkeys(m["member"] for r in shown for m in r["members"]))
+    by = [{m["member"]: m for m in r["members"]} for r in shown]
+    rows = []
+    for r in res:
+        for m in r["members"]:
+            rows.append([result_label(r), m["member"], str(m["trials"]), str(m["trials"] - m["feasible"]),
+                         str(m["improvements"]), "-" if m["best"] is None else f"{m['best']:,.6g}"])
+    return [
+        Para("The portfolio sampler gave each trial to one member search (a bandit credits the members "
+             "that recently set new bests, and keeps trying the others); every member learns from all "
+             "trials. Per study: the trials each member proposed, how many were infeasible, how many set a "
+             "new best, and the best value among its own trials."),
+        plots.portfolio_members([label(r) for r in shown], names,
+                                [[b.get(n, {}).get("trials", 0) for n in names] for b in by],
+                                [[b.get(n, {}).get("improvements", 0) for n in names] for b in by]),
+        Table(["study", "member", "trials", "infeasible", "new bests", "best found"], rows, "llrrrr"),
+    ]
 
 
 def _importances(study) -> dict[str, float] | str:

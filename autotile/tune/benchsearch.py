@@ -32,8 +32,8 @@ from autotile.tune.evaluate import make_evaluator
 from autotile.tune.samplers import make_sampler
 
 SCHEMA = "autotile.bench_search/1"
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2")
-DEFAULT_SAMPLERS = ("tpe", "random", "gp", "cmaes")
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "portfolio")
+DEFAULT_SAMPLERS = ("tpe", "random", "gp", "cmaes", "portfolio")
 DEFAULT_BUDGETS = (25, 50, 100, 200)
 WITHIN = 0.05
 MAX_SIMULATED = 20_000  # feasible configurations an exhaustive optimum may simulate

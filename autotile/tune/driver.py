@@ -263,6 +263,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
            "infeasible_pct": round(100.0 * oc.infeasible / oc.trials, 1) if oc.trials else 0.0,
            "elapsed_s": round(oc.elapsed_s, 2), "history": oc.history}
+    if oc.members:
+        rec["members"] = oc.members
     if not oc.best:
         rec.update(params=None, cycles=None, verified=False, reason="no feasible configuration found")
         return rec

@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from autotile.space.space import Space
 from autotile.tune import storage as storage_mod
 from autotile.tune.evaluate import Evaluator, Outcome, config_key, make_evaluator
+from autotile.tune.portfolio import MEMBER_ATTR, member_stats
 from autotile.tune.suggest import suggest
 
 CAP_FACTOR = 5
@@ -60,6 +61,7 @@ class StudyOutcome:
     elapsed_s: float = 0.0
     history: list = field(default_factory=list)  # first objective per complete trial, in order
     pareto: list = field(default_factory=list)  # two objectives: [{params, values, trial}]
+    members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
     interrupted: bool = False
 
 
@@ -199,6 +201,8 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         seen.add(key)
         ranked.append((json.loads(key), t.user_attrs.get("values", {first: t.values[0]}), t.number))
     out.best = ranked
+    if any(MEMBER_ATTR in t.system_attrs for t in trials):
+        out.members = member_stats(trials)
     for t in complete:
         out.history.append(t.values[0])
         if t.user_attrs.get(BASELINE_ATTR) and out.baseline is None:

@@ -9,7 +9,7 @@ import optuna
 
 from autotile.errors import InputError
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive")
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 _EXTRAS = {"cmaes": ("cmaes", "cmaes"), "gp": ("torch", "gp")}
 
 
@@ -29,6 +29,8 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
             raise InputError(f"sampler {name!r} needs the {module!r} package: {hint}")
     if n_objectives > 1 and name in ("cmaes",):
         raise InputError(f"sampler {name!r} is single-objective; use nsga2, tpe or random for two objectives")
+    if name == "portfolio":
+        return _portfolio(seed, n_objectives, n_startup)
     if name == "tpe":
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, multivariate=True,
@@ -44,3 +46,21 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, n_startup))
     raise InputError(f"sampler {name!r} does not run inside an Optuna study")
+
+
+def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
+    """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed) and random,
+    each seeded from ``seed``, under one bandit (``autotile.tune.portfolio``)."""
+    from autotile.tune.portfolio import PortfolioSampler
+
+    def sub(i: int):
+        return None if seed is None else seed * 16 + i
+
+    names = ["tpe", "nsga2"]
+    if n_objectives == 1 and importlib.util.find_spec("cmaes") is not None:
+        names.append("cmaes")
+    names.append("random")
+    members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
+               for i, n in enumerate(names)}
+    return PortfolioSampler(members, seed=seed, genetic="nsga2",
+                            needs_numeric=[n for n in names if n == "cmaes"])

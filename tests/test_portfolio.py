@@ -1,0 +1,207 @@
+"""The portfolio sampler: member record, credit from the shared history, constraints, resume."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState, create_trial
+
+from autotile.space import load_spec
+from autotile.tune import landscapes, portfolio, runner
+from autotile.tune.portfolio import MEMBER_ATTR, PortfolioSampler
+from autotile.tune.samplers import make_sampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _members(trials) -> list:
+    return [t.system_attrs.get(MEMBER_ATTR) for t in sorted(trials, key=lambda t: t.number)]
+
+
+def _objective(trial):
+    x, y = trial.suggest_float("x", -2, 2), trial.suggest_int("y", 0, 20)
+    return (x - 0.3) ** 2 + (y - 7) ** 2 / 50
+
+
+def _small(seed=0, **kw) -> PortfolioSampler:
+    return PortfolioSampler({"tpe": optuna.samplers.TPESampler(seed=seed, n_startup_trials=5),
+                             "random": optuna.samplers.RandomSampler(seed=seed)}, seed=seed, **kw)
+
+
+def test_every_trial_records_its_member_and_each_member_gets_trials():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study = optuna.create_study(sampler=make_sampler("portfolio", 0))
+        study.optimize(_objective, n_trials=30)
+    names = _members(study.trials)
+    assert set(names) <= {"tpe", "nsga2", "cmaes", "random"} and None not in names
+    assert {"tpe", "nsga2", "random"} <= set(names)
+    stats = portfolio.member_stats(study.trials)
+    assert sum(r["trials"] for r in stats) == 30
+    assert sum(r["improvements"] for r in stats) >= 1
+    assert all(r["best"] is not None for r in stats)
+
+
+def test_same_seed_same_members():
+    runs = []
+    for _ in range(2):
+        study = optuna.create_study(sampler=_small(3))
+        study.optimize(_objective, n_trials=15)
+        runs.append((_members(study.trials), [t.params for t in study.trials]))
+    assert runs[0] == runs[1]
+
+
+def _history(study, rows):
+    """Add finished trials: (member, value or None for a pruned infeasible one)."""
+    dist = {"x": FloatDistribution(0, 10)}
+    for i, (member, value) in enumerate(rows):
+        attrs = {MEMBER_ATTR: member, "constraints:feasible": 0.0 if value is not None else 1.0}
+        state = TrialState.COMPLETE if value is not None else TrialState.PRUNED
+        study.add_trial(create_trial(state=state, value=value, params={"x": float(i % 10)},
+                                     distributions=dist, system_attrs=attrs))
+
+
+def test_credit_goes_to_members_that_set_new_bests():
+    s = _small(exploration=0.0)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 10.0), ("tpe", 9.0), ("random", 9.5), ("tpe", 8.0), ("random", None),
+                     ("tpe", 7.0), ("random", 7.0), ("enqueued", 1.0), ("tpe", 2.0)])
+    credit = s.credit(study)
+    assert credit["random"]["uses"] == 4 and credit["tpe"]["uses"] == 4  # enqueued: no member
+    # the first result improves on nothing; the enqueued 1.0 makes tpe's later 2.0 no improvement
+    assert credit["random"]["credit"] == 0.0
+    assert credit["tpe"]["credit"] == pytest.approx((1 + 2 + 3) / 10)
+    trial = study.ask()  # before_trial chooses: the higher credit wins without exploration
+    assert study._storage.get_trial(trial._trial_id).system_attrs[MEMBER_ATTR] == "tpe"
+
+
+def test_exploration_gives_a_slow_starter_trials():
+    s = _small(exploration=0.25)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 10.0)] + [("tpe", 10.0 - i) for i in range(1, 20)])
+    picks = []
+    for _ in range(40):
+        trial = study.ask()
+        picks.append(trial.study._storage.get_trial(trial._trial_id).system_attrs[MEMBER_ATTR])
+        study.tell(trial, 100.0)  # nobody improves any more
+    assert picks[0] == "tpe" and "random" in picks
+
+
+def test_constraints_and_infeasible_trials_earn_no_credit():
+    def objective(trial):
+        x = trial.suggest_float("x", -2, 2)
+        if x > 0:
+            trial.set_constraint("feasible", 1.0)
+            raise optuna.TrialPruned("x > 0 does not fit")
+        trial.set_constraint("feasible", 0.0)
+        return x ** 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = make_sampler("portfolio", 1)
+        study = optuna.create_study(sampler=s)
+        study.optimize(objective, n_trials=40)
+    pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
+    assert pruned and all(t.system_attrs.get(MEMBER_ATTR) for t in pruned)
+    stats = {r["member"]: r for r in portfolio.member_stats(study.trials)}
+    assert sum(r["trials"] - r["feasible"] for r in stats.values()) == len(pruned)
+    hits = sum(r["improvements"] for r in stats.values())
+    values = [t.value if portfolio.feasible(t) else None for t in study.trials]
+    expected = sum(1 for i, v in enumerate(values) if v is not None
+                   and any(u is not None for u in values[:i]) and v < min(u for u in values[:i] if u is not None))
+    assert hits == expected >= 1
+
+
+def test_two_workers_compute_the_same_credit_from_the_shared_history():
+    storage = optuna.storages.InMemoryStorage()
+    a, b = _small(0), _small(1)
+    sa = optuna.create_study(study_name="s", storage=storage, sampler=a)
+    sb = optuna.load_study(study_name="s", storage=storage, sampler=b)
+    pending = sa.ask()  # a's trial stays running while b works: a pending use, no credit yet
+    for _ in range(12):
+        for st in (sb, sa):
+            t = st.ask()
+            st.tell(t, _objective(t))
+    assert a.credit(sa) == b.credit(sb) == _small(9).credit(sa)
+    running = pending._cached_frozen_trial.system_attrs[MEMBER_ATTR]
+    sa.tell(pending, _objective(pending))
+    after = _small(9).credit(sa)
+    assert a.credit(sa) == b.credit(sb) == after
+    assert after[running]["uses"] == a.credit(sa)[running]["uses"]
+    assert {t.system_attrs[MEMBER_ATTR] for t in sa.trials} == {"tpe", "random"}
+
+
+def test_enqueued_trials_are_recorded_as_such():
+    study = optuna.create_study(sampler=_small())
+    study.enqueue_trial({"x": 0.3, "y": 7})
+    study.optimize(_objective, n_trials=4)
+    assert _members(study.trials)[0] == "enqueued"
+    assert study.trials[0].params == {"x": 0.3, "y": 7}
+
+
+def test_two_objectives():
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=make_sampler("portfolio", 0, n_objectives=2))
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1 - t.suggest_float("x", 0, 1) ** 0.5), n_trials=20)
+    assert "cmaes" not in set(_members(study.trials))
+    assert sum(r["improvements"] for r in portfolio.member_stats(study.trials)) >= 2
+
+
+@pytest.fixture(scope="module")
+def failing_spec(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("failing")
+    land = landscapes.failing(0)
+    landscapes.write(land, folder / "f.json.gz")
+    return load_spec(landscapes.write_spec(land, folder / "f.json.gz", folder / "f.yaml"))
+
+
+def _plan(spec, budget, seed=0):
+    return runner.StudyPlan(name="p", space=spec.space(spec.shapes[0]), objectives=("time_us",),
+                            sampler="portfolio", seed=seed, budget=budget, timeout_s=None, baseline=None)
+
+
+def test_resume_keeps_the_record_and_continues_from_the_history(failing_spec, tmp_path):
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(Path(tmp_path) / "j.log")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = runner.run(_plan(failing_spec, 12), storage)
+        study = optuna.load_study(study_name="p", storage=storage)
+        before = _members(study.trials)
+        second = runner.run(_plan(failing_spec, 30), storage)
+    assert first.unique >= 12 and second.unique >= 30
+    study = optuna.load_study(study_name="p", storage=storage)
+    after = _members(study.trials)
+    assert after[: len(before)] == before and None not in after
+    assert any(t.state == TrialState.PRUNED for t in study.trials)  # the failing landscape prunes
+    fresh = make_sampler("portfolio", 0)
+    assert fresh.credit(study)["tpe"]["uses"] == after.count("tpe")
+
+
+def test_bench_search_lists_the_portfolio(failing_spec, capsys):
+    import json
+
+    from autotile.cli import run as cli
+
+    assert cli(["bench-search", str(failing_spec.file), "--samplers", "random,portfolio", "--budgets", "10",
+                "--seeds", "1", "--json"]) == 0
+    (sp,) = json.loads(capsys.readouterr().out)["spaces"]
+    port = sp["samplers"][1]
+    assert port["sampler"] == "portfolio" and port["available"]
+    assert 0 < port["results"][0]["median_fraction"] <= 1
+
+
+def test_summary_and_report_carry_the_member_record(failing_spec, tmp_path):
+    from autotile.report import search
+    from autotile.report.data import ReportData
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        oc = runner.run(_plan(failing_spec, 15), optuna.storages.InMemoryStorage())
+    assert {m["member"] for m in oc.members} >= {"tpe", "random"}
+    assert sum(m["trials"] for m in oc.members) == oc.trials
+    rec = {"shape": failing_spec.shapes[0], "dtype": "fp32", "unit": "cuda", "study": "p", "members": oc.members}
+    blocks = search.portfolio_members(ReportData(out_dir=tmp_path, summary={"results": [rec]}, hw=None))
+    assert blocks and any("member" in getattr(b, "header", []) for b in blocks)
