@@ -178,3 +178,23 @@ def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
     assert "autotile train" in capsys.readouterr().err
     assert cli.run(["decide", "elementwise", "--shape", "m=3", "--models", out]) == 2
     assert cli.run(["train", "--ops", "nosuchop", "-o", out]) == 2
+
+
+def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cli):
+    """`autotile lookup --models DIR`: a shape no tuned tiling fits is answered by the model."""
+    from tablekit import default_table
+
+    _, rows = mm_rows
+    store.save_regressor(CostRegressor("matmul").fit(rows), hw, "fp", tmp_path)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps(default_table()))
+    shape = "m=20000,n=24,k=40"
+    code, out, err = run_cli("lookup", str(table), "--shape", shape, "--json")
+    assert code == 0, err
+    assert json.loads(out)["match"] == "default"
+    code, out, err = run_cli("lookup", str(table), "--shape", shape, "--models", str(tmp_path), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["match"] == "model"
+    spec = load_spec(str(ROOT / "tests" / "data" / "matmul_small.yaml"))
+    assert spec.space({"m": 20000, "n": 24, "k": 40}, "fp16", "cube").check(got["params"]) is None

@@ -11,13 +11,19 @@ def add_arguments(p) -> None:
     p.add_argument("table", metavar="TABLE", help="a table file or a tune output folder")
     p.add_argument("--shape", required=True, help="e.g. m=1000,n=2000,k=512")
     p.add_argument("--dtype", help="default: the spec's first dtype")
+    p.add_argument("--models", help="folder of trained models (default: autotile train's cache); "
+                                    "the cost model answers shapes no tuned tiling fits")
     p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params}")
 
 
 def run(args) -> int:
     from autotile.tables.lookup import lookup
+    from autotile.tables.model_hook import regressor_hook
+    from autotile.tables.schema import load_table
 
-    m = lookup(args.table, parse_kv(args.shape, what="--shape", ints=True), args.dtype)
+    table = load_table(args.table)
+    model = regressor_hook(table, args.models)
+    m = lookup(table, parse_kv(args.shape, what="--shape", ints=True), args.dtype, model=model)
     if args.json:
         print_json(m.to_json())
         return 0
