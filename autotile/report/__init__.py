@@ -1,1 +1,1 @@
-"""report package."""
+"""Study reports: self-contained HTML and Markdown with plots, rendered from a finished study."""
