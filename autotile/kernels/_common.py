@@ -222,3 +222,16 @@ def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, wor
         raise InfeasibleConfig(f"cores={p['cores']} exceeds the {max_cores} {unit} cores of {hw.name}")
     if p["cores"] > work:
         raise InfeasibleConfig(f"cores={p['cores']} exceeds the {work} {what}")
+
+
+def align(a: int, b: int) -> int:
+    """``a`` rounded up to a multiple of ``b``."""
+    return -(-a // b) * b
+
+
+def unit_of(unit: str | None, units: tuple) -> str:
+    """The requested unit (default: the first of ``units``), or InfeasibleConfig if it has no kernel."""
+    unit = unit or units[0]
+    if unit not in units:
+        raise InfeasibleConfig(f"unit={unit!r}, expected one of {units}")
+    return unit

@@ -121,17 +121,6 @@ def cube_core(st, cost, L, tile, depth, in_bytes, c0, execute, x, start, colsum)
 # Python side
 
 
-def _al(a: int, b: int) -> int:
-    return -(-a // b) * b
-
-
-def _unit(unit):
-    unit = unit or UNITS[0]
-    if unit not in UNITS:
-        raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
-    return unit
-
-
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
@@ -143,20 +132,20 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
         if p["acc_dtype"] == "fp16" and dtype != "fp16":
             raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: accumulate {dtype} in fp32")
         accb = C.BYTES[p["acc_dtype"]]
-        used = p["buffer_num"] * _al(tile * nb, 32) + _al(tile * accb, 32)
+        used = p["buffer_num"] * C.align(tile * nb, 32) + C.align(tile * accb, 32)
         if p["acc_dtype"] != dtype:
-            used += _al(tile * accb, 32)  # the converted tile
+            used += C.align(tile * accb, 32)  # the converted tile
         bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     elif unit == "scalar":
-        bufs = {"ub": {"used": p["buffer_num"] * _al(tile * nb, 32), "capacity": hw.ub_bytes}}
+        bufs = {"ub": {"used": p["buffer_num"] * C.align(tile * nb, 32), "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
         c0 = 8 if dtype == "fp32" else 16
-        blk = _al(-(-tile // 16), c0) * 16 * nb
+        blk = C.align(-(-tile // 16), c0) * 16 * nb
         bufs = {"l1": {"used": 16 * c0 * nb, "capacity": hw.l1_bytes},
-                "l0a": {"used": _al(blk, hw.align["l0a"]), "capacity": hw.l0a_bytes},
-                "l0b": {"used": p["buffer_num"] * _al(blk, hw.align["l0b"]), "capacity": hw.l0b_bytes},
+                "l0a": {"used": C.align(blk, hw.align["l0a"]), "capacity": hw.l0a_bytes},
+                "l0b": {"used": p["buffer_num"] * C.align(blk, hw.align["l0b"]), "capacity": hw.l0b_bytes},
                 "l0c": {"used": RESULT_FRACTAL, "capacity": hw.l0c_bytes}}
         max_cores = hw.cube_cores
     C.check_capacity(bufs)
@@ -245,7 +234,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     """Count mode: simulate one tiling on one unit; returns a SimResult (and traces)."""
     shape = {"n": int(shape["n"])}
     try:
-        unit = _unit(unit)
+        unit = C.unit_of(unit, UNITS)
         p, bufs = check(shape, params, dtype, hw, unit)
     except InfeasibleConfig as exc:
         res = infeasible("global_sum", unit or UNITS[0], dtype, shape, params, exc.reason)
@@ -264,7 +253,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     """Execute mode: the same loop nests computing the sum; returns a 0-d array of ``dtype``."""
     (x,) = inputs
     shape = {"n": int(x.shape[0])}
-    unit = _unit(unit)
+    unit = C.unit_of(unit, UNITS)
     p, _ = check(shape, params, dtype, hw, unit)
     _, parts, _ = _run(shape, p, dtype, hw, unit, execute=True, x=np.ascontiguousarray(x, dtype=np.float64))
     return _scalar(_combine_values(parts, p, unit), dtype)
@@ -297,7 +286,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
     cores = max(1, min(max_cores, n * nb // 65536))
     per = -(-n // cores)
-    tile = min(_al(per, 16), (8192 if unit == "cube" else 16384) // nb)
+    tile = min(C.align(per, 16), (8192 if unit == "cube" else 16384) // nb)
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
     if unit == "vector":
         p.update(acc_dtype="fp32", combine="scalar")

@@ -181,19 +181,19 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
         if unit == "vector":
             p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
         accb = C.BYTES[p["acc_dtype"]]
-        used = 2 * p["buffer_num"] * _al(p["tile_len"] * nb, 32)
+        used = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
         if unit == "vector":
-            used += _al(p["tile_len"] * max(accb, nb), 32) + _al(p["tile_len"] * accb, 32)
+            used += C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
         bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
         p["cube_form"] = C.choice(params, "cube_form", FORMS)
         if p["cube_form"] == "trace":
-            blk = _al(p["tile_len"], 256) * nb
+            blk = C.align(p["tile_len"], 256) * nb
         else:
             blk = -(-p["tile_len"] // 16) * 256 * nb
-        bufs = {"l0a": {"used": p["buffer_num"] * _al(blk, 512), "capacity": hw.l0a_bytes},
-                "l0b": {"used": p["buffer_num"] * _al(blk, 512), "capacity": hw.l0b_bytes}}
+        bufs = {"l0a": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0a_bytes},
+                "l0b": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0b_bytes}}
         max_cores = hw.cube_cores
     C.check_capacity(bufs)
     C.check_spread(p, hw, max_cores=max_cores, unit=unit, work=-(-shape["n"] // 16),
@@ -204,17 +204,6 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
 def _r(v: float, dtype: str) -> float:
     """One value rounded to ``dtype``."""
     return float(dtype_emul.round_to(np.array([v]), dtype)[0])
-
-
-def _al(a: int, b: int) -> int:
-    return -(-a // b) * b
-
-
-def _unit(unit):
-    unit = unit or UNITS[0]
-    if unit not in UNITS:
-        raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
-    return unit
 
 
 def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None, trace_capacity=0):
@@ -274,7 +263,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     """Count mode: simulate one tiling on one unit; returns a SimResult (and traces)."""
     shape = {"n": int(shape["n"])}
     try:
-        unit = _unit(unit)
+        unit = C.unit_of(unit, UNITS)
         onchip = C.on_chip(options)
         p, bufs = check(shape, params, dtype, hw, unit)
     except InfeasibleConfig as exc:
@@ -297,7 +286,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     """Execute mode: the same loop nests computing the sum; returns a 0-d array of ``dtype`` values."""
     x, w = inputs
     shape = {"n": int(x.shape[0])}
-    unit = _unit(unit)
+    unit = C.unit_of(unit, UNITS)
     onchip = C.on_chip(options)
     p, _ = check(shape, params, dtype, hw, unit)
     cost = cost_vector(hw, dtype, active_cores=p["cores"])
@@ -345,7 +334,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
     cores = max(1, min(max_cores, n // 65536))
     per = -(-n // cores)
-    tile = min(_al(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
+    tile = min(C.align(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
     if unit == "vector":
         p.update(reduction="tree", acc_dtype="fp32")
