@@ -115,8 +115,8 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
     from autotile.tune.samplers import make_sampler
 
     evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
-    sampler = make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
-                           n_objectives=len(plan.objectives))
+    sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
+                                                    n_objectives=len(plan.objectives)))
     try:
         study = prepare(plan, storage, sampler)
         _prime_cache(study, evaluator)
@@ -132,10 +132,8 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
 def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progress) -> StudyOutcome:
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
-    me = storage_mod.owner()
 
     def objective(trial: optuna.Trial):
-        trial.set_user_attr(storage_mod.OWNER_ATTR, me)
         params, reason = suggest(trial, plan.space)
         out = evaluator.score(params) if reason is None else Outcome(params, False, reason)
         trial.set_user_attr(CONFIG_ATTR, config_key(out.params))

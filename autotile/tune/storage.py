@@ -186,3 +186,35 @@ def quiet_heartbeat_failures() -> None:
         return
     hook._autotile = True
     threading.excepthook = hook
+
+
+class OwnedSampler(optuna.samplers.BaseSampler):
+    """Delegates to ``inner``; first records this process as the owner of each new trial.
+
+    ``before_trial`` runs right after the trial is created and before relative sampling (which
+    can take a while, with no heartbeat yet): a worker killed in that window still leaves a
+    trial whose dead owner ``fail_stale_trials`` recognizes on resume.
+    """
+
+    def __init__(self, inner: optuna.samplers.BaseSampler):
+        self.inner = inner
+        self.me = owner()
+
+    def before_trial(self, study, trial):
+        study._storage.set_trial_user_attr(trial._trial_id, OWNER_ATTR, self.me)
+        self.inner.before_trial(study, trial)
+
+    def infer_relative_search_space(self, study, trial):
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        return self.inner.sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self.inner.sample_independent(study, trial, param_name, param_distribution)
+
+    def after_trial(self, study, trial, state, values):
+        self.inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self):
+        self.inner.reseed_rng()
