@@ -88,7 +88,7 @@ def weighted_sum_rows(hw) -> list[dict]:
     rows = [factor2(f"weighted_sum n=4096 fp16 on chip, {u} cycles", pub, best[u])
             for u, pub in (("scalar", 8192.0), ("vector", 90.0), ("cube", 40.0))]
     x = xo.crossover("weighted_sum", "fp16", hw, on_chip=True)["n"]
-    c = bound("weighted_sum fp16 on chip: n from which the Cube beats the Vector", 256, 4096,
+    c = bound("weighted_sum fp16 on chip: n from which the Cube beats the Vector", 256, 1024,
               float("nan") if x is None else x)
     c["published"] = "~512 (the talk's own cycle figures imply ~900-1000)"
     rows.append(c)

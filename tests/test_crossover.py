@@ -1,8 +1,13 @@
 """The Vector-to-Cube crossover of weighted_sum comes out of simulation."""
 
+import json
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from autotile.cli import run
 from autotile.hardware import load_profile
-from autotile.models.crossover import best, crossover
+from autotile.models.crossover import best, crossover, locate, windows
 
 HW = load_profile()
 
@@ -10,15 +15,48 @@ HW = load_profile()
 def test_on_chip_crossover_is_where_cube_starts_winning():
     res = crossover("weighted_sum", "fp16", HW, on_chip=True)
     n = res["n"]
-    assert n is not None and 256 <= n <= 4096
+    assert n is not None and 256 <= n <= 2048
+    assert res["windows"][-1] == [n, 16384]
     assert best("weighted_sum", "cube", n, "fp16", HW, True)[0] < best("weighted_sum", "vector", n, "fp16", HW, True)[0]
     assert best("weighted_sum", "cube", 256, "fp16", HW, True)[0] > best("weighted_sum", "vector", 256, "fp16", HW, True)[0]
 
 
 def test_cli_prints_both_framings(capsys):
     assert run(["crossover", "weighted_sum", "--dtype", "fp16", "--json"]) == 0
-    out = capsys.readouterr().out
-    assert '"simulated_n"' in out and '"end_to_end_n"' in out
+    out = json.loads(capsys.readouterr().out)
+    assert out["simulated_n"] and out["simulated_windows"][-1][0] == out["simulated_n"]
+    assert "end_to_end_n" in out and out["end_to_end_windows"]
+
+
+def test_end_to_end_cube_wins_only_a_middle_range():
+    """Inputs in GM: the Cube's fixed costs lose at small n; at large n every core count is latency-
+    and copy-bound and the Vector's 48 cores against the Cube's 24 win again."""
+    spans = crossover("weighted_sum", "fp16", HW, on_chip=False)["windows"]
+    assert spans and 256 <= spans[0][0] <= 1024 and spans[0][1] >= 4096
+    for a, _ in spans:
+        assert best("weighted_sum", "cube", a, "fp16", HW, False)[0] < best("weighted_sum", "vector", a, "fp16", HW, False)[0]
+
+
+def _grid_point_between(a: int, b: int) -> bool:
+    return any(a <= 1 << k < b for k in range(4, 15))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(17, 16384), max_size=5, unique=True))
+def test_windows_find_every_edge_between_grid_points(cuts):
+    """Runs (of wins and of losses) that each contain a grid point (a power of two) are found exactly."""
+    cuts = sorted(cuts)
+    assume(all(_grid_point_between(a, b) for a, b in zip(cuts, cuts[1:] + [16385])))
+
+    def wins(n):
+        return sum(n >= c for c in cuts) % 2 == 1
+
+    spans = windows(wins, 16, 16384)
+    for a, b in spans:
+        assert wins(a) and wins(b) and (a == 16 or not wins(a - 1)) and (b == 16384 or not wins(b + 1))
+        assert all(wins(n) for n in range(a, b + 1, max(1, (b - a) // 50)))
+    stays = locate(wins, 16, 16384)
+    assert stays == (spans[-1][0] if spans and spans[-1][1] == 16384 else None)
 
 
 def test_cli_rejects_unknown_unit(capsys):

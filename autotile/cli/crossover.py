@@ -38,10 +38,13 @@ def run(args) -> int:
     e2e = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=False)
     learned = _learned(args, hw)
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
-           "simulated_n": on["n"], "end_to_end_n": e2e["n"], **learned,
+           "simulated_n": on["n"], "end_to_end_n": e2e["n"],
+           "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
-                     "all categorical params)"}
+                     "all categorical params)",
+           "meaning": f"*_n: smallest n from which {args.large_unit} stays faster (null: it does not stay "
+                      f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster"}
     if learned["learned_note"] is None:
         out.pop("learned_note")
     if args.grid:
@@ -53,6 +56,8 @@ def run(args) -> int:
         print(f"{args.op} {args.dtype}: {args.large_unit} stays faster than {args.small_unit} from "
               f"n={on['n']} (data on chip), n={e2e['n']} (inputs in GM); learned: "
               f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
+        print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
+              f"{_spans(e2e['windows'])} (inputs in GM)")
     return 0
 
 
@@ -62,9 +67,15 @@ def _learned(args, hw) -> dict:
 
     path = store.path_for("units", args.op, args.models)
     if not path.exists():
-        return {"learned_n": None, "learned_end_to_end_n": None,
+        return {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None, "learned_end_to_end_windows": None,
                 "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
     sel = store.load_selector(args.op, hw, args.models)
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
     return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw),
-            "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw), "learned_note": None}
+            "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
+            "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw),
+            "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw), "learned_note": None}
+
+
+def _spans(spans) -> str:
+    return ", ".join(f"[{a}, {b}]" for a, b in spans) or "none"

@@ -115,7 +115,8 @@ def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add,
     """Cross-core combine on one core: read the partials from GM, reduce, write the result.
 
     ``ready``: when the last partial has landed in GM. Vector: VCADD per repeat of partials
-    (and one more over the repeat sums); Scalar: a load and an add per partial.
+    (and one more over the repeat sums); Scalar: a load and an add per partial
+    (the load issuing beside the previous add).
     """
     t = gm_in(st, cost, nparts * part_bytes, ready)
     if use_vector:
@@ -125,7 +126,7 @@ def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add,
         if reps > 1:
             t = E.vector(st, cost, vcost_cadd, 0, 1, t)
     else:
-        t = E.scalar(st, cost, nparts, sc_load + sc_add, t)
+        t = E.scalar(st, cost, nparts, max(sc_load, sc_add), t)  # loads issue beside the adds
     return gm_out(st, cost, part_bytes, t)
 
 
@@ -148,6 +149,20 @@ def scalar_cost(hw: HardwareProfile, name: str) -> float:
     except KeyError:
         raise KeyError(f"hardware profile {hw.name} has no scalar cost {name!r} "
                        f"(has {', '.join(sorted(hw.scalar))})") from None
+
+
+MEMORY_OPS = ("load", "store")
+
+
+def scalar_per_elem(hw: HardwareProfile, ops) -> float:
+    """Cycles per element of a scalar loop body ``ops`` ((name, count) pairs).
+
+    UB loads and stores issue beside ALU work (the profile's load/store note), so the body costs
+    the busier of the two slots: max(sum of load/store cycles, sum of ALU cycles).
+    """
+    mem = sum(scalar_cost(hw, op) * k for op, k in ops if op in MEMORY_OPS)
+    alu = sum(scalar_cost(hw, op) * k for op, k in ops if op not in MEMORY_OPS)
+    return max(mem, alu)
 
 
 def lanes(dtype: str, hw: HardwareProfile) -> int:

@@ -88,7 +88,7 @@ def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None,
     sig = f"{dtype}_{dtype}_{dtype}" if nin == 2 else f"{dtype}_{dtype}"
     scalar_unit = unit == "scalar"
     vcost = np.zeros((1, 3)) if scalar_unit else C.vtable(hw, [(vop, sig)])
-    per = (nin * C.scalar_cost(hw, "load") + C.scalar_cost(hw, sop) + C.scalar_cost(hw, "store")) if scalar_unit else 0.0
+    per = C.scalar_per_elem(hw, (("load", nin), (sop, 1), ("store", 1))) if scalar_unit else 0.0
     a = np.zeros(1) if a is None else a
     b = a if b is None else b
     y = np.zeros_like(a)

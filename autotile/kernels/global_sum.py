@@ -170,6 +170,7 @@ def _run(shape, p, dtype, hw, unit, execute=False, x=None, trace_capacity=0):
     cost = cost_vector(hw, dtype, active_cores=active)
     x = np.zeros(1) if x is None else x
     sc_add, sc_load = C.scalar_cost(hw, "add"), C.scalar_cost(hw, "load")
+    sc_elem = C.scalar_per_elem(hw, (("load", 1), ("add", 1)))
     acc_dtype = p.get("acc_dtype", "fp32")
     accb = 4 if unit != "vector" else C.BYTES[acc_dtype]
     if unit == "vector":
@@ -187,8 +188,7 @@ def _run(shape, p, dtype, hw, unit, execute=False, x=None, trace_capacity=0):
                                      C.CODES[acc_dtype], acc)
                 parts.append([val])
             elif unit == "scalar":
-                val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, sc_load + sc_add,
-                                     execute, x, s)
+                val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, sc_elem, execute, x, s)
                 parts.append([val])
             else:
                 colsum = np.zeros(16)

@@ -157,7 +157,7 @@ def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacit
     scalar_unit = unit == "scalar"
     if scalar_unit:
         vcost, lanes = np.zeros((1, 3)), np.zeros(1, dtype=np.int64)
-        per = sum(C.scalar_cost(hw, op) * k for op, k in SCALAR_OPS[p["variant"]])
+        per = C.scalar_per_elem(hw, SCALAR_OPS[p["variant"]])
         code = C.FP32
     else:
         vcost, lanes = _vector_program(p["variant"], dtype, hw)

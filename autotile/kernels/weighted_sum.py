@@ -132,7 +132,10 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
                 ra = E.copy(st, cost, E.GM_L0A, float(padded * in_bytes), ready)
                 rb = E.copy(st, cost, E.GM_L0B, float(padded * in_bytes), ready)
                 ready = max(ra, rb)
-            elif padded > ln:  # zero fill of the partial last fractal
+            elif padded > ln and (ntile > 1 or L > 256 or ln % 16):
+                # zero fill of the partial last fractal: its unused rows would add into the diagonal
+                # of rows that other fractals fill. A lone fractal (one tile, L <= 256) needs none
+                # when its rows are whole: rows past the data reach diagonal entries nobody reads.
                 ready = E.copy(st, cost, E.L1_L0A, float((padded - ln) * in_bytes), ready)
                 ready = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
             last = E.mmad(st, cost, 16, kk, 16, 16, ready)
@@ -152,8 +155,9 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
                 r = ((ti * tile + i) // 16) % 16 if trace else 0
                 diag[r] = float(np.float32(diag[r] + x[k] * w[k]))
     # extraction: FixPipe moves the 16 x 16 fp32 result fractal (1 KiB) to L1, then the S pipe
-    # sums its diagonal; each load issues alongside the add that consumes the previous one
-    nd = 16 if trace else 1
+    # sums the diagonal entries of the rows holding data; each load issues alongside the add that
+    # consumes the previous one
+    nd = min(16, (L + 15) // 16) if trace else 1
     t = E.copy(st, cost, E.L0C_L1, 1024.0, last)
     if trace:
         t = E.scalar(st, cost, nd, max(sc_load, sc_add), t)
@@ -217,8 +221,9 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
     in_code = C.CODES[dtype]
     x = np.zeros(1) if x is None else x
     w = np.zeros(1) if w is None else w
-    sc_add, sc_mul = C.scalar_cost(hw, "add"), C.scalar_cost(hw, "mul")
+    sc_add = C.scalar_cost(hw, "add")
     sc_load = C.scalar_cost(hw, "load")
+    sc_elem = C.scalar_per_elem(hw, (("load", 2), ("mul", 1), ("add", 1)))
     acc_dtype = p.get("acc_dtype", "fp32")
     acc_code = C.CODES[acc_dtype]
     accb = 4 if unit == "cube" else C.BYTES[acc_dtype]
@@ -237,7 +242,7 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
                                  C.lanes(acc_dtype, hw), nb, p["reduction"] == "vmla", conv, onchip, execute,
                                  x, w, start, in_code, acc_code, acc)
         elif unit == "scalar":
-            val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, 2 * sc_load + sc_mul + sc_add,
+            val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, sc_elem,
                                  onchip, execute, x, w, start, acc_code)
         else:
             val, t = cube_core(st, cost, L, p["tile_len"], p["buffer_num"], p["cube_form"] == "trace", onchip, nb,

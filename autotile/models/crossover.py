@@ -72,8 +72,60 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
         table.append({"n": n, small_unit: a, large_unit: b})
         return b < a
 
-    n = locate(wins, lo, hi)
-    return {"n": n, "grid": sorted(table, key=lambda r: r["n"])}
+    ask = _memo(wins)
+    n = locate(ask, lo, hi)
+    spans = windows(ask, lo, hi)
+    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
+
+
+def _memo(wins):
+    """``wins`` asked at most once per n (the simulated search is the expensive part)."""
+    cache: dict[int, bool] = {}
+
+    def ask(n: int) -> bool:
+        if n not in cache:
+            cache[n] = bool(wins(n))
+        return cache[n]
+
+    return ask
+
+
+def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
+    """The size ranges [first, last] in which ``wins(n)`` holds: log2 grid ``lo..hi``, every edge
+    refined by integer bisection.
+
+    A unit can win only in a middle range (the Cube end to end: its fixed costs lose below it, and
+    above it the Vector's larger core count wins once data movement dominates); ``locate`` then
+    finds nothing that *stays*, and these ranges say where the win is.
+
+    >>> windows(lambda n: 100 <= n <= 3000, 16, 8192)
+    [[100, 3000]]
+    """
+    ask = _memo(wins)
+    grid = _pow2(lo, hi)
+    flags = [ask(n) for n in grid]
+    out: list[list[int]] = []
+    start = grid[0] if flags[0] else None
+    for i in range(1, len(grid)):
+        a, b = grid[i - 1], grid[i]
+        if flags[i] == flags[i - 1]:
+            continue
+        # bisect the edge: ask(a) != ask(b); find the first n in (a, b] with ask(n) == flags[i]
+        x, y = a, b
+        while y - x > 1:
+            m = (x + y) // 2
+            if ask(m) == flags[i]:
+                y = m
+            else:
+                x = m
+        if flags[i]:
+            start = y
+        else:
+            out.append([start, x])
+            start = None
+    if start is not None:
+        out.append([start, grid[-1]])
+    return out
 
 
 def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:

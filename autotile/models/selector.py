@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
-from autotile.models.crossover import locate
+from autotile.models.crossover import locate, windows
 from autotile.models.features import matrix, shape_features
 
 
@@ -96,6 +96,14 @@ class UnitSelector:
             return c[large_unit] < c[small_unit]
 
         return locate(wins, lo, hi)
+
+    def crossover_windows(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
+                          data: str = "on_chip", lo: int = 16, hi: int = 16384) -> list[list[int]]:
+        """The size ranges in which the model predicts ``large_unit`` faster (``crossover.windows``)."""
+        for u in (small_unit, large_unit):
+            if u not in self.models:
+                raise InputError(f"unit selector for {self.op} has no unit {u!r} (has {', '.join(self.units)})")
+        return windows(lambda n: (c := self.predict_cycles({"n": n}, dtype, data))[large_unit] < c[small_unit], lo, hi)
 
     # -- persistence (see store.py): JSON state + estimators
     def state(self) -> dict:
