@@ -26,6 +26,10 @@ def test_cli_prints_both_framings(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["simulated_n"] and out["simulated_windows"][-1][0] == out["simulated_n"]
     assert "end_to_end_n" in out and out["end_to_end_windows"]
+    first = out["what_decides"]["on_chip"][0]
+    assert (first["n"], first["from"], first["to"]) == (out["simulated_n"], "vector", "cube")
+    assert first["cube"]["fixed_cycles"] > first["vector"]["fixed_cycles"]
+    assert first["cube"]["cycles_per_element"] < first["vector"]["cycles_per_element"]
 
 
 def test_end_to_end_cube_wins_only_a_middle_range():

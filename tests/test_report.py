@@ -121,6 +121,7 @@ def test_multi_unit_crossover(tmp_path):
     assert cli(["tune", str(spec), "--trials", "5", "--quiet", "--out", str(out)]) == 0
     html = (out / "report.html").read_text()
     assert "<h2>Cycles against size per unit</h2>" in html and "scalar cycles" in html
+    assert "what decides" in html and "grows more slowly" in html
     assert FAILED not in html
 
 

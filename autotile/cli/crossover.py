@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from autotile.models.crossover import crossover
+    from autotile.models.crossover import crossover, edges
 
     try:
         info = registry.get(args.op)
@@ -37,9 +37,12 @@ def run(args) -> int:
     on = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=True)
     e2e = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=False)
     learned = _learned(args, hw)
+    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
+    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], **kw),
+           "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], **kw)}
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
-           "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], **learned,
+           "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why, **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
                      "all categorical params)",
@@ -58,6 +61,9 @@ def run(args) -> int:
               f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM)")
+        for framing, items in why.items():
+            for e in items:
+                print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
     return 0
 
 

@@ -163,3 +163,47 @@ def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
         else:
             a = m
     return b
+
+
+def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str) -> dict:
+    """What decides a change of the fastest unit at size ``n`` (``before`` wins below, ``after`` from n).
+
+    Each unit at its best tiling at n and at 2n: the growth per element between the two and the
+    fixed part it implies (cycles(n) - growth * n), with the best tiling's core count and the
+    result's bound. The sentence names the side that pays off.
+    """
+    mod = registry.implementation(op)
+    options = {"data": "on_chip"} if on_chip else None
+    info = {}
+    for u in (before, after):
+        c1, p1 = best(op, u, n, dtype, hw, on_chip)
+        c2, _ = best(op, u, 2 * n, dtype, hw, on_chip)
+        slope = (c2 - c1) / n
+        bound = mod.simulate({"n": n}, p1, dtype, hw, unit=u, options=options).bound if p1 else ""
+        info[u] = {"cycles": round(c1, 1), "fixed_cycles": round(c1 - slope * n, 1),
+                   "cycles_per_element": round(slope, 4), "cores": p1.get("cores", 1), "bound": bound}
+    a, b = info[before], info[after]
+    if b["cycles_per_element"] < a["cycles_per_element"] and b["fixed_cycles"] >= a["fixed_cycles"]:
+        why = (f"{after} costs more up front ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles) but "
+               f"grows more slowly ({b['cycles_per_element']:.3f} against {a['cycles_per_element']:.3f} cycles "
+               f"per element), so it pays off from n≈{n:,}")
+    elif b["cycles_per_element"] < a["cycles_per_element"]:
+        why = (f"{after} grows more slowly ({b['cycles_per_element']:.3f} against {a['cycles_per_element']:.3f} "
+               f"cycles per element)")
+    else:
+        why = (f"{after} has less fixed cost ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles)")
+    if a["cores"] != b["cores"]:
+        why += f"; best tilings use {b['cores']} {after} core(s) against {a['cores']} {before} core(s)"
+    return {"n": n, "from": before, "to": after, "why": why, before: a, after: b}
+
+
+def edges(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, spans: list[list[int]], small_unit: str,
+          large_unit: str, lo: int = 16, hi: int = 16384) -> list[dict]:
+    """``explain`` at every edge of the ranges where ``large_unit`` wins (``windows``)."""
+    out = []
+    for a, b in spans:
+        if a > lo:
+            out.append(explain(op, dtype, hw, on_chip, a, small_unit, large_unit))
+        if b < hi:
+            out.append(explain(op, dtype, hw, on_chip, b + 1, large_unit, small_unit))
+    return out

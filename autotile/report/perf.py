@@ -146,7 +146,8 @@ def crossover(data: ReportData) -> Section | None:
             for a, b, ua, ub in _changes(ns, sim):
                 n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub)
                 marks.append((n, f"{ua}→{ub} at n≈{n:,}"))
-                rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}"])
+                rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}",
+                             cx.explain(op, dtype, data.hw, on_chip, n, ua, ub)["why"]])
             sim = {u: (ns, v) for u, v in sim.items()}
         by_size: dict = {}
         for r in rs:
@@ -155,7 +156,7 @@ def crossover(data: ReportData) -> Section | None:
         seq = sorted(by_size.items())
         for (n0, u0), (n1, u1) in zip(seq, seq[1:]):
             if u0 != u1:
-                rows.append([dtype, "tuned shapes", f"{u0} → {u1}", f"between {n0:,} and {n1:,}"])
+                rows.append([dtype, "tuned shapes", f"{u0} → {u1}", f"between {n0:,} and {n1:,}", ""])
         panels.append((dtype, sim, tuned, marks))
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
     blocks = [
@@ -166,7 +167,7 @@ def crossover(data: ReportData) -> Section | None:
              "Cycles of each unit's tuned best against the problem size (product of the dimensions)."),
         plots.crossover(panels),
     ]
-    blocks.append(Table(["dtype", "from", "fastest unit changes", "at"], rows) if rows else
+    blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
                   Para("The fastest unit does not change over the sizes tuned.", note=True))
     blocks.append(Code(f"autotile crossover {op} --dtype {sorted({r['dtype'] for r in data.results})[0]} --grid"))
     return Section("Cycles against size per unit", blocks, "crossover")
