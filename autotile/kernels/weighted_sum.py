@@ -6,7 +6,8 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
   a VADD into a tile-wide accumulator (``reduction="tree"``: at the end a VADD tree over the
   accumulator's repeats and one in-repeat VCADD) or a VMLA into it (``reduction="vmla"``).
   ``acc_dtype`` fp32 converts the fp16 products (VCONV) and accumulates in fp32.
-* scalar: the plain loop on the S pipe (2 loads, mul, add per element), tiles copied into UB.
+* scalar: the plain loop on the S pipe (2 loads issuing beside a mul and an add per element),
+  tiles copied into UB.
 * cube: ``cube_form="trace"`` maps both vectors onto [16 x n/16] fractals (block-wise, so a
   contiguous vector already is the zZ / nZ fractal order) and takes the trace of A @ B^T; the
   ``naive`` form pads [1 x n] @ [n x 1] to 16 x 16 fractals (wasting 255/256 of the cube). The
