@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -65,16 +66,17 @@ def _history(study, rows):
                                      distributions=dist, system_attrs=attrs))
 
 
-def test_credit_goes_to_members_that_set_new_bests():
+def test_credit_goes_to_members_that_set_new_bests_by_the_size_of_the_gain():
     s = _small(exploration=0.0)
     study = optuna.create_study(sampler=s)
     _history(study, [("random", 10.0), ("tpe", 9.0), ("random", 9.5), ("tpe", 8.0), ("random", None),
                      ("tpe", 7.0), ("random", 7.0), ("enqueued", 1.0), ("tpe", 2.0)])
     credit = s.credit(study)
     assert credit["random"]["uses"] == 4 and credit["tpe"]["uses"] == 4  # enqueued: no member
-    # the first result improves on nothing; the enqueued 1.0 makes tpe's later 2.0 no improvement
+    # the first result improves on nothing; the enqueued 1.0 makes tpe's later 2.0 no improvement;
+    # each gain is the relative improvement of the best value, recency-weighted 1, 2, 3, 4
     assert credit["random"]["credit"] == 0.0
-    assert credit["tpe"]["credit"] == pytest.approx((1 + 2 + 3) / 10)
+    assert credit["tpe"]["credit"] == pytest.approx((1 * 1 / 10 + 2 * 1 / 9 + 3 * 1 / 8) / 10)
     trial = study.ask()  # before_trial chooses: the higher credit wins without exploration
     assert study._storage.get_trial(trial._trial_id).system_attrs[MEMBER_ATTR] == "tpe"
 
@@ -82,7 +84,7 @@ def test_credit_goes_to_members_that_set_new_bests():
 def test_exploration_gives_a_slow_starter_trials():
     s = _small(exploration=0.25)
     study = optuna.create_study(sampler=s)
-    _history(study, [("random", 10.0)] + [("tpe", 10.0 - i) for i in range(1, 20)])
+    _history(study, [("random", 10.0)] + [("tpe", 10.0 * 0.5 ** i) for i in range(1, 20)])  # gains of 1/2
     picks = []
     for _ in range(40):
         trial = study.ask()
@@ -205,3 +207,71 @@ def test_summary_and_report_carry_the_member_record(failing_spec, tmp_path):
     rec = {"shape": failing_spec.shapes[0], "dtype": "fp32", "unit": "cuda", "study": "p", "members": oc.members}
     blocks = search.portfolio_members(ReportData(out_dir=tmp_path, summary={"results": [rec]}, hw=None))
     assert blocks and any("member" in getattr(b, "header", []) for b in blocks)
+
+
+def _led(seed=0, **kw) -> PortfolioSampler:
+    members = {"tpe": optuna.samplers.TPESampler(seed=seed, n_startup_trials=5),
+               "random": optuna.samplers.RandomSampler(seed=seed),
+               "nsga2": optuna.samplers.NSGAIISampler(seed=seed, population_size=8)}
+    kw = {"lead": "tpe", "explorer": "random", "warmup": 5, "genetic": "nsga2", **kw}
+    return PortfolioSampler(members, seed=seed, **kw)
+
+
+def _ask(study) -> str:
+    trial = study.ask()
+    return study._storage.get_trial(trial._trial_id).system_attrs[MEMBER_ATTR], trial
+
+
+def test_the_warmup_is_shared_exploration_without_credit():
+    s = _led(late=["nsga2"], late_after=1000)
+    study = optuna.create_study(sampler=s)
+    study.enqueue_trial({"x": 0.3, "y": 7})  # enqueued: not a member trial, not part of the warmup
+    study.optimize(_objective, n_trials=12)
+    names = _members(study.trials)
+    assert names[:6] == ["enqueued"] + ["random"] * 5
+    assert names[6] == "tpe"  # the lead goes first after the warmup
+    credit = s.credit(study)
+    assert credit["random"]["uses"] == names[6:].count("random")  # warmup trials are no uses
+    assert credit["tpe"]["uses"] == names.count("tpe")
+    assert "nsga2" not in names  # late: not before late_after member trials
+
+
+def test_the_lead_gets_most_trials_and_challengers_a_decaying_quota():
+    s = _led(margin=math.inf)  # no takeover: the quota alone
+    study = optuna.create_study(sampler=s)
+    study.optimize(_objective, n_trials=105)
+    after = _members(study.trials)[5:]
+    challengers = [n for n in after if n != "tpe"]
+    assert {"random", "nsga2"} <= set(challengers)  # exploration: every challenger gets trials
+    assert len(challengers) <= math.sqrt(len(after)) + 1  # share 1: at most sqrt(n) of n
+    first, second = after[:50], after[50:]
+    assert sum(n != "tpe" for n in second) < sum(n != "tpe" for n in first)  # the share decays
+
+
+def test_a_challenger_that_clearly_beats_the_lead_takes_over_while_it_finds_gains():
+    s = _led(min_uses=2, share=0.0)
+    study = optuna.create_study(sampler=s)
+    rows = [("random", 100.0)] * 5  # the warmup
+    rows += [("tpe", 100.0)] * 10 + [("random", 100.0 * 0.7 ** i) for i in range(1, 4)]
+    _history(study, rows)
+    assert s.credit(study)["random"]["credit"] > 2 * s.credit(study)["tpe"]["credit"]
+    picks = []
+    for _ in range(12):
+        name, trial = _ask(study)
+        picks.append(name)
+        study.tell(trial, 1000.0)  # no more gains: random gives the trials back after min_uses
+    assert picks == ["random", "random"] + ["tpe"] * 10
+
+
+def test_two_workers_with_a_lead_compute_the_same_choices():
+    storage = optuna.storages.InMemoryStorage()
+    a, b = _led(0), _led(1)
+    sa = optuna.create_study(study_name="s", storage=storage, sampler=a)
+    sb = optuna.load_study(study_name="s", storage=storage, sampler=b)
+    for _ in range(15):
+        for st in (sb, sa):
+            t = st.ask()
+            st.tell(t, _objective(t))
+    assert a.credit(sa) == b.credit(sb) == _led(9).credit(sa)
+    names = _members(sa.trials)
+    assert names[:5] == ["random"] * 5 and names.count("tpe") > len(names) / 2

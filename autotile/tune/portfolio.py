@@ -2,11 +2,28 @@
 
 Each trial goes to one member sampler (TPE, a genetic search, CMA-ES where the space suits it,
 random), chosen in ``before_trial`` by a multi-armed bandit in the manner of OpenTuner's AUC
-bandit: a member's credit is the recency-weighted share of its last ``window`` trials that set a
-new best (the first objective; with two objectives, a trial no earlier one dominates; the first
-feasible trial improves on nothing), plus an
-exploration bonus ``exploration * sqrt(2 ln N / n)`` so a slow starter still gets trials. The
-chosen member answers every sampling call of that trial; its name is stored in the trial's
+bandit. A member's credit is the recency-weighted mean (AUC weights) over its last ``window``
+trials of the gain each trial made: with one objective, the relative improvement of the best
+value (``(best - value) / |best|``, 0 when it is no new best), so small gains count for less
+than big ones; with two objectives, 1 for a trial no earlier one dominates; the first feasible
+trial improves on nothing. A member's bandit score is its credit plus an exploration bonus
+``exploration * sqrt(2 ln N / n)`` so a slow starter still gets trials.
+
+Without a ``lead`` every trial goes to the best score. With a ``lead`` (``make_sampler``: TPE,
+the strongest generalist in ``bench/portfolio.py``):
+
+- the first ``warmup`` member trials are shared exploration: they go to the ``explorer``
+  (random): random draws, as TPE's, CMA-ES's and the genetic search's start-up phases would
+  make anyway; they earn no credit (their luck says nothing about a member);
+- after that the challengers (the other members) share a decaying minority quota of
+  ``share * sqrt(n)`` of the ``n`` trials since the warmup, given by the bandit score among
+  them; every other trial goes to the lead unless a challenger with at least ``min_uses``
+  trials, a gain in its last ``min_uses``, has a credit above ``margin`` x the lead's and
+  above ``floor``: then it takes the trial, until it stops finding gains;
+- a member in ``late`` (``make_sampler``: the genetic search and CMA-ES) is a challenger only once ``late_after`` member
+  trials have finished, when the history is big enough for it to be more than random.
+
+The chosen member answers every sampling call of that trial; its name is stored in the trial's
 system attribute ``portfolio.member``.
 
 The bandit state is a function of the study history only (members recorded in the trials, their
@@ -32,6 +49,10 @@ MEMBER_ATTR = "portfolio.member"
 ENQUEUED = "enqueued"  # trials with fixed parameters (baseline, warm starts): no member, no credit
 WINDOW = 24
 EXPLORATION = 0.25
+SHARE = 1.0  # with a lead: challengers' quota, share * sqrt(trials since the warmup)
+MARGIN = 2.0  # ... and a challenger takes over while its credit > margin x the lead's
+FLOOR = 0.002  # ... and > floor (a mean relative gain per trial)
+MIN_USES = 4  # ... once it has had this many trials
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
@@ -41,8 +62,9 @@ class _Ledger:
 
     frontier: int = 0  # index of the first trial not yet finished
     front: list = field(default_factory=list)  # best values (one objective) or the Pareto front
-    recent: dict = field(default_factory=dict)  # member -> deque of 0/1 (new best), oldest first
-    uses: dict = field(default_factory=dict)  # member -> finished trials
+    recent: dict = field(default_factory=dict)  # member -> deque of gains, oldest first
+    uses: dict = field(default_factory=dict)  # member -> finished trials after the warmup
+    seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
 
 
 def member_of(trial: FrozenTrial) -> str | None:
@@ -58,11 +80,21 @@ def feasible(trial: FrozenTrial) -> bool:
 def _improves(front: list, values: Sequence[float]) -> bool:
     """Whether ``values`` beat the best so far (one objective) or no point of ``front`` dominates
     them; the first feasible result improves on nothing."""
+    return _gain(front, values) > 0
+
+
+def _gain(front: list, values: Sequence[float]) -> float:
+    """How much ``values`` improve on ``front``: the relative gain of the best value in [0, 1]
+    (one objective), 1 or 0 (two: whether any point of the front dominates them); 0 for the
+    first feasible result."""
     if not front:
-        return False
+        return 0.0
     if len(values) == 1:
-        return values[0] < front[0][0]
-    return not any(all(f <= v for f, v in zip(p, values)) for p in front)
+        best, v = front[0][0], values[0]
+        if not v < best:
+            return 0.0
+        return min(1.0, (best - v) / abs(best)) if best != 0 else 1.0
+    return 0.0 if any(all(f <= v for f, v in zip(p, values)) for p in front) else 1.0
 
 
 def _add(front: list, values: Sequence[float]) -> None:
@@ -86,13 +118,23 @@ class PortfolioSampler(BaseSampler):
 
     def __init__(self, members: dict[str, BaseSampler], *, seed: int | None = None,
                  window: int = WINDOW, exploration: float = EXPLORATION, genetic: str | None = None,
-                 needs_numeric: Sequence[str] = ()) -> None:
+                 needs_numeric: Sequence[str] = (), lead: str | None = None, explorer: str | None = None,
+                 warmup: int = 0, share: float = SHARE, margin: float = MARGIN, floor: float = FLOOR,
+                 min_uses: int = MIN_USES, late: Sequence[str] = (), late_after: int = 0) -> None:
         if not members:
             raise ValueError("a portfolio needs at least one member")
         if ENQUEUED in members:
             raise ValueError(f"{ENQUEUED!r} is reserved")
-        if genetic is not None and genetic not in members:
-            raise ValueError(f"genetic member {genetic!r} is not in the portfolio")
+        for role, name in (("genetic", genetic), ("lead", lead), ("explorer", explorer), *(("late", n) for n in late)):
+            if name is not None and name not in members:
+                raise ValueError(f"{role} member {name!r} is not in the portfolio")
+        if warmup and lead is None:
+            raise ValueError("a warmup needs a lead")
+        self._lead = lead
+        self._explorer = explorer or lead
+        self._warmup = warmup if lead is not None else 0
+        self._share, self._margin, self._floor, self._min_uses = share, margin, floor, min_uses
+        self._late, self._late_after = tuple(late), late_after
         self.members = dict(members)
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
         self._window = window
@@ -107,63 +149,100 @@ class PortfolioSampler(BaseSampler):
 
     # -- the bandit ------------------------------------------------------------------------
     def credit(self, study: optuna.Study, *, _snapshot: bool = False) -> dict[str, dict]:
-        """Per member: ``{uses, credit, score}`` from the study history (``uses`` counts running trials).
+        """Per member: ``{uses, credit, score, since_gain}`` from the study history (``uses``
+        counts running trials, not warmup ones; ``since_gain``: its trials since its last gain
+        in the window, None without one).
 
         Inside a trial (``_snapshot``) the history is the study's per-trial snapshot, which
         ``Study.ask`` has just refreshed; otherwise it is read from the storage.
         """
-        trials = study._get_trials(deepcopy=False, use_cache=_snapshot)
-        recent, uses = self._tally(study, trials)
+        return self._credit(study, _snapshot)[0]
+
+    def _credit(self, study, snapshot: bool) -> tuple[dict, int, int]:
+        """``credit`` with the member trials so far and the finished ones."""
+        trials = study._get_trials(deepcopy=False, use_cache=snapshot)
+        recent, uses, seen, done = self._tally(study, trials)
         total = max(1, sum(uses.values()))
         out = {}
         for name in self.members:
             n = uses.get(name, 0)
-            auc = _auc(recent.get(name, ()))
+            gains = recent.get(name, ())
+            auc = _auc(gains)
             bonus = math.inf if n == 0 else self._exploration * math.sqrt(2 * math.log(total) / n)
-            out[name] = {"uses": n, "credit": auc, "score": auc + bonus}
-        return out
+            since = next((k for k, g in enumerate(reversed(gains)) if g > 0), None)
+            out[name] = {"uses": n, "credit": auc, "score": auc + bonus, "since_gain": since}
+        return out, seen, done
 
-    def _tally(self, study, trials) -> tuple[dict, dict]:
-        """Recent new-best flags and uses per member: the finalized prefix incrementally, the rest afresh."""
+    def _tally(self, study, trials) -> tuple[dict, dict, int, int]:
+        """Recent gains and uses per member, member trials so far and finished ones: the
+        finalized prefix incrementally, the rest afresh."""
         if self._ledger_study != study._study_id or self._ledger.frontier > len(trials):
             self._ledger, self._ledger_study = _Ledger(), study._study_id
         led = self._ledger
         i = led.frontier
         while i < len(trials) and trials[i].state in _FINISHED:
-            self._account(led.front, led.recent, led.uses, trials[i])
+            led.seen = self._account(led.front, led.recent, led.uses, led.seen, trials[i])
             i += 1
         led.frontier = i
         if i == len(trials):
-            return led.recent, led.uses
+            return led.recent, led.uses, led.seen, led.seen
         front = list(led.front)
         recent = {k: deque(v, maxlen=self._window) for k, v in led.recent.items()}
         uses = dict(led.uses)
+        seen = done = led.seen
         for t in trials[i:]:
             if t.state in _FINISHED:
-                self._account(front, recent, uses, t)
+                before, seen = seen, self._account(front, recent, uses, seen, t)
+                done += seen - before
             elif t.state == TrialState.RUNNING:  # pending: counts as a use, not yet as credit
                 name = member_of(t)
                 if name is not None and name != ENQUEUED:
-                    uses[name] = uses.get(name, 0) + 1
-        return recent, uses
+                    if seen >= self._warmup:
+                        uses[name] = uses.get(name, 0) + 1
+                    seen += 1
+        return recent, uses, seen, done
 
-    def _account(self, front: list, recent: dict, uses: dict, t: FrozenTrial) -> None:
+    def _account(self, front: list, recent: dict, uses: dict, seen: int, t: FrozenTrial) -> int:
+        """Add finished trial ``t``; returns the member trials so far."""
         name = member_of(t)
         good = feasible(t)
-        hit = good and _improves(front, t.values)
-        if good and (hit or not front):
+        gain = _gain(front, t.values) if good else 0.0
+        if good and (gain > 0 or not front):
             _add(front, t.values)
         if name is None or name == ENQUEUED or name not in self.members:
-            return
-        uses[name] = uses.get(name, 0) + 1
-        recent.setdefault(name, deque(maxlen=self._window)).append(1 if hit else 0)
+            return seen
+        if seen >= self._warmup:  # warmup trials are shared exploration: no credit
+            uses[name] = uses.get(name, 0) + 1
+            recent.setdefault(name, deque(maxlen=self._window)).append(gain)
+        return seen + 1
 
     def choose(self, study: optuna.Study, trial: FrozenTrial) -> str:
-        """The member for ``trial``: best bandit score; ties broken by (seed, trial number)."""
-        scores = self.credit(study, _snapshot=True)
+        """The member for ``trial`` (see the module docstring); ties broken by (seed, trial number)."""
+        scores, seen, done = self._credit(study, True)
         eligible = self._eligible(study, trial)
-        best = max(scores[n]["score"] for n in eligible)
-        tied = [n for n in eligible if scores[n]["score"] >= best - 1e-12]
+        if self._lead is None:
+            return self._best(scores, eligible, "score", trial)
+        if seen < self._warmup:
+            return self._explorer
+        challengers = [n for n in eligible if n != self._lead
+                       and (n not in self._late or done >= self._late_after)]
+        if not challengers:
+            return self._lead
+        n = sum(scores[m]["uses"] for m in self.members)
+        if sum(scores[m]["uses"] for m in challengers) < self._share * math.sqrt(n):
+            return self._best(scores, challengers, "score", trial)
+        ready = [m for m in challengers if scores[m]["uses"] >= self._min_uses
+                 and scores[m]["since_gain"] is not None and scores[m]["since_gain"] < self._min_uses]
+        if ready:
+            top = self._best(scores, ready, "credit", trial)
+            c = scores[top]["credit"]
+            if c > self._floor and c > self._margin * scores[self._lead]["credit"]:
+                return top
+        return self._lead
+
+    def _best(self, scores: dict, names: list, key: str, trial: FrozenTrial) -> str:
+        best = max(scores[n][key] for n in names)
+        tied = [n for n in names if scores[n][key] >= best - 1e-12]
         if len(tied) == 1:
             return tied[0]
         rng = np.random.default_rng([self._seed, trial.number])
@@ -231,12 +310,13 @@ class PortfolioSampler(BaseSampler):
             m.reseed_rng()
 
 
-def _auc(flags) -> float:
-    """Recency-weighted share of new-best flags (oldest first): OpenTuner's AUC credit."""
-    n = len(flags)
+def _auc(gains) -> float:
+    """Recency-weighted mean of gains (oldest first), OpenTuner's AUC credit; with 0/1 gains,
+    the weighted share of new bests."""
+    n = len(gains)
     if n == 0:
         return 0.0
-    return sum((i + 1) * f for i, f in enumerate(flags)) / (n * (n + 1) / 2)
+    return sum((i + 1) * g for i, g in enumerate(gains)) / (n * (n + 1) / 2)
 
 
 def member_stats(trials: Sequence[FrozenTrial]) -> list[dict]:

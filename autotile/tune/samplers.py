@@ -53,7 +53,9 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
 
 def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
     """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed) and random,
-    each seeded from ``seed``, under one bandit (``autotile.tune.portfolio``)."""
+    each seeded from ``seed``, under one bandit (``autotile.tune.portfolio``) led by TPE: the
+    first ``n_startup`` trials (TPE's own random start) go to random as shared exploration, and
+    the genetic search and CMA-ES become challengers after ``2 * n_startup`` trials."""
     from autotile.tune.portfolio import PortfolioSampler
 
     def sub(i: int):
@@ -66,4 +68,6 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
     members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
                for i, n in enumerate(names)}
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
-                            needs_numeric=[n for n in names if n == "cmaes"])
+                            needs_numeric=[n for n in names if n == "cmaes"], lead="tpe", explorer="random",
+                            warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],
+                            late_after=2 * n_startup)
