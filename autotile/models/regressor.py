@@ -23,6 +23,19 @@ from autotile.models.features import config_features, matrix
 SAMPLES = 2000  # random feasible configurations ranked when given a space
 
 
+def one_thread():
+    """Run scikit-learn's OpenMP loops on one thread.
+
+    Histogram gradient boosting opens an OpenMP parallel region per tree node; on a small or
+    shared machine, a busy core makes every barrier wait for a descheduled thread, and a fit of
+    a few seconds took 440 s (2 cores, another job running). One thread costs ~20% when the
+    machine is idle and cannot stall that way.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, "openmp")
+
+
 def default_estimator():
     """Histogram gradient boosting on log2 cycles (fast on tens of thousands of rows)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
@@ -59,7 +72,8 @@ class CostRegressor:
             X = matrix([feats[i] for i in idx], self.names)
             y = np.log2([rows[i].cycles for i in idx])
             est = self.estimator if self.estimator is not None else default_estimator()
-            self.models[u] = clone(est).fit(X, y)
+            with one_thread():
+                self.models[u] = clone(est).fit(X, y)
         self.n_rows = len(rows)
         return self
 
@@ -70,7 +84,8 @@ class CostRegressor:
         if not configs:
             return np.zeros(0)
         X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
-        return 2.0 ** self.models[unit].predict(X)
+        with one_thread():
+            return 2.0 ** self.models[unit].predict(X)
 
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
