@@ -2,8 +2,9 @@
 
     PYTHONPATH=. python bench/models.py --json [-o DIR] [--rebuild] [--tpe-trials 300]
 
-1. Trains the models of every op with something to train (``autotile train``; ``--rebuild``
-   times the datasets from scratch) into DIR (default: a fresh temporary folder).
+1. Trains the models ``autotile train`` trains by default (every unit selector, matmul's cost
+   regressor; ``--rebuild`` times the datasets from scratch) into DIR (default: a fresh
+   temporary folder).
 2. weighted_sum fp16: ``learned_n`` (model) against ``simulated_n`` (crossover search), with the
    data on chip and end to end (inputs in GM).
 3. Held-out sizes (random, never in the training sweep; a third raw, a third multiples of 16, a
@@ -125,15 +126,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from autotile.hardware import load_profile
-    from autotile.kernels import registry
     from autotile.models import store, training
     from autotile.models.crossover import crossover
 
     hw = load_profile(None)
     out = args.out or tempfile.mkdtemp(prefix="autotile-bench-")
-    ops = [op for op in registry.OPS if any(training.trainable(op).values())]
+    ops, cost_ops = training.selection()  # what `autotile train` trains by default
     t0 = time.monotonic()
-    summary = training.train(ops, hw, out, rebuild=args.rebuild)
+    summary = training.train(ops, hw, out, cost=cost_ops, rebuild=args.rebuild)
     train_s = time.monotonic() - t0
     sel = store.load_selector("weighted_sum", hw, out)
     cross = {}

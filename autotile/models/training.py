@@ -1,10 +1,13 @@
 """``autotile train``: build (or reuse) the datasets and fit and save the models of some ops.
 
-For an op with several units: the unit selector on ``dataset.unit_rows``. For an op with a study
-spec (``studies/<op>.yaml``): the cost regressor on random feasible configurations of its space
-over a set of training shapes (random log-uniform shapes for multi-dimensional ops, a size
-sweep for 1-D ops). Datasets are cached beside the models and rebuilt when the fingerprint
-(profile, kernel and simulator sources, version) changes.
+For a 1-D op with several units: the unit selector on ``dataset.unit_rows``. For an op with a
+study spec (``studies/<op>.yaml``): the cost regressor on random feasible configurations of its
+space over a set of training shapes (random log-uniform shapes for matmul, a size sweep for 1-D
+ops, shapes around the spec's own for the others), plus simulated neighbours of the fastest.
+By default only matmul's cost regressor is trained (the one a table lookup falls back to and a
+study warm-starts from); ``cost="all"`` or naming ops adds the others (see ``selection``).
+Datasets are cached beside the models and rebuilt when the fingerprint (profile, kernel and
+simulator sources, version) changes.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from autotile.kernels import registry
 from autotile.models import dataset as D
 from autotile.models import store
 
-COST_SHAPES = 40  # training shapes of a multi-dimensional op
+DEFAULT_COST = ("matmul",)  # cost regressors trained unless asked otherwise (see ``selection``)
+COST_SHAPES = 40  # training shapes of matmul
+COST_ND = (12, 40)  # other multi-dimensional ops: shapes around the spec's, configs per shape
 COST_CONFIGS = 300  # random feasible configurations per training shape
 COST_1D = (16, 1 << 16, 2, 40)  # 1-D ops: size range, sweep points per octave, configs per size
 REFINE_TOP = 3  # plus the simulated neighbours of this many fastest sampled configs per shape
@@ -31,11 +36,63 @@ def implemented(op: str) -> bool:
 
 
 def trainable(op: str) -> dict:
-    """{"units": bool, "cost": bool} - what can be trained for ``op``."""
+    """{"units": bool, "cost": bool} - what can be trained for ``op``.
+
+    A unit selector needs several units and a 1-D op (its dataset sweeps ``n``: matmul has a
+    Vector kernel for tiny shapes but no such sweep); a cost regressor needs a study spec.
+    """
     if not implemented(op):
         return {"units": False, "cost": False}
     mod = registry.implementation(op)
-    return {"units": len(getattr(mod, "UNITS", ())) > 1, "cost": D.spec_path(op) is not None}
+    return {"units": len(getattr(mod, "UNITS", ())) > 1 and registry.get(op).dims == ("n",),
+            "cost": D.spec_path(op) is not None}
+
+
+def selection(ops=None, cost=None) -> tuple[list[str], set[str]]:
+    """(ops to train, ops whose cost regressor to train) for ``autotile train``.
+
+    ``ops``: names, or None for every op with a unit selector or a default cost regressor.
+    ``cost``: "all", "none", names, or None: the named ``ops`` when given, else DEFAULT_COST.
+    Raises InputError for an unknown op or one with nothing to train under this choice.
+    """
+    from autotile.errors import InputError
+
+    def known(names, what):
+        for op in names:
+            try:
+                registry.get(op)
+            except KeyError as exc:
+                raise InputError(f"{what}: {exc.args[0]}") from None
+        return list(names)
+
+    if ops is not None:
+        ops = known(ops, "--ops")
+    all_ops = [op for op in registry.OPS if any(trainable(op).values())]
+    if cost == "all":
+        cost_ops = {op for op in all_ops if trainable(op)["cost"]}
+    elif cost == "none":
+        cost_ops = set()
+    elif cost is None:
+        cost_ops = set(ops) if ops is not None else set(DEFAULT_COST)
+    else:
+        cost_ops = set(known(cost, "--cost"))
+        bad = sorted(op for op in cost_ops if not trainable(op)["cost"])
+        if bad:
+            raise InputError(f"--cost: no cost regressor for {', '.join(bad)} (no kernel module or no "
+                             f"studies/<op>.yaml)")
+    cost_ops = {op for op in cost_ops if trainable(op)["cost"]}
+
+    def has_work(op):
+        return trainable(op)["units"] or op in cost_ops
+
+    if ops is None:
+        return [op for op in all_ops if has_work(op)], cost_ops
+    for op in ops:
+        if not has_work(op):
+            why = "its cost regressor was not asked for (--cost)" if trainable(op)["cost"] else \
+                f"no kernel module, or not a 1-D op with several units and no studies/{op}.yaml"
+            raise InputError(f"--ops: nothing to train for {op} ({why})")
+    return ops, cost_ops & set(ops)
 
 
 def random_shapes(dims, count: int, seed: int, lo: float = 4.0, hi: float = 12.5) -> list[dict]:
@@ -50,6 +107,20 @@ def random_shapes(dims, count: int, seed: int, lo: float = 4.0, hi: float = 12.5
     return out
 
 
+def shapes_around(shapes, count: int, seed: int, spread: float = 1.0) -> list[dict]:
+    """``count`` shapes, each a spec shape with every dim scaled by 2^U(-spread, spread) (>= 1).
+
+    For ops with many dims (resize, roi_align) independent log-uniform dims give shapes far
+    larger than any real one (hours of simulation); these stay near the shapes the spec tunes.
+    """
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        base = shapes[i % len(shapes)]
+        out.append({d: max(1, int(round(v * 2 ** rng.uniform(-spread, spread)))) for d, v in base.items()})
+    return out
+
+
 def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: int = 0) -> list:
     """Random feasible configurations of ``spec`` over training shapes, every dtype and unit, plus
     the one-param neighbours of the fastest few (so the model sees where good tilings are)."""
@@ -58,10 +129,12 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
         if dims == ("n",):
             lo, hi, per, _ = COST_1D
             shapes = [{"n": n} for n in D.sweep_sizes(lo, hi, per)]
-        else:
+        elif dims == ("m", "n", "k"):
             shapes = random_shapes(dims, COST_SHAPES, seed)
+        else:
+            shapes = shapes_around([dict(s) for s in spec.shapes], COST_ND[0], seed)
     if configs is None:
-        configs = COST_1D[3] if dims == ("n",) else COST_CONFIGS
+        configs = COST_1D[3] if dims == ("n",) else COST_CONFIGS if dims == ("m", "n", "k") else COST_ND[1]
     rows = []
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
@@ -72,8 +145,11 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     return rows
 
 
-def train(ops, hw: HardwareProfile, out=None, *, rebuild: bool = False, log=None) -> dict:
-    """Train and save the models of ``ops``; returns a summary per op (paths, rows, seconds)."""
+def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = False, log=None) -> dict:
+    """Train and save the models of ``ops``; returns a summary per op (paths, rows, seconds).
+
+    ``cost``: the ops whose cost regressor to train (None: every op in ``ops`` that has one).
+    """
     from autotile.models.regressor import CostRegressor
     from autotile.models.selector import UnitSelector
     from autotile.space import load_spec
@@ -102,7 +178,7 @@ def train(ops, hw: HardwareProfile, out=None, *, rebuild: bool = False, log=None
             mpath = store.save_selector(sel, hw, fp, out)
             entry["units"] = {"model": str(mpath), "dataset": str(path), "rows": len(rows), "rebuilt": built,
                               "data_s": round(t1 - t0, 2), "fit_s": round(time.monotonic() - t1, 2)}
-        if what["cost"]:
+        if what["cost"] and (cost is None or op in cost):
             t0 = time.monotonic()
             spec = load_spec(str(D.spec_path(op)))
             if spec.hardware.content_hash() != hw.content_hash():
@@ -120,7 +196,8 @@ def train(ops, hw: HardwareProfile, out=None, *, rebuild: bool = False, log=None
             entry["cost"] = {"model": str(mpath), "dataset": str(path), "rows": len(rows), "rebuilt": built,
                              "data_s": round(t1 - t0, 2), "fit_s": round(time.monotonic() - t1, 2)}
         if not entry:
-            entry["skipped"] = "no kernel module" if not implemented(op) else "one unit and no study spec"
+            entry["skipped"] = "no kernel module" if not implemented(op) else \
+                "cost regressor not asked for" if what["cost"] else "one unit and no study spec"
         summary[op] = entry
         if log:
             log(op, entry)
