@@ -234,6 +234,23 @@ def test_train_selection_defaults_to_unit_selectors_and_matmul_cost():
         training.selection(["nosuchop"])
 
 
+def test_train_in_worker_processes_builds_what_one_process_builds(tmp_path, monkeypatch, hw):
+    """Workers see the parent's (here shrunk) dataset settings and write the same datasets."""
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 1024))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 1024))
+    monkeypatch.setattr(training, "COST_1D", (256, 512, 1, 6))
+    logged = []
+    one = training.train(["elementwise"], hw, tmp_path / "one", jobs=1)
+    two = training.train(["elementwise"], hw, tmp_path / "two", jobs=2, log=lambda op, e: logged.append(op))
+    assert logged == ["elementwise"] and set(two["elementwise"]) == {"units", "cost"}
+    for kind in ("units", "cost"):
+        assert two["elementwise"][kind]["rows"] == one["elementwise"][kind]["rows"]
+        a = D.load_rows(one["elementwise"][kind]["dataset"])
+        b = D.load_rows(two["elementwise"][kind]["dataset"])
+        assert a == b and max(r.shape["n"] for r in a) <= 1024
+    assert training.train(["copy"], hw, tmp_path / "x", jobs=2) == {"copy": {"skipped": "one unit and no study spec"}}
+
+
 def test_shapes_around_stay_near_the_spec_shapes():
     base = [{"n": 1, "c": 64, "h": 100, "w": 152}]
     got = training.shapes_around(base, 20, seed=1)
@@ -257,6 +274,9 @@ def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
     assert "autotile train" in capsys.readouterr().err
     assert cli.run(["decide", "elementwise", "--shape", "m=3", "--models", out]) == 2
     assert cli.run(["train", "--ops", "nosuchop", "-o", out]) == 2
+    assert cli.run(["train", "--ops", "elementwise", "--cost", "none", "-o", str(tmp_path / "u"), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["ops"]["elementwise"]) == {"units"}
+    assert cli.run(["train", "--ops", "copy", "-o", out]) == 2
 
 
 def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cli):
