@@ -1,9 +1,9 @@
 """Cost regressor: predicted cycles of (op, shape, dtype, unit, params), to rank tilings nobody ran.
 
 One regressor of log2(cycles) per unit, on ``features.config_features`` (params plus closed-form
-per-core work of the loop nest). ``predict_params`` picks the best predicted tiling for a shape
-(the fallback of a table lookup for an untuned shape); ``top_k`` gives the k best predicted
-configurations of a space (to warm-start a study).
+per-core work of the loop nest). ``predict_params`` picks a tiling for a shape (the fallback of a
+table lookup for an untuned shape): the model's few best predictions, simulated, fastest first;
+``top_k`` gives the k best predicted configurations of a space (to warm-start a study).
 
 >>> reg = CostRegressor("matmul").fit(rows)  # doctest: +SKIP
 >>> predict_params("matmul", {"m": 512, "n": 1024, "k": 768}, "fp16", space, model=reg)  # doctest: +SKIP
