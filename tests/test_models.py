@@ -113,7 +113,59 @@ def test_cost_regressor_ranks_matmul_configs(mm_rows):
     top = top_k("matmul", shape, "fp16", space, 3, model=reg, samples=100, local_search=True)
     assert len(top) == 3 and top[0][1] <= top[1][1] <= top[2][1]
     assert all(space.check(p) is None for p, _ in top)
-    assert predict_params("matmul", shape, "fp16", space, model=reg, samples=100) == top[0][0]
+    assert predict_params("matmul", shape, "fp16", space, model=reg, samples=100, verify=1) == top[0][0]
+    # by default the model's best few are simulated and the fastest returned
+    from autotile.kernels import matmul
+
+    top8 = [p for p, _ in top_k("matmul", shape, "fp16", space, 8, model=reg, samples=100)]
+    got = predict_params("matmul", shape, "fp16", space, model=reg, samples=100, verify=8)
+    sims = [matmul.simulate(shape, p, "fp16", spec.hardware).cycles for p in top8]
+    assert got in top8 and matmul.simulate(shape, got, "fp16", spec.hardware).cycles == min(sims)
+    # a candidate list is ranked by the model alone (nothing to simulate it with)
+    cands = [r.params for r in test[:20]]
+    assert predict_params("matmul", shape, "fp16", cands, model=reg, unit="cube") == \
+        top_k("matmul", shape, "fp16", cands, 1, model=reg, unit="cube")[0][0]
+
+
+def test_matmul_gm_bytes_feature_matches_the_simulated_traffic(mm_rows, hw):
+    """The closed-form GM -> L1 bytes of a core block follow the kernel's L1 panel reuse exactly."""
+    from autotile.dtypes import get as get_dtype
+    from autotile.kernels import matmul
+    from autotile.models.features import matmul_physics
+    from autotile.sim import engine as E
+
+    spec, _ = mm_rows
+    checked = 0
+    for i, s in enumerate(training.random_shapes(("m", "n", "k"), 8, 5)):
+        for r in D.config_rows(spec.space(s, "fp16", "cube"), 25, seed=i):
+            p, _ = matmul.check(s, r.params, "fp16", hw)
+            st = matmul._state()
+            sm, sn = min(p["single_core_m"], s["m"]), min(p["single_core_n"], s["n"])
+            matmul._run_core(st, matmul.cost_vector(hw, "fp16"), s, p, get_dtype("fp16"), sm, sn, matmul.MODE_TRAFFIC)
+            f = matmul_physics(s, "fp16", r.params, hw.cube_cores)
+            assert 2 ** f["mm.gm.log2"] == pytest.approx(st.path_bytes[E.GM_L1], rel=1e-9), (s, r.params)
+            checked += 1
+    assert checked > 150
+
+
+def test_dataset_rows_skip_the_domain_recheck_but_not_the_constraints(mm_rows):
+    """config_rows/refine_rows score drawn configs without re-deriving domains: same cycles."""
+    from autotile.tune.evaluate import Evaluator
+
+    spec, _ = mm_rows
+    space = spec.space({"m": 300, "n": 200, "k": 500}, "fp16", "cube")
+    rows = D.config_rows(space, 40, seed=3)
+    more = D.refine_rows(space, rows, 2, seed=1, rounds=2)
+    once = D.refine_rows(space, rows, 2, seed=1)
+    assert len(more) > len(once) > 0
+    ev = Evaluator(space)
+    for r in rows + more:
+        out = ev.score(r.params)
+        assert out.feasible and out.values["cycles"] == r.cycles
+    # a drawn config breaking a constraint (L1 overflow) is dropped, not simulated
+    sim = D._Sim(space)
+    bad = dict(rows[0].params, depth_a1=10 ** 6)
+    assert not sim.constraints_hold(bad) and sim.cycles(bad) is None
 
 
 def test_model_files_round_trip_and_refuse_mismatch(tmp_path, ws_rows, hw, monkeypatch):
@@ -163,6 +215,50 @@ def test_untrusted_types_are_refused(tmp_path, hw):
                    models={"f": np.frompyfunc(abs, 1, 1)})
 
 
+def test_train_selection_defaults_to_unit_selectors_and_matmul_cost():
+    ops, cost = training.selection()
+    assert cost == {"matmul"} and "matmul" in ops
+    assert {"weighted_sum", "global_sum", "sigmoid", "elementwise"} <= set(ops)
+    assert "resize" not in ops and "roi_align" not in ops  # only a cost regressor, not asked for
+    assert not training.trainable("matmul")["units"]  # two units, but not a 1-D sweep
+    ops, cost = training.selection(cost="all")
+    assert {"resize", "roi_align", "sigmoid", "matmul"} <= cost and "resize" in ops
+    assert training.selection(["elementwise"]) == (["elementwise"], {"elementwise"})
+    assert training.selection(["elementwise"], "none") == (["elementwise"], set())
+    assert training.selection(["elementwise", "matmul"], ["matmul"]) == (["elementwise", "matmul"], {"matmul"})
+    with pytest.raises(InputError, match="nothing to train for resize"):
+        training.selection(["resize"], "none")
+    with pytest.raises(InputError, match="--cost: no cost regressor for copy"):
+        training.selection(cost=["copy"])
+    with pytest.raises(InputError, match="unknown op"):
+        training.selection(["nosuchop"])
+
+
+def test_train_in_worker_processes_builds_what_one_process_builds(tmp_path, monkeypatch, hw):
+    """Workers see the parent's (here shrunk) dataset settings and write the same datasets."""
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 1024))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 1024))
+    monkeypatch.setattr(training, "COST_1D", (256, 512, 1, 6))
+    logged = []
+    one = training.train(["elementwise"], hw, tmp_path / "one", jobs=1)
+    two = training.train(["elementwise"], hw, tmp_path / "two", jobs=2, log=lambda op, e: logged.append(op))
+    assert logged == ["elementwise"] and set(two["elementwise"]) == {"units", "cost"}
+    for kind in ("units", "cost"):
+        assert two["elementwise"][kind]["rows"] == one["elementwise"][kind]["rows"]
+        a = D.load_rows(one["elementwise"][kind]["dataset"])
+        b = D.load_rows(two["elementwise"][kind]["dataset"])
+        assert a == b and max(r.shape["n"] for r in a) <= 1024
+    assert training.train(["copy"], hw, tmp_path / "x", jobs=2) == {"copy": {"skipped": "one unit and no study spec"}}
+
+
+def test_shapes_around_stay_near_the_spec_shapes():
+    base = [{"n": 1, "c": 64, "h": 100, "w": 152}]
+    got = training.shapes_around(base, 20, seed=1)
+    assert len(got) == 20 and got == training.shapes_around(base, 20, seed=1)
+    for s in got:
+        assert all(max(1, v // 2 - 1) <= s[d] <= 2 * v + 1 for d, v in base[0].items())
+
+
 def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 4096))
     monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 4096))
@@ -178,6 +274,9 @@ def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
     assert "autotile train" in capsys.readouterr().err
     assert cli.run(["decide", "elementwise", "--shape", "m=3", "--models", out]) == 2
     assert cli.run(["train", "--ops", "nosuchop", "-o", out]) == 2
+    assert cli.run(["train", "--ops", "elementwise", "--cost", "none", "-o", str(tmp_path / "u"), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["ops"]["elementwise"]) == {"units"}
+    assert cli.run(["train", "--ops", "copy", "-o", out]) == 2
 
 
 def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cli):

@@ -3,7 +3,8 @@
 Each unit is taken at its best tiling for each size, found by exhaustive search over a small
 deterministic grid (``candidate_params``): tile lengths in powers of two from 16 up to n (plus n
 itself), buffer_num 1 or 2, core counts in powers of two and the whole chip (only 1 in the on-chip framing, which is
-single-core by definition), and every value of the unit's categorical params. The crossover is
+single-core by definition), and every value of the unit's categorical params; tiles longer than
+a core's slice duplicate the shortest one that covers it and are not simulated (see ``best``). The crossover is
 located on a log grid (powers of two from ``lo`` to ``hi``) and refined by integer bisection.
 """
 
@@ -46,12 +47,30 @@ def candidate_params(op: str, unit: str, n: int, hw: HardwareProfile, on_chip: b
     return out
 
 
+def covering_tile(n: int, cores: int, tiles) -> int | None:
+    """The smallest of ``tiles`` that holds a whole core's slice of n (16-element granules)."""
+    per = -(-n // cores)
+    per = -(-per // 16) * 16
+    return min((t for t in tiles if t >= per), default=None)
+
+
 def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: bool) -> tuple[float, dict]:
-    """(cycles, params) of the fastest feasible tiling in the grid for one unit at size n."""
+    """(cycles, params) of the fastest feasible tiling in the grid for one unit at size n.
+
+    A tile longer than the smallest grid tile that already covers a core's whole slice runs the
+    same single tile per core (the kernels clamp the tile to the slice), so it simulates to the
+    same cycles and, coming later in the grid, could never be picked: it is skipped, which
+    saves about a third of the simulations (``tests/test_models.py`` checks the clamp).
+    """
     mod = registry.implementation(op)
     options = {"data": "on_chip"} if on_chip else None
     top = (float("inf"), {})
-    for p in candidate_params(op, unit, n, hw, on_chip):
+    cands = candidate_params(op, unit, n, hw, on_chip)
+    tiles = sorted({p["tile_len"] for p in cands})
+    cover = {c: covering_tile(n, c, tiles) for c in {p["cores"] for p in cands}}
+    for p in cands:
+        if cover[p["cores"]] is not None and p["tile_len"] > cover[p["cores"]]:
+            continue
         r = mod.simulate({"n": n}, p, dtype, hw, unit=unit, options=options)
         if r.feasible and r.cycles < top[0]:
             top = (r.cycles, p)

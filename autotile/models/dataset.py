@@ -224,12 +224,53 @@ def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, plac
     return rows
 
 
+class _Sim:
+    """Cycles of configurations already known to lie in their domains.
+
+    ``Evaluator.score`` re-derives every param's domain to check a configuration (pure-Python
+    expressions: more time than a matmul simulation); a configuration drawn from its domains
+    (``random_config``) or repaired into them (``neighbours``) needs only the derived values and
+    the constraints. Specs with limits (e.g. on the numerical error) still go through the
+    evaluator, which computes them.
+    """
+
+    def __init__(self, space):
+        from autotile.tune.evaluate import Evaluator
+
+        self.space = space
+        self.ev = Evaluator(space)
+        self.plain = not space.spec.limits
+
+    def constraints_hold(self, cfg: dict) -> bool:
+        """The second half of ``Space.check``: derived values and constraints."""
+        from autotile.errors import InfeasibleConfig
+        from autotile.space.expr import EvalError
+
+        try:
+            env = self.space.evaluate(cfg)
+            return all(c.expr.eval(env) for c in self.space.constraints)
+        except (InfeasibleConfig, EvalError):
+            return False
+
+    def cycles(self, cfg: dict, *, checked: bool = False) -> float | None:
+        """Simulated cycles, or None when infeasible; ``checked``: constraints already hold."""
+        if not self.plain:
+            out = self.ev.score(cfg)
+            return float(out.values["cycles"]) if out.feasible else None
+        if not checked and not self.constraints_hold(cfg):
+            return None
+        sp = self.space
+        res = self.ev.kernel.simulate(sp.shape, cfg, sp.dtype, self.ev.hw, unit=sp.unit, options=self.ev.options)
+        return float(res.cycles) if res.feasible else None
+
+
 def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = None) -> list[Row]:
     """Up to ``count`` distinct feasible random configurations of ``space``, simulated."""
-    from autotile.tune.evaluate import Evaluator, config_key
+    from autotile.tune.evaluate import config_key
 
-    ev = Evaluator(space)
+    sim = _Sim(space)
     rng = random.Random(seed)
+    data = (space.spec.inputs or {}).get("data", "gm")
     rows, seen = [], set()
     for _ in range(max_draws or 20 * count):
         if len(rows) >= count:
@@ -238,31 +279,37 @@ def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = Non
         if cfg is None or config_key(cfg) in seen:
             continue
         seen.add(config_key(cfg))
-        out = ev.score(cfg)
-        if out.feasible:
-            data = (space.spec.inputs or {}).get("data", "gm")
-            rows.append(Row(space.spec.op.name, dict(space.shape), space.dtype, space.unit, dict(out.params),
-                            float(out.values["cycles"]), "sim", data))
+        cycles = sim.cycles(cfg)
+        if cycles is not None:
+            rows.append(Row(space.spec.op.name, dict(space.shape), space.dtype, space.unit, dict(cfg), cycles,
+                            "sim", data))
     return rows
 
 
-def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0) -> list[Row]:
-    """Simulated one-param neighbours of the ``top`` fastest rows: more data where tilings are good."""
-    from autotile.tune.evaluate import Evaluator, config_key
+def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0, rounds: int = 1) -> list[Row]:
+    """Simulated one-param neighbours of the ``top`` fastest rows: more data where tilings are good.
 
-    ev = Evaluator(space)
+    Each further round takes the neighbours of the ``top`` fastest rows found so far.
+    """
+    from autotile.tune.evaluate import config_key
+
+    sim = _Sim(space)
     rng = random.Random(seed)
     seen = {config_key(r.params) for r in rows}
-    out = []
-    for r in sorted(rows, key=lambda r: r.cycles)[:top]:
-        for cfg in neighbours(space, r.params, rng, width):
-            if config_key(cfg) in seen:
-                continue
-            seen.add(config_key(cfg))
-            o = ev.score(cfg)
-            if o.feasible:
-                out.append(Row(r.op, dict(r.shape), r.dtype, r.unit, dict(o.params), float(o.values["cycles"]),
-                               r.source, r.data, {"refined": True}))
+    out: list[Row] = []
+    expanded: set = set()
+    for _ in range(rounds):
+        best = [r for r in sorted(rows + out, key=lambda r: r.cycles) if config_key(r.params) not in expanded][:top]
+        for r in best:
+            expanded.add(config_key(r.params))
+            for cfg in neighbours(space, r.params, rng, width):  # already checked against the space
+                if config_key(cfg) in seen:
+                    continue
+                seen.add(config_key(cfg))
+                cycles = sim.cycles(cfg, checked=True)
+                if cycles is not None:
+                    out.append(Row(r.op, dict(r.shape), r.dtype, r.unit, dict(cfg), cycles, r.source, r.data,
+                                   {"refined": True}))
     return out
 
 

@@ -94,73 +94,183 @@ def stream_physics(shape: dict, dtype: str, params: dict) -> dict:
             "x.bytes_per_core.log2": _lg(per * nb)}
 
 
-def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24) -> dict:
-    """Closed-form work of one full core block of the TCubeTiling loop nest (see kernels.matmul)."""
+def hw_constants(hw=None) -> dict:
+    """The profile numbers the matmul estimates use (rates, issue costs, latencies), as plain
+    floats a model file can store; ``hw`` None: the default profile."""
+    if hw is None:
+        from autotile.hardware import load_profile
+
+        hw = load_profile(None)
+    c = {"cube_cores": float(hw.cube_cores), "hbm": float(hw.hbm_bytes_per_cycle), "l2": float(hw.l2_bytes),
+         "l1": float(hw.l1_bytes),
+         "l2_read": float(hw.l2_read_bytes_per_cycle), "cube_issue": float(hw.cube.issue_cycles),
+         "cube_lat": float(hw.cube.latency_cycles)}
+    for path in ("gm_l1", "l1_l0a", "l1_l0b", "l0c_gm"):
+        cp = hw.copy[path]
+        c.update({f"{path}.rate": float(cp.bytes_per_cycle), f"{path}.issue": float(cp.issue_cycles),
+                  f"{path}.lat": float(cp.latency_cycles)})
+    for dt, v in hw.cube.macs_per_cycle.items():
+        c[f"macs.{dt}"] = float(v)
+    return c
+
+
+def _blocks(total: int, block: int, align: int) -> tuple[int, int]:
+    """(blocks, padded elements summed over them) of ``total`` cut into ``block``-sized pieces."""
+    full, tail = divmod(total, block)
+    return full + (tail > 0), full * _al(block, align) + (_al(tail, align) if tail else 0)
+
+
+def _groups(total: int, block: int, step: int) -> list[tuple[int, int]]:
+    """(count, (blocks, extent)) of the panel groups of ``step`` blocks that cover ``total``."""
+    ext = step * block
+    full, rem = divmod(total, ext)
+    out = [(full, (step, ext))] if full else []
+    if rem:
+        out.append((1, (_cdiv(rem, block), rem)))
+    return out
+
+
+def _gm_panels(outer_res: bool, inner_all: bool, inner_res: bool, o_t: int, i_t: int,
+               outer: tuple[float, float, int, int], inner: tuple[float, float, int, int]) -> tuple:
+    """GM -> L1 (bytes, loads) of the outer and the inner operand of the loop nest.
+
+    Mirrors the FIFO panel slots of ``kernels.matmul.core``: a set of panels that fits its slots
+    is loaded once; one that does not is reloaded whenever the walk comes back to it (cyclic
+    access evicts it). Each operand is (bytes of all its panels, the same weighted by the blocks
+    each group spans, groups x K groups, blocks x K groups).
+    """
+    o_full, o_weighted, o_panels, o_block_panels = outer
+    i_full, i_weighted, i_panels, i_block_panels = inner
+    if outer_res:
+        ob, ol = o_full, o_panels
+    else:
+        ob, ol = i_t * o_weighted, i_t * o_block_panels
+    if inner_all:
+        ib, il = i_full, i_panels
+    elif inner_res:
+        ib, il = o_t * i_full, o_t * i_panels
+    else:
+        ib, il = o_t * i_weighted, o_t * i_block_panels
+    return ob, ol, ib, il
+
+
+def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, hw: dict | None = None) -> dict:
+    """Closed-form work of one full core block of the TCubeTiling loop nest (see kernels.matmul).
+
+    Besides bytes and fractals: copy counts (each GM copy pays an issue cost, the first one a
+    latency), per-pipe busy estimates with the profile's rates (``hw``: ``hw_constants``), the
+    L2 hit share and HBM time of the whole chip, the pipeline fill, the stalls single-buffered
+    L0 queues add, and the imbalance between the full and the tail core blocks.
+    """
+    hw = hw or _DEFAULT_HW()
     dt = dtypes_mod.get(dtype)
     nb, c0 = dt.bytes, dt.c0
     M, N, K = int(shape["m"]), int(shape["n"]), int(shape["k"])
-    p = {k: v for k, v in params.items()}
+    p = params
     bm, bn, bk = int(p["base_m"]), int(p["base_n"]), int(p["base_k"])
     scm, scn = min(int(p["single_core_m"]), M), min(int(p["single_core_n"]), N)
     sm_, sn_, ska, skb = int(p["step_m"]), int(p["step_n"]), int(p["step_ka"]), int(p["step_kb"])
     slots_a = max(1, int(p["depth_a1"]) // (sm_ * ska))
     slots_b = max(1, int(p["depth_b1"]) // (sn_ * skb))
-    cores = _cdiv(M, scm) * _cdiv(N, scn)
-    mt, nt, kt = _cdiv(scm, bm), _cdiv(scn, bn), _cdiv(K, bk)
+    cm, cn = _cdiv(M, scm), _cdiv(N, scn)
+    cores = cm * cn
+    mt, fm = _blocks(scm, bm, 16)
+    nt, fn = _blocks(scn, bn, 16)
+    kt, fk = _blocks(K, bk, c0)
     kag, kbg = _cdiv(kt, ska), _cdiv(kt, skb)
+    mg, ng = _cdiv(mt, sm_), _cdiv(nt, sn_)
     n_first = p.get("iterate_order") == "n_first"
-    # GM -> L1: the panel of the operand walked by the outer loop stays resident when all its
-    # K groups fit in its slots; the inner operand is reloaded per outer step unless all fits
-    a_full, b_full = scm * K * nb, scn * K * nb
-    a_group, b_group = min(sm_ * bm, scm) * K * nb, min(sn_ * bn, scn) * K * nb
-
-    def traffic(outer_full, outer_group, outer_res, inner_full, inner_group, inner_groups, inner_slots,
-                inner_kg, o_t, i_t):
-        outer = outer_full if outer_res else o_t * i_t * outer_group
-        if inner_groups * inner_kg <= inner_slots:
-            inner = inner_full
-        elif inner_kg <= inner_slots:
-            inner = o_t * inner_full
-        else:
-            inner = o_t * i_t * inner_group
-        return outer, inner
-
-    if n_first:
-        a_bytes, b_bytes = traffic(a_full, a_group, kag <= slots_a, b_full, b_group, _cdiv(nt, sn_), slots_b,
-                                   kbg, mt, nt)
+    # GM -> L1 panels: A rows x (K slice bytes, each row 32-byte aligned), B K rows x group columns
+    kfull, krem = divmod(K, ska * bk)
+    a_cols = kfull * _al(ska * bk * nb, 32) + (_al(krem * nb, 32) if krem else 0)
+    ga, gb = _groups(scm, bm, sm_), _groups(scn, bn, sn_)
+    a_op = (scm * a_cols, a_cols * sum(c * b * e for c, (b, e) in ga), mg * kag, mt * kag)
+    b_op = (K * sum(c * _al(e * nb, 32) for c, (_, e) in gb), K * sum(c * b * _al(e * nb, 32) for c, (b, e) in gb),
+            ng * kbg, nt * kbg)
+    if n_first:  # the outer loop walks the m blocks (A), the inner the n blocks (B)
+        a_bytes, a_loads, b_bytes, b_loads = _gm_panels(kag <= slots_a, ng * kbg <= slots_b, kbg <= slots_b,
+                                                        mt, nt, a_op, b_op)
     else:
-        b_bytes, a_bytes = traffic(b_full, b_group, kbg <= slots_b, a_full, a_group, _cdiv(mt, sm_), slots_a,
-                                   kag, nt, mt)
+        b_bytes, b_loads, a_bytes, a_loads = _gm_panels(kbg <= slots_b, mg * kag <= slots_a, kag <= slots_a,
+                                                        nt, mt, b_op, a_op)
     steps = mt * nt * kt
-    bmp, bnp, bkp = _al(bm, 16), _al(bn, 16), _al(bk, c0)
-    fractals = steps * (bmp // 16) * (bnp // 16) * (bkp // c0)
-    l0a = steps * bmp * bkp * nb
-    l0b = steps * bkp * bnp * nb
-    out = mt * nt * bm * _al(bn * (4 if dt.name == "int8" else nb), 32)
+    fractals = (fm // 16) * (fn // 16) * (fk // c0)
+    l0a = nt * fm * fk * nb
+    l0b = mt * fk * fn * nb
+    ob = 4 if dt.name == "int8" else nb
+    nfull, nrem = divmod(scn, bn)
+    out = scm * (nfull * _al(bn * ob, 32) + (_al(nrem * ob, 32) if nrem else 0))  # FixPipe rows, 32 B aligned
     gm = a_bytes + b_bytes
-    est = {"mte2": gm / 64.0, "mte1": l0a / 256.0 + l0b / 128.0, "cube": float(fractals),
-           "fix": out / 128.0}
-    bound = max(est.values())
+    loads = a_loads + b_loads
+    # chip: L2 hit share of the reads and the HBM time of all cores' traffic
+    unique = (M * K + K * N) * nb
+    total_read = gm * cores
+    hit = max(0.0, 1.0 - unique / total_read) if total_read > 0 else 0.0
+    footprint = unique + M * N * ob
+    if footprint > hw["l2"]:
+        hit *= hw["l2"] / footprint
+    hbm_cycles = (total_read * (1.0 - hit) + M * N * ob) / hw["hbm"]
+    read_rate = min(hw["gm_l1.rate"], 1.0 / ((1.0 - hit) / (hw["hbm"] / cores) + hit / hw["l2_read"]))
+    macs = hw.get(f"macs.{dt.name}", hw["macs.fp16"])
+    busy = {"mte2": loads * hw["gm_l1.issue"] + gm / read_rate,
+            "mte1": steps * (hw["l1_l0a.issue"] + hw["l1_l0b.issue"]) + l0a / hw["l1_l0a.rate"]
+            + l0b / hw["l1_l0b.rate"],
+            "cube": steps * hw["cube_issue"] + fractals * 16 * 16 * c0 / macs,
+            "fix": mt * nt * hw["l0c_gm.issue"] + out / hw["l0c_gm.rate"]}
+    per_step = {k: v / max(1, steps) for k, v in busy.items()}
+    fill = (hw["gm_l1.lat"] + hw["l1_l0a.lat"] + hw["cube_lat"] + hw["l0c_gm.lat"]
+            + busy["mte2"] / max(1, loads) * 2 + per_step["mte1"] + per_step["cube"] + busy["fix"] / (mt * nt))
+    # single-buffered L0 queues serialize the stages they connect
+    stall = 0.0
+    if int(p["db_l0c"]) == 1:
+        stall += mt * nt * (busy["fix"] / (mt * nt) + hw["cube_lat"])
+    if int(p["db_l0a"]) == 1 or int(p["db_l0b"]) == 1:
+        stall += steps * min(per_step["mte1"], per_step["cube"])
+    if slots_a == 1 or slots_b == 1:
+        stall += min(busy["mte2"], busy["cube"] + busy["mte1"])
+    bound = max(busy.values())
+    est = max(bound + fill + stall, hbm_cycles)
+    # the tail core blocks (a remainder of M or N) against the full one
+    tail_m = M - (cm - 1) * scm
+    tail_n = N - (cn - 1) * scn
     f = {"mm.cores": float(cores), "mm.cores.frac": cores / cube_cores, "mm.blocks.log2": _lg(mt * nt),
          "mm.steps.log2": _lg(steps), "mm.kt.log2": _lg(kt), "mm.fractals.log2": _lg(fractals),
          "mm.pad_waste": fractals * 16 * 16 * c0 / max(1, scm * scn * K) - 1.0,
          "mm.gm_a.log2": _lg(a_bytes), "mm.gm_b.log2": _lg(b_bytes), "mm.gm.log2": _lg(gm),
-         "mm.gm_total.log2": _lg(gm * cores), "mm.l0.log2": _lg(l0a + l0b), "mm.out.log2": _lg(out),
-         "mm.bound.log2": _lg(bound), "mm.sum.log2": _lg(sum(est.values())),
+         "mm.gm_total.log2": _lg(total_read), "mm.l0.log2": _lg(l0a + l0b), "mm.out.log2": _lg(out),
+         "mm.loads.log2": _lg(loads), "mm.bytes_per_load.log2": _lg(gm / max(1, loads)),
+         "mm.l2_hit": hit, "mm.hbm.log2": _lg(hbm_cycles), "mm.read_rate.log2": _lg(read_rate),
+         "mm.bound.log2": _lg(bound), "mm.sum.log2": _lg(sum(busy.values())),
+         "mm.fill.log2": _lg(fill), "mm.stall.log2": _lg(stall + 1.0), "mm.est.log2": _lg(est),
+         "mm.est_serial.log2": _lg(sum(busy.values()) + fill),
+         "mm.tail_m": tail_m / scm, "mm.tail_n": tail_n / scn,
+         "mm.tail_work": (tail_m * tail_n) / (scm * scn),
+         "mm.l1_used": (int(p["depth_a1"]) * _al(bm, 16) * _al(bk, c0) + int(p["depth_b1"]) * _al(bk, c0)
+                        * _al(bn, 16)) * nb / hw["l1"],
          "mm.mmad_overhead.log2": _lg(steps * 3 + fractals)}
-    for k, v in est.items():
+    for k, v in busy.items():
         f[f"mm.{k}.log2"] = _lg(v)
         f[f"mm.{k}.share"] = v / bound
     return f
 
 
+def _DEFAULT_HW() -> dict:
+    global _HW
+    if _HW is None:
+        _HW = hw_constants()
+    return _HW
+
+
+_HW = None
+
+
 def config_features(op: str, shape: dict, dtype: str, unit: str, params: dict, data: str = "gm",
-                    cube_cores: int = 24) -> dict:
-    """Problem + tiling features of one configuration."""
+                    cube_cores: int = 24, hw: dict | None = None) -> dict:
+    """Problem + tiling features of one configuration (``hw``: ``hw_constants`` of the profile)."""
     f = shape_features(op, shape, dtype, data)
     f.update(param_features(params))
     if op == "matmul" and "base_m" in params:
-        f.update(matmul_physics(shape, dtype, params, cube_cores))
+        f.update(matmul_physics(shape, dtype, params, cube_cores, hw))
     elif set(shape) == {"n"} and "tile_len" in params:
         f.update(stream_physics(shape, dtype, params))
     return f

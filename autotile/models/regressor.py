@@ -1,9 +1,9 @@
 """Cost regressor: predicted cycles of (op, shape, dtype, unit, params), to rank tilings nobody ran.
 
 One regressor of log2(cycles) per unit, on ``features.config_features`` (params plus closed-form
-per-core work of the loop nest). ``predict_params`` picks the best predicted tiling for a shape
-(the fallback of a table lookup for an untuned shape); ``top_k`` gives the k best predicted
-configurations of a space (to warm-start a study).
+per-core work of the loop nest). ``predict_params`` picks a tiling for a shape (the fallback of a
+table lookup for an untuned shape): the model's few best predictions, simulated, fastest first;
+``top_k`` gives the k best predicted configurations of a space (to warm-start a study).
 
 >>> reg = CostRegressor("matmul").fit(rows)  # doctest: +SKIP
 >>> predict_params("matmul", {"m": 512, "n": 1024, "k": 768}, "fp16", space, model=reg)  # doctest: +SKIP
@@ -18,9 +18,24 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
-from autotile.models.features import config_features, matrix
+from autotile.models.features import config_features, hw_constants, matrix
+from autotile.space.space import Space
 
 SAMPLES = 2000  # random feasible configurations ranked when given a space
+VERIFY = 8  # predict_params simulates this many of the best predicted configurations of a space
+
+
+def one_thread():
+    """Run scikit-learn's OpenMP loops on one thread.
+
+    Histogram gradient boosting opens an OpenMP parallel region per tree node; on a small or
+    shared machine, a busy core makes every barrier wait for a descheduled thread, and a fit of
+    a few seconds took 440 s (2 cores, another job running). One thread costs ~20% when the
+    machine is idle and cannot stall that way.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, "openmp")
 
 
 def default_estimator():
@@ -33,24 +48,26 @@ def default_estimator():
 class CostRegressor:
     """Predicts the cycles of tilings of ``op``; one estimator per unit."""
 
-    def __init__(self, op: str, estimator=None, cube_cores: int = 24):
+    def __init__(self, op: str, estimator=None, cube_cores: int = 24, hw=None):
         self.op = op
         self.estimator = estimator
         self.cube_cores = cube_cores
+        self.hw = hw_constants(hw) if hw is None or not isinstance(hw, dict) else dict(hw)
         self.units: list[str] = []
         self.names: list[str] = []
         self.models: dict = {}
         self.n_rows = 0
 
     def _features(self, shape, dtype, unit, configs, data) -> list[dict]:
-        return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores) for c in configs]
+        return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores, self.hw) for c in configs]
 
     def fit(self, rows) -> CostRegressor:
         """Fit on every row of ``op`` that carries params."""
         rows = [r for r in rows if r.op == self.op and r.params and r.cycles > 0]
         if not rows:
             raise InputError(f"cost regressor: no rows with params for op {self.op}")
-        feats = [config_features(r.op, r.shape, r.dtype, r.unit, r.params, r.data, self.cube_cores) for r in rows]
+        feats = [config_features(r.op, r.shape, r.dtype, r.unit, r.params, r.data, self.cube_cores, self.hw)
+                 for r in rows]
         self.names = sorted({k for f in feats for k in f})
         self.units = sorted({r.unit for r in rows})
         self.models = {}
@@ -59,7 +76,8 @@ class CostRegressor:
             X = matrix([feats[i] for i in idx], self.names)
             y = np.log2([rows[i].cycles for i in idx])
             est = self.estimator if self.estimator is not None else default_estimator()
-            self.models[u] = clone(est).fit(X, y)
+            with one_thread():
+                self.models[u] = clone(est).fit(X, y)
         self.n_rows = len(rows)
         return self
 
@@ -70,15 +88,16 @@ class CostRegressor:
         if not configs:
             return np.zeros(0)
         X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
-        return 2.0 ** self.models[unit].predict(X)
+        with one_thread():
+            return 2.0 ** self.models[unit].predict(X)
 
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
-                "cube_cores": self.cube_cores}
+                "cube_cores": self.cube_cores, "hw": self.hw}
 
     @classmethod
     def from_state(cls, state: dict, models: dict) -> CostRegressor:
-        reg = cls(state["op"], cube_cores=int(state["cube_cores"]))
+        reg = cls(state["op"], cube_cores=int(state["cube_cores"]), hw=state.get("hw"))
         reg.units, reg.names, reg.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
         reg.models = dict(models)
         if set(reg.models) != set(reg.units):
@@ -173,7 +192,29 @@ def top_k(op: str, shape: dict, dtype: str, candidates_or_space, k: int = 10, *,
     return [(configs[i], float(pred[i])) for i in order]
 
 
-def predict_params(op: str, shape: dict, dtype: str, candidates_or_space, **kw) -> dict | None:
-    """The best predicted params for a shape (None without candidates); see ``top_k`` for options."""
-    best = top_k(op, shape, dtype, candidates_or_space, 1, **kw)
-    return best[0][0] if best else None
+def predict_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify: int = VERIFY,
+                   **kw) -> dict | None:
+    """The params the model picks for a shape (None without candidates); ``top_k`` has the options.
+
+    Given a Space, the model's ``verify`` best predicted configurations are then scored by the
+    spec's backend (the simulator, ~0.2 ms a matmul configuration; recorded measurements for a
+    replay spec) and the fastest feasible one is returned: the model ranks a space of thousands,
+    the backend settles the last few, where a learned ranking is least sure. ``verify=1`` (or a
+    list of candidates) returns the top predicted configuration and scores nothing.
+    """
+    space = candidates_or_space if isinstance(candidates_or_space, Space) else None
+    k = max(1, verify) if space is not None else 1
+    best = top_k(op, shape, dtype, candidates_or_space, k, **kw)
+    if not best:
+        return None
+    if k == 1:
+        return best[0][0]
+    from autotile.tune.evaluate import make_evaluator
+
+    ev = make_evaluator(space)
+    scored = []
+    for i, (p, _) in enumerate(best):
+        out = ev.score(p)
+        if out.feasible and "cycles" in out.values:
+            scored.append((out.values["cycles"], i))
+    return best[min(scored)[1]][0] if scored else best[0][0]
