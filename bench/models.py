@@ -120,6 +120,13 @@ def matmul_cost(hw, out, shapes: int, configs: int, tpe_trials: int, seed: int) 
             "tuned_optimum": f"min(best of a {tpe_trials}-trial TPE study, best of the {configs}-config random sample)"}
 
 
+def _edges_pct(sim: list, learned: list) -> list | None:
+    """Relative error (%) of each learned window edge against the simulated one (None: the windows differ in number)."""
+    if len(sim) != len(learned):
+        return None
+    return [round(100 * (b / a - 1), 2) for sw, lw in zip(sim, learned) for a, b in zip(sw, lw)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
@@ -145,8 +152,9 @@ def main(argv=None) -> int:
     sel = store.load_selector("weighted_sum", hw, out)
     cross = {}
     for data, on in (("on_chip", True), ("gm", False)):
-        sim = crossover("weighted_sum", "fp16", hw, on_chip=on)["n"]
-        cross[data] = {"simulated": sim, "learned": sel.crossover("fp16", data=data)}
+        sim = crossover("weighted_sum", "fp16", hw, on_chip=on)
+        cross[data] = {"simulated": sim["n"], "learned": sel.crossover("fp16", data=data),
+                       "simulated_windows": sim["windows"], "learned_windows": sel.crossover_windows("fp16", data=data)}
     c = cross["on_chip"]
     result = {
         "hw": hw.name, "models_dir": out,
@@ -157,7 +165,12 @@ def main(argv=None) -> int:
             "simulated_n": c["simulated"], "learned_n": c["learned"],
             "learned_vs_simulated_pct": None if not (c["simulated"] and c["learned"]) else
             round(100 * (c["learned"] / c["simulated"] - 1), 2),
-            "end_to_end_n": cross["gm"]["simulated"], "learned_end_to_end_n": cross["gm"]["learned"]},
+            "end_to_end_n": cross["gm"]["simulated"], "learned_end_to_end_n": cross["gm"]["learned"],
+            # where the Cube wins: when it does not *stay* faster (end to end), compare the edges
+            "simulated_windows": c["simulated_windows"], "learned_windows": c["learned_windows"],
+            "end_to_end_windows": cross["gm"]["simulated_windows"],
+            "learned_end_to_end_windows": cross["gm"]["learned_windows"],
+            "end_to_end_edges_pct": _edges_pct(cross["gm"]["simulated_windows"], cross["gm"]["learned_windows"])},
         "decide_weighted_sum_fp16": {f"{data}/n={n}": sel.decide({"n": n}, "fp16", data)[0]
                                      for data in ("gm", "on_chip") for n in (128, 4096)},
         "units_heldout": unit_accuracy(hw, out, [op for op in ops if training.trainable(op)["units"]],
