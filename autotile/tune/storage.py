@@ -9,6 +9,7 @@ longer exists are marked failed: they do not count toward the budget and are ret
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -171,8 +172,9 @@ def describe_failure(url: str | None, exc: BaseException) -> str:
 
 
 def quiet_heartbeat_failures() -> None:
-    """A heartbeat thread whose database went away must not print a traceback: the worker's
-    own next storage call fails too and reports it as one line (StorageError)."""
+    """A database that went away must not print a heartbeat thread's traceback or Optuna's
+    intermediate warnings: the worker's own storage call fails and reports it as one line
+    (StorageError)."""
     import threading
 
     default = threading.excepthook
@@ -186,6 +188,13 @@ def quiet_heartbeat_failures() -> None:
         return
     hook._autotile = True
     threading.excepthook = hook
+    # Optuna's RDB storage logs "Caught an error from sqlalchemy ... falling back" before its
+    # fallback query fails too; that failure then reaches the user as one StorageError line.
+    logging.getLogger("optuna.storages._rdb.storage").addFilter(_drop_sqlalchemy_fallback_warning)
+
+
+def _drop_sqlalchemy_fallback_warning(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Caught an error from sqlalchemy")
 
 
 class OwnedSampler(optuna.samplers.BaseSampler):
