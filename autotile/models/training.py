@@ -26,12 +26,12 @@ from autotile.models import store
 
 DEFAULT_COST = ("matmul",)  # cost regressors trained unless asked otherwise (see ``selection``)
 COST_SHAPES = 60  # training shapes of matmul
+COST_CONFIGS = 200  # random feasible configurations per matmul training shape
+COST_1D = (16, 1 << 16, 2, 40)  # 1-D ops: size range, sweep points per octave, configs per size
+REFINE = (5, 3)  # matmul and 1-D ops: plus the simulated neighbours of the 5 fastest, 3 rounds
 # other multi-dimensional ops (resize, roi_align: 10-100 ms a simulation): shapes around the
 # spec's (within 2^+-0.5 per dim), configs per shape, then the neighbours of the best 2, 1 round
 COST_ND = (8, 24, 0.5, (2, 1))
-COST_CONFIGS = 200  # random feasible configurations per training shape
-COST_1D = (16, 1 << 16, 2, 40)  # 1-D ops: size range, sweep points per octave, configs per size
-REFINE = (5, 3)  # plus the simulated neighbours of the 5 fastest configs per shape, 3 rounds
 
 
 def implemented(op: str) -> bool:
