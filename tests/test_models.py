@@ -277,6 +277,7 @@ def test_train_decide_crossover_commands(tmp_path, monkeypatch, capsys):
     assert cli.run(["train", "--ops", "elementwise", "--cost", "none", "-o", str(tmp_path / "u"), "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["ops"]["elementwise"]) == {"units"}
     assert cli.run(["train", "--ops", "copy", "-o", out]) == 2
+    assert cli.run(["train", "--ops", "elementwise", "-j", "0", "-o", out]) == 2
 
 
 def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cli):

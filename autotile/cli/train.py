@@ -21,8 +21,9 @@ def add_arguments(p) -> None:
     p.add_argument("--ops", default=None, help="comma-separated ops (default: every 1-D op with several units, "
                                                "for its unit selector, and matmul, for its cost regressor)")
     p.add_argument("--cost", default=None, help="cost regressors to train: all, none or comma-separated ops "
-                                                "(default: matmul, or every op named by --ops); the 1-D "
-                                                "ops' add about a minute")
+                                                "(default: matmul, or every op named by --ops); all of them "
+                                                "take about 2.5 minutes on 2 cores instead of 1 (roi_align's "
+                                                "simulations are slow)")
     p.add_argument("-o", "--out", default=None, help="cache folder for datasets and models (default "
                                                      "$AUTOTILE_CACHE or ~/.cache/autotile)")
     p.add_argument("--hw", default=None, help="hardware profile name or path")

@@ -6,13 +6,15 @@ space over a set of training shapes (random log-uniform shapes for matmul, a siz
 ops, shapes around the spec's own for the others), plus simulated neighbours of the fastest.
 By default only matmul's cost regressor is trained (the one a table lookup falls back to and a
 study warm-starts from); ``cost="all"`` or naming ops adds the others (see ``selection``).
+Each model (dataset and fit) is built in its own worker process, one per core by default.
 Datasets are cached beside the models and rebuilt when the fingerprint (profile, kernel and
-simulator sources, version) changes.
+simulator sources, version) or the dataset settings change.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import random
 import time
@@ -24,10 +26,12 @@ from autotile.models import store
 
 DEFAULT_COST = ("matmul",)  # cost regressors trained unless asked otherwise (see ``selection``)
 COST_SHAPES = 60  # training shapes of matmul
-COST_ND = (12, 40)  # other multi-dimensional ops: shapes around the spec's, configs per shape
-COST_CONFIGS = 200  # random feasible configurations per training shape
+COST_CONFIGS = 200  # random feasible configurations per matmul training shape
 COST_1D = (16, 1 << 16, 2, 40)  # 1-D ops: size range, sweep points per octave, configs per size
-REFINE = (5, 3)  # plus the simulated neighbours of the 5 fastest configs per shape, 3 rounds
+REFINE = (5, 3)  # matmul and 1-D ops: plus the simulated neighbours of the 5 fastest, 3 rounds
+# other multi-dimensional ops (resize, roi_align: 10-100 ms a simulation): shapes around the
+# spec's (within 2^+-0.5 per dim), configs per shape, then the neighbours of the best 2, 1 round
+COST_ND = (8, 24, 0.5, (2, 1))
 
 
 def implemented(op: str) -> bool:
@@ -132,16 +136,16 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
         elif dims == ("m", "n", "k"):
             shapes = random_shapes(dims, COST_SHAPES, seed)
         else:
-            shapes = shapes_around([dict(s) for s in spec.shapes], COST_ND[0], seed)
+            shapes = shapes_around([dict(s) for s in spec.shapes], COST_ND[0], seed, COST_ND[2])
     if configs is None:
         configs = COST_1D[3] if dims == ("n",) else COST_CONFIGS if dims == ("m", "n", "k") else COST_ND[1]
+    top, rounds = REFINE if dims in (("n",), ("m", "n", "k")) else COST_ND[3]
     rows = []
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
             for unit in spec.units:
                 space = spec.space(s, dtype, unit)
                 sample = D.config_rows(space, configs, seed=seed + i)
-                top, rounds = REFINE
                 rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds)
     return rows
 
@@ -203,7 +207,7 @@ _SETTINGS = (("autotile.models.dataset", "PLACEMENTS"), ("autotile.models.traini
              ("autotile.models.training", "COST_CONFIGS"), ("autotile.models.training", "COST_1D"),
              ("autotile.models.training", "COST_ND"), ("autotile.models.training", "REFINE"))
 # rough relative cost of a model, to start the longest first (others: units 1.5, cost 1)
-_WEIGHT = {("weighted_sum", "units"): 3.0, ("matmul", "cost"): 3.0}
+_WEIGHT = {("roi_align", "cost"): 8.0, ("weighted_sum", "units"): 3.0, ("matmul", "cost"): 3.0}
 
 
 def _settings() -> list:
@@ -248,7 +252,7 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
             return D.unit_rows(op, dtypes, hw, spec=spec)
     else:
         meta = {"kind": "cost", "op": op, "fingerprint": fp, "spec": spec.content_hash(),
-                "settings": [COST_SHAPES, COST_CONFIGS, list(COST_1D), list(COST_ND), list(REFINE)]}
+                "settings": json.loads(json.dumps([COST_SHAPES, COST_CONFIGS, COST_1D, COST_ND, REFINE]))}
 
         def build():
             return cost_rows(op, spec)
