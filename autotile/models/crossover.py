@@ -91,22 +91,13 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
         table.append({"n": n, small_unit: a, large_unit: b})
         return b < a
 
-    ask = _memo(wins)
-    n = locate(ask, lo, hi)
-    spans = windows(ask, lo, hi)
-    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
+    spans = windows(wins, lo, hi)
+    return {"n": stays_from(spans, hi), "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
 
 
-def _memo(wins):
-    """``wins`` asked at most once per n (the simulated search is the expensive part)."""
-    cache: dict[int, bool] = {}
-
-    def ask(n: int) -> bool:
-        if n not in cache:
-            cache[n] = bool(wins(n))
-        return cache[n]
-
-    return ask
+def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
+    """The start of the last range of ``windows`` if it reaches ``hi`` (from there the unit stays faster)."""
+    return spans[-1][0] if spans and spans[-1][1] == hi else None
 
 
 def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
@@ -120,7 +111,13 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
     >>> windows(lambda n: 100 <= n <= 3000, 16, 8192)
     [[100, 3000]]
     """
-    ask = _memo(wins)
+    cache: dict[int, bool] = {}
+
+    def ask(n: int) -> bool:  # each n asked at most once: a simulated ``wins`` is the expensive part
+        if n not in cache:
+            cache[n] = bool(wins(n))
+        return cache[n]
+
     grid = _pow2(lo, hi)
     flags = [ask(n) for n in grid]
     out: list[list[int]] = []
@@ -150,38 +147,13 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
 def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
     """Smallest n from which ``wins(n)`` stays true: log2 grid ``lo..hi``, then integer bisection.
 
-    Shared by the simulated crossover and the learned one (``wins`` then asks a model), so both
-    probe sizes the same way. Each n is asked at most once.
+    The start of the last of ``windows`` if it reaches ``hi``: the simulated and the learned
+    crossovers come from the same probing.
 
     >>> locate(lambda n: n >= 1000, 16, 4096)
     1000
     """
-    cache: dict[int, bool] = {}
-
-    def ask(n: int) -> bool:
-        if n not in cache:
-            cache[n] = bool(wins(n))
-        return cache[n]
-
-    grid = _pow2(lo, hi)
-    flags = [ask(n) for n in grid]
-    g = None
-    for i in range(len(grid) - 1, -1, -1):
-        if not flags[i]:
-            break
-        g = i
-    if g is None:
-        return None
-    if g == 0:
-        return grid[0]
-    a, b = grid[g - 1], grid[g]  # wins(a) false, wins(b) true
-    while b - a > 1:
-        m = (a + b) // 2
-        if ask(m):
-            b = m
-        else:
-            a = m
-    return b
+    return stays_from(windows(wins, lo, hi), hi)
 
 
 def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str) -> dict:

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
-from autotile.models.crossover import locate, windows
+from autotile.models.crossover import stays_from, windows
 from autotile.models.features import matrix, shape_features
 
 
@@ -85,17 +85,10 @@ class UnitSelector:
                   data: str = "on_chip", lo: int = 16, hi: int = 16384) -> int | None:
         """Smallest n from which the model predicts ``large_unit`` stays faster than ``small_unit``.
 
-        Probes sizes exactly as the simulated crossover does (``crossover.locate``).
+        Probes sizes exactly as the simulated crossover does (``crossover.windows``).
         """
-        for u in (small_unit, large_unit):
-            if u not in self.models:
-                raise InputError(f"unit selector for {self.op} has no unit {u!r} (has {', '.join(self.units)})")
-
-        def wins(n: int) -> bool:
-            c = self.predict_cycles({"n": n}, dtype, data)
-            return c[large_unit] < c[small_unit]
-
-        return locate(wins, lo, hi)
+        spans = self.crossover_windows(dtype, small_unit=small_unit, large_unit=large_unit, data=data, lo=lo, hi=hi)
+        return stays_from(spans, hi)
 
     def crossover_windows(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
                           data: str = "on_chip", lo: int = 16, hi: int = 16384) -> list[list[int]]:
