@@ -156,6 +156,38 @@ def test_sigkill_loses_no_completed_trial_and_rerun_finishes_budget(tmp_path):
     assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
 
 
+_DIE_AFTER_CREATE = """
+import os, sys
+from pathlib import Path
+import optuna
+from autotile.tune.storage import make_storage
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+url = None if sys.argv[2] == "journal" else sys.argv[2]
+study = optuna.create_study(study_name="s", storage=make_storage(url, Path(sys.argv[1])), load_if_exists=True)
+study.enqueue_trial({"x": 1.0})
+study._storage.create_new_trial(study._study_id)  # a new trial, as ask() creates it
+study._pop_waiting_trial_id()                     # the queued one, as ask() takes it
+os._exit(0)                                       # killed before any sampler hook runs
+"""
+
+
+def test_a_worker_killed_right_after_creating_a_trial_leaves_it_failable(tmp_path):
+    """The owner is written with the trial itself, so no kill can leave an ownerless RUNNING trial."""
+    from autotile.tune.storage import fail_stale_trials
+
+    for url in ("journal", f"sqlite:///{tmp_path / 'db.sqlite'}"):
+        out = tmp_path / url.rsplit("/", 1)[-1]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        done = subprocess.run([sys.executable, "-c", _DIE_AFTER_CREATE, str(out), url], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        study = optuna.load_study(study_name="s", storage=make_storage(None if url == "journal" else url, out))
+        running = study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+        assert len(running) == 2 and all(t.user_attrs.get("autotile.owner") for t in running)
+        assert fail_stale_trials(study) == 2
+        assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+
+
 def test_ctrl_c_stops_after_the_current_trial_with_everything_saved(tmp_path):
     out = tmp_path / "out"
     spec = load_spec(TINY)

@@ -3,8 +3,9 @@
 The default is Optuna's JournalFileBackend in the output folder: no server, safe for several
 processes on one machine. ``--storage sqlite:///...`` or ``postgresql://...`` selects an RDB
 storage (PostgreSQL for workers on several machines). The journal has no heartbeats, so every
-trial records its owner (host and pid) and, on resume, trials left RUNNING by an owner that no
-longer exists are marked failed: they do not count toward the budget and are retried.
+trial records its owner (host and pid) in the same write that creates it, and on resume, trials
+left RUNNING by an owner that no longer exists are marked failed: they do not count toward the
+budget and are retried.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import os
 import socket
 import time
 import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from autotile.atomic import OutputError
 from autotile.errors import InputError
@@ -43,14 +45,55 @@ def make_storage(url: str | None, out_dir: Path):
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
-        path = str(out_dir / JOURNAL_NAME)
-        return JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+        return _journal(str(out_dir / JOURNAL_NAME))
     if url.startswith(("sqlite:", "postgresql:", "postgresql+", "mysql:", "mysql+")):
         return _rdb(url)
     if url.startswith("journal:"):
-        path = url[len("journal:"):]
-        return JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+        return _journal(url[len("journal:"):])
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
+
+
+def _owned(template: FrozenTrial | None) -> FrozenTrial:
+    """The template a new trial is created from, naming this process as its owner."""
+    if template is not None:
+        return template
+    return FrozenTrial(number=-1, state=TrialState.RUNNING, value=None, values=None,
+                       datetime_start=datetime.now(tz=UTC), datetime_complete=None, params={},
+                       distributions={}, user_attrs={OWNER_ATTR: owner()}, system_attrs={},
+                       intermediate_values={}, trial_id=-1)
+
+
+class _OwnerOnCreate:
+    """Storage mixin: a new trial carries this process as its owner from its first write.
+
+    Setting the owner in a second write left a window in which a killed worker's trial stayed
+    RUNNING with no owner, so no resume could ever fail it. A trial taken from the queue (WAITING)
+    gets its owner right after it turns RUNNING (the queue's own race decides who takes it).
+    """
+
+    def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
+        return super().create_new_trial(study_id, _owned(template_trial))
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values=None) -> bool:
+        taken = super().set_trial_state_values(trial_id, state, values)
+        if taken and state == TrialState.RUNNING:
+            super().set_trial_user_attr(trial_id, OWNER_ATTR, owner())
+        return taken
+
+
+class _OwnedJournalStorage(_OwnerOnCreate, JournalStorage):
+    pass
+
+
+class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
+    """Optuna wraps an RDB storage in a cache that creates trials through ``_create_new_trial``."""
+
+    def _create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> FrozenTrial:
+        return super()._create_new_trial(study_id, _owned(template_trial))
+
+
+def _journal(path: str):
+    return _OwnedJournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
 
 
 def _rdb(url: str):
@@ -72,7 +115,7 @@ def _rdb(url: str):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return RDBStorage(url, **kw)
+                return _OwnedRDBStorage(url, **kw)
         except ImportError as exc:
             raise InputError(f"--storage {redact(url)}: a database driver is missing ({exc}); for "
                              "PostgreSQL: pip install 'autotile[postgres]' (psycopg 3)") from None
@@ -124,8 +167,7 @@ def fail_stale_trials(study: optuna.Study) -> int:
     """
     storage = study._storage
     n = 0
-    if isinstance(storage, RDBStorage) and storage.is_heartbeat_enabled():
-        optuna.storages.fail_stale_trials(study)
+    optuna.storages.fail_stale_trials(study)  # does nothing without heartbeats
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         who = t.user_attrs.get(OWNER_ATTR)
         if who and _alive(who) is False:
@@ -198,11 +240,11 @@ def _drop_sqlalchemy_fallback_warning(record: logging.LogRecord) -> bool:
 
 
 class OwnedSampler(optuna.samplers.BaseSampler):
-    """Delegates to ``inner``; first records this process as the owner of each new trial.
+    """Delegates to ``inner``; makes sure each new trial names this process as its owner.
 
-    ``before_trial`` runs right after the trial is created and before relative sampling (which
-    can take a while, with no heartbeat yet): a worker killed in that window still leaves a
-    trial whose dead owner ``fail_stale_trials`` recognizes on resume.
+    Storages from ``make_storage`` write the owner when they create the trial; for any other
+    storage ``before_trial`` (right after creation, before relative sampling, which can take a
+    while with no heartbeat yet) writes it.
     """
 
     def __init__(self, inner: optuna.samplers.BaseSampler):
@@ -210,7 +252,8 @@ class OwnedSampler(optuna.samplers.BaseSampler):
         self.me = owner()
 
     def before_trial(self, study, trial):
-        study._storage.set_trial_user_attr(trial._trial_id, OWNER_ATTR, self.me)
+        if trial.user_attrs.get(OWNER_ATTR) != self.me:
+            study._storage.set_trial_user_attr(trial._trial_id, OWNER_ATTR, self.me)
         self.inner.before_trial(study, trial)
 
     def infer_relative_search_space(self, study, trial):
