@@ -1,11 +1,11 @@
 """Does the portfolio sampler earn the default? Issue #11's done-when criteria, measured.
 
     PYTHONPATH=. python bench/portfolio.py --json [-o /tmp/portfolio.json] [--seeds 10]
-        [--landscapes needle,bowl,...] [--quick]
+        [--landscapes needle,bowl,...] [--singles EARLIER.json]
 
 Landscapes: simulator-backed matmul (bench/specs/matmul_narrow.yaml), resize and global_sum,
-two shapes each (optimum by exhaustive simulation), plus the replayed needle, bowl and failing
-landscapes of ``autotile.tune.landscapes`` (seed 0). Every available single sampler (tpe,
+two shapes each (optimum by exhaustive simulation), plus the replayed needle, bowl, failing and
+GEMM-like landscapes of ``autotile.tune.landscapes`` (seed 0). Every available single sampler (tpe,
 random, cmaes, nsga2; gp when PyTorch is installed) and the portfolio run through
 ``benchsearch.bench`` at budgets 50, 100 and 200 distinct feasible configurations, ``--seeds``
 seeds each.
@@ -46,7 +46,7 @@ SIM_SPACES = {  # name -> (spec, shape index, dtype, unit)
     "global_sum_65536": (HERE.parent / "studies/global_sum.yaml", 1, "fp16", "vector"),
     "global_sum_4194304": (HERE.parent / "studies/global_sum.yaml", 3, "fp16", "vector"),
 }
-REPLAY = ("needle", "bowl", "failing")
+REPLAY = ("needle", "bowl", "failing", "gemm")
 LANDSCAPES = (*SIM_SPACES, *REPLAY)
 
 

@@ -32,6 +32,22 @@ def test_landscape_characters():
         assert not isinstance(land.times[tuple(land.best()[0].values())], str)
 
 
+def test_gemm_landscape_is_large_interacting_and_has_two_basins():
+    land = landscapes.gemm(1)
+    assert len(land.times) == 10_368
+    assert 0.4 < land.failed() / len(land.times) < 0.6
+    best_cfg, best = land.best()
+    assert land.near(0.05) <= 20
+    by_shared = {s: min(t for c, t in land.times.items() if not isinstance(t, str) and c[5] == s)
+                 for s in (0, 1)}
+    assert min(by_shared.values()) == best and max(by_shared.values()) > 1.1 * best
+    # interaction: the best vector width depends on whether A is tiled in shared memory
+    for shared in (0, 1):
+        at = {v: min(t for c, t in land.times.items() if not isinstance(t, str) and c[5] == shared
+                     and c[4] == v) for v in (1, 4)}
+        assert (at[4] < at[1]) == (shared == 0)
+
+
 def test_csv_and_cache_give_the_same_optimum(tmp_path):
     land = landscapes.failing(2)
     opts = []

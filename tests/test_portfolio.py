@@ -37,12 +37,12 @@ def test_every_trial_records_its_member_and_each_member_gets_trials():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = optuna.create_study(sampler=make_sampler("portfolio", 0))
-        study.optimize(_objective, n_trials=30)
+        study.optimize(lambda t: math.floor(_objective(t) * 2) / 2, n_trials=60)  # few levels: it stalls
     names = _members(study.trials)
     assert set(names) <= {"tpe", "nsga2", "cmaes", "random"} and None not in names
     assert {"tpe", "nsga2", "random"} <= set(names)
     stats = portfolio.member_stats(study.trials)
-    assert sum(r["trials"] for r in stats) == 30
+    assert sum(r["trials"] for r in stats) == 60
     assert sum(r["improvements"] for r in stats) >= 1
     assert all(r["best"] is not None for r in stats)
 
@@ -179,7 +179,7 @@ def test_resume_keeps_the_record_and_continues_from_the_history(failing_spec, tm
     assert after[: len(before)] == before and None not in after
     assert any(t.state == TrialState.PRUNED for t in study.trials)  # the failing landscape prunes
     fresh = make_sampler("portfolio", 0)
-    assert fresh.credit(study)["tpe"]["uses"] == after.count("tpe")
+    assert fresh.credit(study)["tpe"]["uses"] == after[10:].count("tpe")  # the first 10: TPE's start-up
 
 
 def test_bench_search_lists_the_portfolio(failing_spec, capsys):
@@ -201,8 +201,8 @@ def test_summary_and_report_carry_the_member_record(failing_spec, tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        oc = runner.run(_plan(failing_spec, 15), optuna.storages.InMemoryStorage())
-    assert {m["member"] for m in oc.members} >= {"tpe", "random"}
+        oc = runner.run(_plan(failing_spec, 60), optuna.storages.InMemoryStorage())
+    assert {m["member"] for m in oc.members} >= {"tpe", "random"}  # the challengers enter at a stall
     assert sum(m["trials"] for m in oc.members) == oc.trials
     rec = {"shape": failing_spec.shapes[0], "dtype": "fp32", "unit": "cuda", "study": "p", "members": oc.members}
     blocks = search.portfolio_members(ReportData(out_dir=tmp_path, summary={"results": [rec]}, hw=None))
@@ -275,3 +275,33 @@ def test_two_workers_with_a_lead_compute_the_same_choices():
     assert a.credit(sa) == b.credit(sb) == _led(9).credit(sa)
     names = _members(sa.trials)
     assert names[:5] == ["random"] * 5 and names.count("tpe") > len(names) / 2
+
+
+def test_with_patience_challengers_wait_for_a_stall():
+    s = _led(patience=8, late=["nsga2"], late_after=0)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 100.0)] * 5 + [("tpe", 100.0 * 0.9 ** i) for i in range(1, 7)])
+    assert s.quiet(study) == 0
+    assert [_ask(study)[0] for _ in range(1)] == ["tpe"]  # improving: the lead keeps every trial
+    study.tell(study.trials[-1].number, 1000.0)
+    picks = []
+    for _ in range(14):
+        name, trial = _ask(study)
+        picks.append(name)
+        study.tell(trial, 1000.0)  # no gains from here on
+    # quiet reaches 8 after the lead's 8th gainless trial; then the challengers' quota opens
+    assert picks[:7] == ["tpe"] * 7 and set(picks[7:]) - {"tpe"}
+    assert s.quiet(study) == 15
+
+
+def test_the_default_portfolio_is_the_tpe_run_with_its_seed_until_the_search_stalls():
+    def run(name):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study = optuna.create_study(sampler=make_sampler(name, 4))
+            study.optimize(lambda t: -float(t.number) + 0.0 * t.suggest_float("x", -1, 1)
+                           + 0.0 * t.suggest_int("y", 0, 9), n_trials=40)  # a new best every trial
+        return study
+    tpe, port = run("tpe"), run("portfolio")
+    assert [t.params for t in port.trials] == [t.params for t in tpe.trials]
+    assert set(_members(port.trials)) == {"tpe"}

@@ -9,6 +9,11 @@ restrictions leave them out) with a time in ms or a failure string per configura
 - ``bowl``: a smooth quadratic bowl, many configurations near the best.
 - ``failing``: a bowl whose optimum sits at the edge of a resource limit, with about half of
   the measured configurations failed (over the limit, plus scattered runtime failures).
+- ``gemm``: a larger GEMM-like space (seven parameters, 10,368 configurations, about half failed)
+  whose parameters interact through occupancy, register and shared-memory limits, with two
+  basins (with and without a shared-memory tile). The three above are small and separable:
+  every sampler finds their optimum within 50 trials, so they cannot tell strategies apart;
+  this one can, as the real GEMM caches of Kernel Tuner do.
 
 ``write(landscape, path)`` writes a Kernel Tuner cache (``.json``, ``.json.gz``) or a CSV;
 ``write_spec`` writes the replay spec next to it.
@@ -129,7 +134,52 @@ def failing(seed: int = 0, scale_ms: float = 0.25, runtime_failures: float = 0.1
     return Landscape("failing", PARAMS, times)
 
 
-GENERATORS = {"needle": needle, "bowl": bowl, "failing": failing}
+GEMM_PARAMS = {
+    "block_size_x": [8, 16, 32, 64, 128],
+    "block_size_y": [1, 2, 4, 8, 16, 32],
+    "tile_size_x": [1, 2, 4, 8],
+    "tile_size_y": [1, 2, 4, 8],
+    "vector": [1, 2, 4],
+    "shared_a": [0, 1],
+    "unroll": [1, 2, 4, 8],
+}
+_VECTOR_EFF = {0: {1: 0.8, 2: 0.93, 4: 1.0}, 1: {1: 0.9, 2: 0.97, 4: 0.95}}
+
+
+def gemm(seed: int = 0, scale_ms: float = 1.0, runtime_failures: float = 0.02) -> Landscape:
+    """A GEMM-like kernel: time = scale / efficiency, the efficiency a product of occupancy
+    (blocks resident per SM, limited by threads and registers), data reuse of the thread tile
+    (more with a shared-memory A tile and taller blocks), vector width (wide loads pay off
+    without the shared tile), unrolling (best depth grows with the tile) and block size (a
+    seeded sweet spot). Too many registers or too much shared memory fail to compile; a vector
+    width that does not divide the tile is invalid; a few others failed at run time."""
+    rng = np.random.default_rng(seed)
+    sweet = float(rng.choice([128, 256]))
+    times = {}
+    for cfg in itertools.product(*GEMM_PARAMS.values()):
+        bx, by, tx, ty, vec, shared, unroll = cfg
+        threads = bx * by
+        if threads > MAX_THREADS:
+            continue
+        regs = 16 + 2 * tx * ty * (2 if vec > 1 else 1) + 2 * unroll
+        if regs > 96 or (shared and bx * tx * 16 * unroll * 4 > 48 * 1024):
+            times[cfg] = "CompilationFailedConfig"
+        elif tx % vec:
+            times[cfg] = "InvalidConfig"
+        elif rng.random() < runtime_failures:
+            times[cfg] = "RuntimeFailedConfig"
+        else:
+            blocks = min(32, 65536 // (threads * regs), 2048 // threads)
+            occupancy = 0.35 + 0.65 * min(1.0, blocks * threads / 2048) ** 0.5
+            reuse = tx * ty / (tx + ty) * (1.0 + 0.12 * np.log2(by) if shared else 1.0)
+            unroll_eff = 1.0 - 0.06 * abs(np.log2(unroll) - (2 if tx * ty >= 16 else 1))
+            block_eff = 1.0 - 0.08 * abs(np.log2(threads / sweet)) / 3
+            eff = occupancy * reuse / (reuse + 0.9) * _VECTOR_EFF[shared][vec] * unroll_eff * block_eff
+            times[cfg] = scale_ms / eff * (1 + rng.uniform(0, 0.004))
+    return Landscape("gemm", GEMM_PARAMS, times)
+
+
+GENERATORS = {"needle": needle, "bowl": bowl, "failing": failing, "gemm": gemm}
 
 
 def kt_document(land: Landscape) -> dict:

@@ -12,14 +12,17 @@ trial improves on nothing. A member's bandit score is its credit plus an explora
 Without a ``lead`` every trial goes to the best score. With a ``lead`` (``make_sampler``: TPE,
 the strongest generalist in ``bench/portfolio.py``):
 
-- the first ``warmup`` member trials are shared exploration: they go to the ``explorer``
-  (random): random draws, as TPE's, CMA-ES's and the genetic search's start-up phases would
-  make anyway; they earn no credit (their luck says nothing about a member);
+- the first ``warmup`` member trials are shared exploration: they go to the ``explorer`` (by
+  default the lead: TPE's own random start-up, as CMA-ES's and the genetic search's would be);
+  they earn no credit (their luck says nothing about a member);
 - after that the challengers (the other members) share a decaying minority quota of
   ``share * sqrt(n)`` of the ``n`` trials since the warmup, given by the bandit score among
-  them; every other trial goes to the lead unless a challenger with at least ``min_uses``
-  trials, a gain in its last ``min_uses``, has a credit above ``margin`` x the lead's and
-  above ``floor``: then it takes the trial, until it stops finding gains;
+  them; with a ``patience`` they use it only while the search is stalled (``patience`` member
+  trials since the best last improved), so a lead that keeps improving is not interrupted
+  (``make_sampler`` gives TPE the portfolio's seed: until the first stall a portfolio run is
+  exactly that TPE run); every other trial goes to the lead unless a challenger with at least
+  ``min_uses`` trials, a gain in its last ``min_uses``, has a credit above ``margin`` x the
+  lead's and above ``floor``: then it takes the trial, until it stops finding gains;
 - a member in ``late`` (``make_sampler``: the genetic search and CMA-ES) is a challenger only once ``late_after`` member
   trials have finished, when the history is big enough for it to be more than random.
 
@@ -65,6 +68,7 @@ class _Ledger:
     recent: dict = field(default_factory=dict)  # member -> deque of gains, oldest first
     uses: dict = field(default_factory=dict)  # member -> finished trials after the warmup
     seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
+    quiet: int = 0  # finished member trials after the warmup since the best last improved
 
 
 def member_of(trial: FrozenTrial) -> str | None:
@@ -120,7 +124,8 @@ class PortfolioSampler(BaseSampler):
                  window: int = WINDOW, exploration: float = EXPLORATION, genetic: str | None = None,
                  needs_numeric: Sequence[str] = (), lead: str | None = None, explorer: str | None = None,
                  warmup: int = 0, share: float = SHARE, margin: float = MARGIN, floor: float = FLOOR,
-                 min_uses: int = MIN_USES, late: Sequence[str] = (), late_after: int = 0) -> None:
+                 min_uses: int = MIN_USES, late: Sequence[str] = (), late_after: int = 0,
+                 patience: int | None = None) -> None:
         if not members:
             raise ValueError("a portfolio needs at least one member")
         if ENQUEUED in members:
@@ -135,6 +140,7 @@ class PortfolioSampler(BaseSampler):
         self._warmup = warmup if lead is not None else 0
         self._share, self._margin, self._floor, self._min_uses = share, margin, floor, min_uses
         self._late, self._late_after = tuple(late), late_after
+        self._patience = patience
         self.members = dict(members)
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
         self._window = window
@@ -158,10 +164,14 @@ class PortfolioSampler(BaseSampler):
         """
         return self._credit(study, _snapshot)[0]
 
-    def _credit(self, study, snapshot: bool) -> tuple[dict, int, int]:
-        """``credit`` with the member trials so far and the finished ones."""
+    def quiet(self, study: optuna.Study) -> int:
+        """Finished member trials after the warmup since the best value last improved."""
+        return self._tally(study, study._get_trials(deepcopy=False, use_cache=False))[4]
+
+    def _credit(self, study, snapshot: bool) -> tuple[dict, int, int, int]:
+        """``credit`` with the member trials so far, the finished ones and the quiet ones."""
         trials = study._get_trials(deepcopy=False, use_cache=snapshot)
-        recent, uses, seen, done = self._tally(study, trials)
+        recent, uses, seen, done, quiet = self._tally(study, trials)
         total = max(1, sum(uses.values()))
         out = {}
         for name in self.members:
@@ -171,28 +181,30 @@ class PortfolioSampler(BaseSampler):
             bonus = math.inf if n == 0 else self._exploration * math.sqrt(2 * math.log(total) / n)
             since = next((k for k, g in enumerate(reversed(gains)) if g > 0), None)
             out[name] = {"uses": n, "credit": auc, "score": auc + bonus, "since_gain": since}
-        return out, seen, done
+        return out, seen, done, quiet
 
-    def _tally(self, study, trials) -> tuple[dict, dict, int, int]:
-        """Recent gains and uses per member, member trials so far and finished ones: the
-        finalized prefix incrementally, the rest afresh."""
+    def _tally(self, study, trials) -> tuple[dict, dict, int, int, int]:
+        """Recent gains and uses per member, member trials so far, finished ones and those since
+        the last gain: the finalized prefix incrementally, the rest afresh."""
         if self._ledger_study != study._study_id or self._ledger.frontier > len(trials):
             self._ledger, self._ledger_study = _Ledger(), study._study_id
         led = self._ledger
         i = led.frontier
         while i < len(trials) and trials[i].state in _FINISHED:
-            led.seen = self._account(led.front, led.recent, led.uses, led.seen, trials[i])
+            led.seen, led.quiet = self._account(led.front, led.recent, led.uses, led.seen, led.quiet, trials[i])
             i += 1
         led.frontier = i
         if i == len(trials):
-            return led.recent, led.uses, led.seen, led.seen
+            return led.recent, led.uses, led.seen, led.seen, led.quiet
         front = list(led.front)
         recent = {k: deque(v, maxlen=self._window) for k, v in led.recent.items()}
         uses = dict(led.uses)
         seen = done = led.seen
+        quiet = led.quiet
         for t in trials[i:]:
             if t.state in _FINISHED:
-                before, seen = seen, self._account(front, recent, uses, seen, t)
+                before = seen
+                seen, quiet = self._account(front, recent, uses, seen, quiet, t)
                 done += seen - before
             elif t.state == TrialState.RUNNING:  # pending: counts as a use, not yet as credit
                 name = member_of(t)
@@ -200,25 +212,27 @@ class PortfolioSampler(BaseSampler):
                     if seen >= self._warmup:
                         uses[name] = uses.get(name, 0) + 1
                     seen += 1
-        return recent, uses, seen, done
+        return recent, uses, seen, done, quiet
 
-    def _account(self, front: list, recent: dict, uses: dict, seen: int, t: FrozenTrial) -> int:
-        """Add finished trial ``t``; returns the member trials so far."""
+    def _account(self, front: list, recent: dict, uses: dict, seen: int, quiet: int,
+                 t: FrozenTrial) -> tuple[int, int]:
+        """Add finished trial ``t``; returns the member trials so far and the quiet ones."""
         name = member_of(t)
         good = feasible(t)
         gain = _gain(front, t.values) if good else 0.0
         if good and (gain > 0 or not front):
             _add(front, t.values)
         if name is None or name == ENQUEUED or name not in self.members:
-            return seen
+            return seen, quiet
         if seen >= self._warmup:  # warmup trials are shared exploration: no credit
             uses[name] = uses.get(name, 0) + 1
             recent.setdefault(name, deque(maxlen=self._window)).append(gain)
-        return seen + 1
+            quiet = 0 if gain > 0 else quiet + 1
+        return seen + 1, quiet
 
     def choose(self, study: optuna.Study, trial: FrozenTrial) -> str:
         """The member for ``trial`` (see the module docstring); ties broken by (seed, trial number)."""
-        scores, seen, done = self._credit(study, True)
+        scores, seen, done, quiet = self._credit(study, True)
         eligible = self._eligible(study, trial)
         if self._lead is None:
             return self._best(scores, eligible, "score", trial)
@@ -229,7 +243,8 @@ class PortfolioSampler(BaseSampler):
         if not challengers:
             return self._lead
         n = sum(scores[m]["uses"] for m in self.members)
-        if sum(scores[m]["uses"] for m in challengers) < self._share * math.sqrt(n):
+        stalled = self._patience is None or quiet >= self._patience
+        if stalled and sum(scores[m]["uses"] for m in challengers) < self._share * math.sqrt(n):
             return self._best(scores, challengers, "score", trial)
         ready = [m for m in challengers if scores[m]["uses"] >= self._min_uses
                  and scores[m]["since_gain"] is not None and scores[m]["since_gain"] < self._min_uses]

@@ -52,14 +52,18 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
 
 
 def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
-    """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed) and random,
-    each seeded from ``seed``, under one bandit (``autotile.tune.portfolio``) led by TPE: the
-    first ``n_startup`` trials (TPE's own random start) go to random as shared exploration, and
-    the genetic search and CMA-ES become challengers after ``2 * n_startup`` trials."""
+    """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed) and random
+    under one bandit (``autotile.tune.portfolio``) led by TPE.
+
+    TPE has the portfolio's own seed and makes the first ``n_startup`` trials (its random start,
+    no credit), so until the search first stalls (``2 * n_startup`` member trials without a new
+    best) a portfolio run is exactly the TPE run with that seed; from then on the challengers
+    share their quota during stalls, and the genetic search and CMA-ES join after
+    ``2 * n_startup`` trials. The other members are seeded from ``seed`` too."""
     from autotile.tune.portfolio import PortfolioSampler
 
     def sub(i: int):
-        return None if seed is None else seed * 16 + i
+        return None if seed is None else (seed if i == 0 else seed * 16 + i)
 
     names = ["tpe", "nsga2"]
     if n_objectives == 1 and importlib.util.find_spec("cmaes") is not None:
@@ -68,6 +72,6 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
     members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
                for i, n in enumerate(names)}
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
-                            needs_numeric=[n for n in names if n == "cmaes"], lead="tpe", explorer="random",
+                            needs_numeric=[n for n in names if n == "cmaes"], lead="tpe",
                             warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],
-                            late_after=2 * n_startup)
+                            late_after=2 * n_startup, patience=2 * n_startup)
