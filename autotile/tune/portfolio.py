@@ -70,6 +70,12 @@ class _Ledger:
     seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
     quiet: int = 0  # finished member trials after the warmup since the best last improved
 
+    def fork(self) -> _Ledger:
+        """A copy to add unfinished trials to, leaving this one as it is."""
+        return _Ledger(self.frontier, list(self.front),
+                       {k: deque(v, maxlen=v.maxlen) for k, v in self.recent.items()},
+                       dict(self.uses), self.seen, self.quiet)
+
 
 def member_of(trial: FrozenTrial) -> str | None:
     """The portfolio member that proposed ``trial`` (None: not a portfolio trial)."""
@@ -166,73 +172,70 @@ class PortfolioSampler(BaseSampler):
 
     def quiet(self, study: optuna.Study) -> int:
         """Finished member trials after the warmup since the best value last improved."""
-        return self._tally(study, study._get_trials(deepcopy=False, use_cache=False))[4]
+        return self._tally(study, study._get_trials(deepcopy=False, use_cache=False))[0].quiet
 
-    def _credit(self, study, snapshot: bool) -> tuple[dict, int, int, int]:
-        """``credit`` with the member trials so far, the finished ones and the quiet ones."""
+    def _credit(self, study, snapshot: bool) -> tuple[dict, _Ledger, int]:
+        """``credit``, with the tally it comes from and the finished member trials."""
         trials = study._get_trials(deepcopy=False, use_cache=snapshot)
-        recent, uses, seen, done, quiet = self._tally(study, trials)
-        total = max(1, sum(uses.values()))
+        led, done = self._tally(study, trials)
+        total = max(1, sum(led.uses.values()))
         out = {}
         for name in self.members:
-            n = uses.get(name, 0)
-            gains = recent.get(name, ())
+            n = led.uses.get(name, 0)
+            gains = led.recent.get(name, ())
             auc = _auc(gains)
             bonus = math.inf if n == 0 else self._exploration * math.sqrt(2 * math.log(total) / n)
             since = next((k for k, g in enumerate(reversed(gains)) if g > 0), None)
             out[name] = {"uses": n, "credit": auc, "score": auc + bonus, "since_gain": since}
-        return out, seen, done, quiet
+        return out, led, done
 
-    def _tally(self, study, trials) -> tuple[dict, dict, int, int, int]:
-        """Recent gains and uses per member, member trials so far, finished ones and those since
-        the last gain: the finalized prefix incrementally, the rest afresh."""
+    def _tally(self, study, trials) -> tuple[_Ledger, int]:
+        """The ledger of the whole history (running trials count as uses, not yet as credit) and
+        the finished member trials: the finalized prefix kept incrementally, the rest afresh."""
         if self._ledger_study != study._study_id or self._ledger.frontier > len(trials):
             self._ledger, self._ledger_study = _Ledger(), study._study_id
         led = self._ledger
         i = led.frontier
         while i < len(trials) and trials[i].state in _FINISHED:
-            led.seen, led.quiet = self._account(led.front, led.recent, led.uses, led.seen, led.quiet, trials[i])
+            self._account(led, trials[i])
             i += 1
         led.frontier = i
         if i == len(trials):
-            return led.recent, led.uses, led.seen, led.seen, led.quiet
-        front = list(led.front)
-        recent = {k: deque(v, maxlen=self._window) for k, v in led.recent.items()}
-        uses = dict(led.uses)
-        seen = done = led.seen
-        quiet = led.quiet
+            return led, led.seen
+        cur = led.fork()
+        done = led.seen
         for t in trials[i:]:
             if t.state in _FINISHED:
-                before = seen
-                seen, quiet = self._account(front, recent, uses, seen, quiet, t)
-                done += seen - before
+                before = cur.seen
+                self._account(cur, t)
+                done += cur.seen - before
             elif t.state == TrialState.RUNNING:  # pending: counts as a use, not yet as credit
                 name = member_of(t)
                 if name is not None and name != ENQUEUED:
-                    if seen >= self._warmup:
-                        uses[name] = uses.get(name, 0) + 1
-                    seen += 1
-        return recent, uses, seen, done, quiet
+                    if cur.seen >= self._warmup:
+                        cur.uses[name] = cur.uses.get(name, 0) + 1
+                    cur.seen += 1
+        return cur, done
 
-    def _account(self, front: list, recent: dict, uses: dict, seen: int, quiet: int,
-                 t: FrozenTrial) -> tuple[int, int]:
-        """Add finished trial ``t``; returns the member trials so far and the quiet ones."""
+    def _account(self, led: _Ledger, t: FrozenTrial) -> None:
+        """Add finished trial ``t`` to ``led``."""
         name = member_of(t)
         good = feasible(t)
-        gain = _gain(front, t.values) if good else 0.0
-        if good and (gain > 0 or not front):
-            _add(front, t.values)
+        gain = _gain(led.front, t.values) if good else 0.0
+        if good and (gain > 0 or not led.front):
+            _add(led.front, t.values)
         if name is None or name == ENQUEUED or name not in self.members:
-            return seen, quiet
-        if seen >= self._warmup:  # warmup trials are shared exploration: no credit
-            uses[name] = uses.get(name, 0) + 1
-            recent.setdefault(name, deque(maxlen=self._window)).append(gain)
-            quiet = 0 if gain > 0 else quiet + 1
-        return seen + 1, quiet
+            return
+        if led.seen >= self._warmup:  # warmup trials are shared exploration: no credit
+            led.uses[name] = led.uses.get(name, 0) + 1
+            led.recent.setdefault(name, deque(maxlen=self._window)).append(gain)
+            led.quiet = 0 if gain > 0 else led.quiet + 1
+        led.seen += 1
 
     def choose(self, study: optuna.Study, trial: FrozenTrial) -> str:
         """The member for ``trial`` (see the module docstring); ties broken by (seed, trial number)."""
-        scores, seen, done, quiet = self._credit(study, True)
+        scores, led, done = self._credit(study, True)
+        seen, quiet = led.seen, led.quiet
         eligible = self._eligible(study, trial)
         if self._lead is None:
             return self._best(scores, eligible, "score", trial)
