@@ -165,7 +165,7 @@ def test_dataset_rows_skip_the_domain_recheck_but_not_the_constraints(mm_rows):
     # a drawn config breaking a constraint (L1 overflow) is dropped, not simulated
     sim = D._Sim(space)
     bad = dict(rows[0].params, depth_a1=10 ** 6)
-    assert not sim.constraints_hold(bad) and sim.cycles(bad) is None
+    assert space.constraint_failure(bad) is not None and sim.cycles(bad) is None
 
 
 def test_model_files_round_trip_and_refuse_mismatch(tmp_path, ws_rows, hw, monkeypatch):

@@ -241,23 +241,12 @@ class _Sim:
         self.ev = Evaluator(space)
         self.plain = not space.spec.limits
 
-    def constraints_hold(self, cfg: dict) -> bool:
-        """The second half of ``Space.check``: derived values and constraints."""
-        from autotile.errors import InfeasibleConfig
-        from autotile.space.expr import EvalError
-
-        try:
-            env = self.space.evaluate(cfg)
-            return all(c.expr.eval(env) for c in self.space.constraints)
-        except (InfeasibleConfig, EvalError):
-            return False
-
     def cycles(self, cfg: dict, *, checked: bool = False) -> float | None:
         """Simulated cycles, or None when infeasible; ``checked``: constraints already hold."""
         if not self.plain:
             out = self.ev.score(cfg)
             return float(out.values["cycles"]) if out.feasible else None
-        if not checked and not self.constraints_hold(cfg):
+        if not checked and self.space.constraint_failure(cfg) is not None:
             return None
         sp = self.space
         res = self.ev.kernel.simulate(sp.shape, cfg, sp.dtype, self.ev.hw, unit=sp.unit, options=self.ev.options)

@@ -132,18 +132,22 @@ class Space:
                 return f"{p.name}: cannot evaluate its domain: {exc.reason}"
             if not _contains(dom, env[p.name]):
                 return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
+        return self.constraint_failure(params)
+
+    def constraint_failure(self, params: dict) -> str | None:
+        """The second half of ``check``, for params already known to lie in their domains (drawn
+        from them): None if the derived values and the constraints hold, else the first reason."""
         try:
             env = self.evaluate(params)
         except InfeasibleConfig as exc:
             return exc.reason
         for c in self.constraints:
-            numbers = ", ".join(f"{k}={_fmt(env[k])}" for k in c.expr.names)
             try:
                 ok = c.expr.eval(env)
             except EvalError as exc:
-                return f"{c.message}: {exc.reason} ({numbers})"
+                return f"{c.message}: {exc.reason} ({_numbers(c, env)})"
             if not ok:
-                return f"{c.message} ({c.expr.text} with {numbers})"
+                return f"{c.message} ({c.expr.text} with {_numbers(c, env)})"
         return None
 
     def enumerate(self, max_rows: int = MAX_ROWS) -> Enumeration:
@@ -153,6 +157,10 @@ class Space:
     def count(self, **kw) -> Count:
         """Raw and feasible sizes, method and top constraint (see enumeration.count_space)."""
         return count_space(self, **kw)
+
+
+def _numbers(c: Constraint, env: dict) -> str:
+    return ", ".join(f"{k}={_fmt(env[k])}" for k in c.expr.names)
 
 
 def describe(dom: Sequence) -> str:
