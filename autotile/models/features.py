@@ -14,6 +14,7 @@ is a plain float; ``matrix`` turns dicts into an array in a fixed column order.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -162,7 +163,7 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     L2 hit share and HBM time of the whole chip, the pipeline fill, the stalls single-buffered
     L0 queues add, and the imbalance between the full and the tail core blocks.
     """
-    hw = hw or _DEFAULT_HW()
+    hw = hw or _default_hw()
     dt = dtypes_mod.get(dtype)
     nb, c0 = dt.bytes, dt.c0
     M, N, K = int(shape["m"]), int(shape["n"]), int(shape["k"])
@@ -254,14 +255,9 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     return f
 
 
-def _DEFAULT_HW() -> dict:
-    global _HW
-    if _HW is None:
-        _HW = hw_constants()
-    return _HW
-
-
-_HW = None
+@functools.cache
+def _default_hw() -> dict:
+    return hw_constants()
 
 
 def config_features(op: str, shape: dict, dtype: str, unit: str, params: dict, data: str = "gm",

@@ -52,7 +52,7 @@ class CostRegressor:
         self.op = op
         self.estimator = estimator
         self.cube_cores = cube_cores
-        self.hw = hw_constants(hw) if hw is None or not isinstance(hw, dict) else dict(hw)
+        self.hw = dict(hw) if isinstance(hw, dict) else hw_constants(hw)  # a profile, or None: the default
         self.units: list[str] = []
         self.names: list[str] = []
         self.models: dict = {}
