@@ -141,7 +141,7 @@ def main(argv=None) -> int:
 
     from autotile.hardware import load_profile
     from autotile.models import store, training
-    from autotile.models.crossover import crossover
+    from autotile.models.crossover import crossover, stays_from
 
     hw = load_profile(None)
     out = args.out or tempfile.mkdtemp(prefix="autotile-bench-")
@@ -153,8 +153,9 @@ def main(argv=None) -> int:
     cross = {}
     for data, on in (("on_chip", True), ("gm", False)):
         sim = crossover("weighted_sum", "fp16", hw, on_chip=on)
-        cross[data] = {"simulated": sim["n"], "learned": sel.crossover("fp16", data=data),
-                       "simulated_windows": sim["windows"], "learned_windows": sel.crossover_windows("fp16", data=data)}
+        learned = sel.crossover_windows("fp16", data=data)
+        cross[data] = {"simulated": sim["n"], "learned": stays_from(learned),
+                       "simulated_windows": sim["windows"], "learned_windows": learned}
     c = cross["on_chip"]
     result = {
         "hw": hw.name, "models_dir": out,
