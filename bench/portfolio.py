@@ -4,8 +4,9 @@
         [--landscapes needle,bowl,...] [--singles EARLIER.json]
 
 Landscapes: simulator-backed matmul (bench/specs/matmul_narrow.yaml), resize and global_sum,
-two shapes each (optimum by exhaustive simulation), plus the replayed needle, bowl, failing and
-GEMM-like landscapes of ``autotile.tune.landscapes`` (seed 0). Every available single sampler (tpe,
+two shapes each (optimum by exhaustive simulation), plus the replayed needle, bowl, failing,
+GEMM-like and convolution landscapes of ``autotile.tune.landscapes`` (seed 0). Every available
+single sampler (tpe,
 random, cmaes, nsga2; gp when PyTorch is installed) and the portfolio run through
 ``benchsearch.bench`` at budgets 50, 100 and 200 distinct feasible configurations, ``--seeds``
 seeds each.
@@ -46,7 +47,7 @@ SIM_SPACES = {  # name -> (spec, shape index, dtype, unit)
     "global_sum_65536": (HERE.parent / "studies/global_sum.yaml", 1, "fp16", "vector"),
     "global_sum_4194304": (HERE.parent / "studies/global_sum.yaml", 3, "fp16", "vector"),
 }
-REPLAY = ("needle", "bowl", "failing", "gemm")
+REPLAY = ("needle", "bowl", "failing", "gemm", "convolution")
 LANDSCAPES = (*SIM_SPACES, *REPLAY)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 
 import pytest
@@ -47,6 +48,41 @@ def test_gemm_landscape_is_large_interacting_and_has_two_basins():
                      and c[4] == v) for v in (1, 4)}
         assert (at[4] < at[1]) == (shared == 0)
 
+
+
+def test_bank_conflicts_count_words_per_bank():
+    assert landscapes._bank_conflicts(32, 1, 1, 48) == 1  # a warp reads one row, stride 1
+    assert landscapes._bank_conflicts(32, 2, 1, 80) == 2  # stride 2: two words per even bank
+    assert landscapes._bank_conflicts(32, 4, 1, 144) == 4
+    # 16-wide blocks: a warp spans two rows. With stride-2 reads both rows use the even banks
+    # when the row stride is even; one padding word moves the second row to the odd banks
+    assert landscapes._bank_conflicts(16, 2, 1, 48) == 2
+    assert landscapes._bank_conflicts(16, 2, 1, 49) == 1
+    # contiguous reads: the rows overlap on 15 banks whether or not the stride is padded
+    assert landscapes._bank_conflicts(16, 1, 1, 32) == landscapes._bank_conflicts(16, 1, 1, 33) == 2
+
+
+def test_convolution_landscape_is_rugged_and_limited_by_shared_memory():
+    land = landscapes.convolution(1)
+    assert len(land.times) == 4_736  # threads per block in [32, 1024]
+    assert all(32 <= c[0] * c[1] <= 1024 for c in land.times)
+    compile_failed = [c for c, t in land.times.items() if t == "CompilationFailedConfig"]
+    assert 0.2 < len(compile_failed) / len(land.times) < 0.5
+    # the input tile with its 16-wide halo over 48 KiB never compiles
+    assert all((c[0] * c[2] + 16 + c[4]) * (c[1] * c[3] + 16) * 4 > 48 * 1024 or 24 + 2 * c[2] * c[3] + c[2] > 255
+               for c in compile_failed)
+    assert land.near(0.05) <= 20
+    # rugged: along tile_size_x the time changes direction more than once for most other settings
+    ok = {c: t for c, t in land.times.items() if not isinstance(t, str)}
+    turns = []
+    for (bx, by, ty, pad, ro) in itertools.product(*(land.params[k] for k in
+                                                      ("block_size_x", "block_size_y", "tile_size_y", "use_padding", "read_only"))):
+        row = [ok.get((bx, by, tx, ty, pad, ro)) for tx in land.params["tile_size_x"]]
+        row = [t for t in row if t is not None]
+        if len(row) >= 6:
+            signs = [b > a for a, b in zip(row, row[1:])]
+            turns.append(sum(x != y for x, y in zip(signs, signs[1:])))
+    assert len(turns) > 100 and sorted(turns)[len(turns) // 2] >= 2
 
 def test_csv_and_cache_give_the_same_optimum(tmp_path):
     land = landscapes.failing(2)
