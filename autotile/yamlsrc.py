@@ -111,7 +111,7 @@ def load_text(text: str, file: str) -> Located:
                             col=knode.start_mark.column + 1,
                             field=dotted(path),
                         )
-                    key = loader.construct_object(knode)
+                    key = construct(knode, path, "key")
                     if not isinstance(key, (str, int)) or isinstance(key, bool):
                         key = str(key)
                     kpath = path + (key,)
@@ -129,11 +129,15 @@ def load_text(text: str, file: str) -> Located:
             if isinstance(n, yaml.SequenceNode):
                 return [build(v, path + (i,)) for i, v in enumerate(n.value)]
             style[path] = n.style
+            return construct(n, path, "value")
+
+        def construct(n, path, what):
+            """A scalar's value; a tag that cannot build it (e.g. !!binary on text) is an error."""
             try:
                 return loader.construct_object(n)
             except yaml.YAMLError as exc:
                 raise InputError(
-                    f"invalid value: {getattr(exc, 'problem', exc)}",
+                    f"invalid {what}: {getattr(exc, 'problem', exc)}",
                     file=file,
                     line=n.start_mark.line + 1,
                     col=n.start_mark.column + 1,

@@ -176,6 +176,9 @@ BAD = [
     ('where unknown',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 8, where: "divides(a, b)"}\n',
      "{f}:4:54: params.a.where: unknown name 'b'"),
+    ('tagged key',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int,!!binary  low: 1, high: 2}\n',
+     '{f}:4:17: params.a: invalid key: failed to decode base64 data: Incorrect padding'),
     ('params empty',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams: {}\n',
      '{f}:3:9: params: expected a mapping of parameter names to definitions, got an empty mapping'),]
@@ -374,3 +377,63 @@ def test_generated_specs_round_trip(tmp_path, data):
     for p in spec.params:
         assert isinstance(p, IntParam if data["params"][p.name]["type"] == "int" else ChoiceParam)
     assert os.path.samefile(spec.file, path)
+
+
+# -- the params a simulated kernel reads ----------------------------------------------
+
+_SHAPES = {"matmul": {"m": 64, "n": 64, "k": 64}, "copy": {"n": 4096},
+           "resize": {"n": 1, "c": 3, "h_in": 8, "w_in": 8, "h_out": 4, "w_out": 4},
+           "roi_align": {"n": 1, "c": 16, "h": 16, "w": 16, "rois": 4, "pooled_h": 7, "pooled_w": 7}}
+
+
+def test_kernel_param_lists_match_the_kernels_default_tilings():
+    from autotile.hardware import load_profile
+    from autotile.kernels import registry
+
+    hw = load_profile()
+    for name, op in registry.OPS.items():
+        if op.generic:
+            assert op.params == ()
+            continue
+        mod = registry.implementation(name)
+        for unit in op.units:
+            shape = _SHAPES.get(name, {"n": 4096})
+            assert set(op.needs(unit)) == set(mod.default_params(shape, op.dtypes[0], hw, unit)), (name, unit)
+
+
+_NO_STEP_N = """op: matmul
+units: [cube, vector]
+shapes: [{m: 64, n: 64, k: 64}]
+params:
+  base_m: {type: fixed, value: 64}
+  base_n: {type: fixed, value: 64}
+  base_k: {type: fixed, value: 64}
+  step_m: {type: fixed, value: 1}
+  step_ka: {type: fixed, value: 1}
+  step_kb: {type: fixed, value: 1}
+  depth_a1: {type: fixed, value: 1}
+  db_l0a: {type: fixed, value: 1}
+  db_l0b: {type: fixed, value: 1}
+  db_l0c: {type: fixed, value: 1}
+  iterate_order: {type: fixed, value: m_first}
+  single_core_m: {type: fixed, value: 64}
+  single_core_n: {type: fixed, value: 64}
+budget: {trials: 3}
+"""
+
+
+@pytest.mark.parametrize("command", [("simulate", "--shape", "m=64,n=64,k=64"), ("tune", "--quiet")])
+def test_a_spec_missing_a_kernel_param_is_refused_before_simulating(write_spec, run_cli, tmp_path, command):
+    path = write_spec(_NO_STEP_N)
+    load_spec(path)  # a space can be described without every kernel param
+    out_dir = ("--out", str(tmp_path / "o")) if command[0] == "tune" else ()
+    code, out, err = run_cli(command[0], path, *command[1:], *out_dir)
+    assert code == 2 and out == ""
+    assert err == (f"autotile: error: {path}:4:1: params: missing step_n, depth_b1, which the matmul kernel on "
+                   "cube reads (declare each; {type: fixed, value: V} pins one)\n")
+    assert not (tmp_path / "o").exists()
+    # a unit-restricted param does not stand in for another unit's
+    spec = load_spec(write_spec(_NO_STEP_N.replace("  step_m:", "  step_n: {type: fixed, value: 1, units: [vector]}\n"
+                                                   "  depth_b1: {type: fixed, value: 1}\n  step_m:")))
+    with pytest.raises(InputError, match="missing step_n,"):
+        spec.require_kernel_params("cube")

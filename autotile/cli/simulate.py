@@ -27,6 +27,7 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     shape = parse_kv(args.shape, what="--shape", ints=True)
     space = spec.space(shape, args.dtype, args.unit)
+    spec.require_kernel_params(space.unit)
     kernel = registry.implementation(spec.op.name)
     params = {k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware, space.unit).items()
               if k in space.names}

@@ -159,6 +159,7 @@ class _Parser:
             seed=self.seed(top.get("seed", 0)),
             backend=backend,
             measurements=self.measurements(top, backend),
+            params_at=self.doc.where(("params",), key=True),
             inputs=self.mapping(("inputs",), top.get("inputs", {}), tuple(top.get("inputs") or ())),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
         )

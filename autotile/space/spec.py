@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels.registry import OpInfo
 from autotile.space.expr import Expr
@@ -69,6 +70,7 @@ class Spec:
     measurements: Path | None = None
     inputs: dict = field(default_factory=dict)
     description: str = ""
+    params_at: tuple[int, int] = (1, 1)  # line and column of the ``params`` key, for errors
 
     def param(self, name: str) -> Param:
         """The param called ``name``; KeyError if there is none."""
@@ -80,6 +82,20 @@ class Spec:
     def param_names(self, unit: str) -> tuple[str, ...]:
         """Names of the params in ``unit``'s space, in declaration order."""
         return tuple(p.name for p in self.params if p.units is None or unit in p.units)
+
+    def require_kernel_params(self, unit: str | None = None) -> None:
+        """Raise an InputError at ``params`` if the simulated kernel on ``unit`` (default: each
+        of the spec's units) reads a param this spec does not declare: the simulator has no value
+        to give it. Loading does not check (a spec may describe a space it never simulates), nor
+        does a replayed spec."""
+        if self.backend == "replay":
+            return
+        for u in (unit,) if unit else self.units:
+            missing = [name for name in self.op.needs(u) if name not in self.param_names(u)]
+            if missing:
+                    raise InputError(f"missing {', '.join(missing)}, which the {self.op.name} kernel on {u} reads "
+                                 "(declare each; {type: fixed, value: V} pins one)",
+                                 file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
 
     def space(self, shape, dtype: str | None = None, unit: str | None = None):
         """The search space of one shape (dict or tuple in dim order), dtype and unit.

@@ -57,6 +57,7 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
     The baseline is the kernel's default tiling; replayed specs have none.
     """
     kernel = registry.implementation(spec.op.name) if spec.backend != "replay" else None
+    spec.require_kernel_params()
     budget = opts.trials or spec.budget.trials or 100
     out = []
     for shape in spec.shapes:

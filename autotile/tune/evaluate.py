@@ -48,6 +48,8 @@ class Evaluator:
     def __init__(self, space: Space, objectives: tuple[str, ...] = ("cycles",), *, kernel=None):
         self.space = space
         self.objectives = tuple(objectives)
+        if kernel is None:
+            space.spec.require_kernel_params(space.unit)
         self.kernel = kernel or registry.implementation(space.spec.op.name)
         self.hw = space.spec.hardware
         self.options = dict(space.spec.inputs or {})
