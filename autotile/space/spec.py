@@ -93,7 +93,7 @@ class Spec:
         for u in (unit,) if unit else self.units:
             missing = [name for name in self.op.needs(u) if name not in self.param_names(u)]
             if missing:
-                    raise InputError(f"missing {', '.join(missing)}, which the {self.op.name} kernel on {u} reads "
+                raise InputError(f"missing {', '.join(missing)}, which the {self.op.name} kernel on {u} reads "
                                  "(declare each; {type: fixed, value: V} pins one)",
                                  file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
 
