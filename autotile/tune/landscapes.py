@@ -193,7 +193,7 @@ CONV_PARAMS = {
     "read_only": [0, 1],
 }
 CONV_FILTER = 17  # a 17 x 17 filter over the 4096 x 4096 image of PROBLEM_SIZE
-SMS = 80
+SMS = 80  # streaming multiprocessors of the modelled GPU (waves of resident blocks)
 
 
 def _bank_conflicts(bx: int, tx: int, ty: int, stride: int) -> int:
