@@ -284,15 +284,40 @@ def test_with_patience_challengers_wait_for_a_stall():
     assert s.quiet(study) == 0
     name, trial = _ask(study)
     assert name == "tpe"  # improving: the lead keeps the trials
+    trial.suggest_float("x", 0, 10)
     study.tell(trial, 1000.0)
     picks = []
     for _ in range(14):
         name, trial = _ask(study)
         picks.append(name)
+        trial.suggest_float("x", 0, 10)  # a new configuration each time
         study.tell(trial, 1000.0)  # no gains from here on
     # quiet reaches 8 after the lead's 8th gainless trial; then the challengers' quota opens
     assert picks[:7] == ["tpe"] * 7 and set(picks[7:]) - {"tpe"}
-    assert s.quiet(study) == 15
+    seen, fresh = set(), 0  # a genetic child can copy its parent: repeats do not count
+    for t in study.trials:
+        fresh += t.number >= 11 and t.params["x"] not in seen
+        seen.add(t.params["x"])
+    assert s.quiet(study) == fresh and fresh >= 12
+
+
+def test_repeated_configurations_do_not_count_toward_patience():
+    s = _led(patience=8)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 100.0)] * 5 + [("tpe", 50.0)])  # x = 0 .. 5
+
+    def lead(x):
+        study.add_trial(create_trial(value=60.0, params={"x": x}, distributions={"x": FloatDistribution(0, 10)},
+                                     system_attrs={MEMBER_ATTR: "tpe", "constraints:feasible": 0.0}))
+
+    for _ in range(12):
+        lead(5.0)  # measured before (answered from the duplicate cache): says nothing about a stall
+    assert s.quiet(study) == 0
+    name, _ = _ask(study)
+    assert name == "tpe"
+    for x in (7.5, 8.5, 9.5):
+        lead(x)
+    assert s.quiet(study) == 3
 
 
 def test_the_default_portfolio_is_the_tpe_run_with_its_seed_until_the_search_stalls():

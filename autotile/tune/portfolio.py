@@ -18,7 +18,9 @@ the strongest generalist in ``bench/portfolio.py``):
 - after that the challengers (the other members) share a decaying minority quota of
   ``share * sqrt(n)`` of the ``n`` trials since the warmup, given by the bandit score among
   them; with a ``patience`` they use it only while the search is stalled (``patience`` member
-  trials since the best last improved), so a lead that keeps improving is not interrupted
+  trials of configurations not measured before since the best last improved: a repeated one,
+  which the tuner answers from its cache, says nothing about a stall), so a lead that keeps
+  improving is not interrupted
   (``make_sampler`` gives TPE the portfolio's seed: until the first stall a portfolio run is
   exactly that TPE run); every other trial goes to the lead unless a challenger with at least
   ``min_uses`` trials, a gain in its last ``min_uses``, has a credit above ``margin`` x the
@@ -68,13 +70,14 @@ class _Ledger:
     recent: dict = field(default_factory=dict)  # member -> deque of gains, oldest first
     uses: dict = field(default_factory=dict)  # member -> finished trials after the warmup
     seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
-    quiet: int = 0  # finished member trials after the warmup since the best last improved
+    quiet: int = 0  # finished member trials after the warmup, new configs, since the last new best
+    configs: set = field(default_factory=set)  # parameter sets of the finished trials
 
     def fork(self) -> _Ledger:
         """A copy to add unfinished trials to, leaving this one as it is."""
         return _Ledger(self.frontier, list(self.front),
                        {k: deque(v, maxlen=v.maxlen) for k, v in self.recent.items()},
-                       dict(self.uses), self.seen, self.quiet)
+                       dict(self.uses), self.seen, self.quiet, set(self.configs))
 
 
 def member_of(trial: FrozenTrial) -> str | None:
@@ -171,7 +174,8 @@ class PortfolioSampler(BaseSampler):
         return self._credit(study, _snapshot)[0]
 
     def quiet(self, study: optuna.Study) -> int:
-        """Finished member trials after the warmup since the best value last improved."""
+        """Finished member trials after the warmup, of configurations not measured before,
+        since the best value last improved."""
         return self._tally(study, study._get_trials(deepcopy=False, use_cache=False))[0].quiet
 
     def _credit(self, study, snapshot: bool) -> tuple[dict, _Ledger, int]:
@@ -224,12 +228,15 @@ class PortfolioSampler(BaseSampler):
         gain = _gain(led.front, t.values) if good else 0.0
         if good and (gain > 0 or not led.front):
             _add(led.front, t.values)
+        config = tuple(sorted(t.params.items()))
+        again = config in led.configs
+        led.configs.add(config)
         if name is None or name == ENQUEUED or name not in self.members:
             return
         if led.seen >= self._warmup:  # warmup trials are shared exploration: no credit
             led.uses[name] = led.uses.get(name, 0) + 1
             led.recent.setdefault(name, deque(maxlen=self._window)).append(gain)
-            led.quiet = 0 if gain > 0 else led.quiet + 1
+            led.quiet = 0 if gain > 0 else led.quiet + (not again)
         led.seen += 1
 
     def choose(self, study: optuna.Study, trial: FrozenTrial) -> str:

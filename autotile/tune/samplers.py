@@ -56,8 +56,8 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
     under one bandit (``autotile.tune.portfolio``) led by TPE.
 
     TPE has the portfolio's own seed and makes the first ``n_startup`` trials (its random start,
-    no credit), so until the search first stalls (``2 * n_startup`` member trials without a new
-    best) a portfolio run is exactly the TPE run with that seed; from then on the challengers
+    no credit), so until the search first stalls (``2 * n_startup`` member trials of new
+    configurations without a new best) a portfolio run is exactly the TPE run with that seed; from then on the challengers
     share their quota during stalls, and the genetic search and CMA-ES join after
     ``2 * n_startup`` trials. The other members are seeded from ``seed`` too."""
     from autotile.tune.portfolio import PortfolioSampler
