@@ -18,13 +18,14 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
+from autotile.kernels import registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector",)
 DIMS = ("n",)
-PARAMS = ("block_dim", "tile_bytes", "depth")
+PARAMS = registry.get("copy").needs("vector")
 Q_UB = 0
 ALIGN = 32
 _EMPTY = np.zeros(1, dtype=np.uint8)

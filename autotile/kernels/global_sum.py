@@ -38,9 +38,6 @@ UNITS = ("vector", "cube", "scalar")
 DIMS = ("n",)
 ACC = ("fp16", "fp32")
 COMBINES = ("scalar", "vector")
-PARAMS = {"vector": ("tile_len", "buffer_num", "cores", "acc_dtype", "combine"),
-          "scalar": ("tile_len", "buffer_num", "cores"),
-          "cube": ("tile_len", "buffer_num", "cores")}
 Q_IN = 0
 V_DUP, V_CONV, V_ADD, V_CADD = range(4)  # vector cost rows
 RESULT_FRACTAL = 16 * 16 * 4  # bytes FixPipe writes: one fp32 16 x 16 fractal

@@ -28,15 +28,14 @@ from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul, matmul_vector
+from autotile.kernels import dtype_emul, matmul_vector, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, hbm_streams, l2_hit_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("cube", "vector")  # vector: matmul_vector, for tiny shapes
 DIMS = ("m", "n", "k")
-PARAMS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "depth_a1",
-          "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m", "single_core_n")
+PARAMS = registry.get("matmul").needs("cube")
 ORDERS = ("m_first", "n_first")
 
 # queues of the engine state

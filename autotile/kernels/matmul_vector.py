@@ -15,12 +15,12 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import CoreRun, assemble, infeasible
 
-PARAMS = ("tile_m", "buffer_num", "cores")
+PARAMS = registry.get("matmul").needs("vector")
 DTYPES = ("fp16", "fp32", "bf16")
 Q_IN, Q_OUT = 0, 1
 V_CONV_IN, V_DUP, V_AXPY, V_CONV_OUT = range(4)

@@ -24,8 +24,8 @@ class OpInfo:
     params: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, params its kernel reads)
 
     def needs(self, unit: str) -> tuple[str, ...]:
-        """The params the kernel on ``unit`` reads (its ``default_params`` keys): a spec that
-        simulates it must declare each one (``type: fixed`` pins one)."""
+        """The params the kernel on ``unit`` reads (its ``default_params`` keys; the kernel
+        modules take their lists from here): a spec that simulates it must declare each one."""
         return dict(self.params).get(unit, ())
 
     @property

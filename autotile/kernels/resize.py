@@ -29,14 +29,14 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector",)
 DIMS = ("n", "c", "h_in", "w_in", "h_out", "w_out")
-PARAMS = ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")
+PARAMS = registry.get("resize").needs("vector")
 MODES = ("nearest", "bilinear")
 LAYOUTS = ("NCHW", "NHWC")
 Q_IN, Q_OUT = 0, 1

@@ -26,14 +26,14 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, l2_hit_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector",)
 DIMS = ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w")
-PARAMS = ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")
+PARAMS = registry.get("roi_align").needs("vector")
 DEFAULT_OPTIONS = {"spatial_scale": 0.25, "sampling_ratio": 2, "aligned": True, "roi_seed": 0,
                    "roi_min": 0.05, "roi_max": 0.5}
 Q_IN, Q_OUT = 0, 1

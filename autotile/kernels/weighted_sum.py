@@ -172,11 +172,6 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
 # ---------------------------------------------------------------------------------------
 # Python side
 
-PARAMS = {"vector": ("tile_len", "buffer_num", "cores", "reduction", "acc_dtype"),
-          "scalar": ("tile_len", "buffer_num", "cores", "acc_dtype"),
-          "cube": ("tile_len", "buffer_num", "cores", "cube_form")}
-
-
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))

@@ -57,7 +57,6 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
     The baseline is the kernel's default tiling; replayed specs have none.
     """
     kernel = registry.implementation(spec.op.name) if spec.backend != "replay" else None
-    spec.require_kernel_params()
     budget = opts.trials or spec.budget.trials or 100
     out = []
     for shape in spec.shapes:
@@ -166,6 +165,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     runner._Stop.requested = False
     _install_sigint()
     quiet_heartbeat_failures()
+    for spec in specs:  # every spec simulatable before any of them makes its output folder
+        spec.require_kernel_params()
     queue = [_start(spec, o) for spec, o in zip(specs, opts)]
     bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
     try:
