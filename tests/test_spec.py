@@ -4,6 +4,7 @@ expression attacks refused at load, and a round trip of generated specs."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autotile.errors import InputError
+from autotile.hardware import load_profile
+from autotile.kernels import registry
 from autotile.space import ChoiceParam, IntParam, load_spec
 from tests.conftest import DATA, ROOT
 
@@ -158,6 +161,27 @@ BAD = [
     ('inputs not mapping',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\ninputs: [1, 2]\n',
      '{f}:5:9: inputs: expected a mapping, got a list'),
+    ('inputs unknown option',
+     'op: elementwise\nshapes: [{n: 64}]\nparams:\n  a: {type: bool}\ninputs: {knd: mul}\n',
+     '{f}:5:10: inputs.knd: unknown option, did you mean kind? (elementwise takes kind, data)'),
+    ('inputs op without options',
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\ninputs: {data: gm}\n',
+     '{f}:5:10: inputs.data: unknown option (matmul takes none)'),
+    ('inputs bad choice (unhashable)',
+     'op: elementwise\nshapes: [{n: 64}]\nparams:\n  a: {type: bool}\ninputs: {kind: [add]}\n',
+     '{f}:5:16: inputs.kind: expected one of add, mul, relu, got [\'add\']'),
+    ('inputs wrong type',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {roi_max: "0.5"}\n',
+     "{f}:5:19: inputs.roi_max: expected a number in (0, 1], got '0.5'"),
+    ('inputs out of range',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {roi_seed: -1}\n',
+     '{f}:5:20: inputs.roi_seed: expected an integer in [0, 4294967295], got -1'),
+    ('inputs across options',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {roi_min: 0.6}\n',
+     '{f}:5:19: inputs.roi_min: expected at most roi_max (0.5), got 0.6'),
     ('fixed no value',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: fixed}\n',
      "{f}:4:6: params.a: missing key 'value'"),
@@ -354,7 +378,7 @@ def _spec(draw):
         "sampler": draw(st.sampled_from(["tpe", "random", "nsga2", "exhaustive"])),
         "seed": draw(st.integers(0, 2**32 - 1)),
         "backend": "simulator",
-        "inputs": draw(st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3))),
+        "inputs": {},  # matmul takes no options; test_inputs_* cover them
         "description": draw(st.text("abc xyz", max_size=20)),
     }
     if numeric:
@@ -387,9 +411,6 @@ _SHAPES = {"matmul": {"m": 64, "n": 64, "k": 64}, "copy": {"n": 4096},
 
 
 def test_kernel_param_lists_match_the_kernels_default_tilings():
-    from autotile.hardware import load_profile
-    from autotile.kernels import registry
-
     hw = load_profile()
     for name, op in registry.OPS.items():
         if op.generic:
@@ -399,6 +420,50 @@ def test_kernel_param_lists_match_the_kernels_default_tilings():
         for unit in op.units:
             shape = _SHAPES.get(name, {"n": 4096})
             assert set(op.needs(unit)) == set(mod.default_params(shape, op.dtypes[0], hw, unit)), (name, unit)
+
+
+def test_kernels_read_their_options_from_the_registry():
+    """Each kernel simulates with every choice its registry options allow and refuses an unknown
+    option, or a bad value, as an infeasible configuration naming it (the API path; specs are
+    refused when they load)."""
+    hw = load_profile()
+    for name, op in registry.OPS.items():
+        if op.generic:
+            continue
+        mod = registry.implementation(name)
+        shape = _SHAPES.get(name, {"n": 4096})
+        params = mod.default_params(shape, op.dtypes[0], hw, op.units[0])
+        for o in op.options:
+            for value in o.choices or (o.default,):
+                r = mod.simulate(shape, params, op.dtypes[0], hw, unit=op.units[0], options={o.name: value})
+                assert r.feasible, (name, o.name, value, r.reason)
+        r = mod.simulate(shape, params, op.dtypes[0], hw, unit=op.units[0], options={"colour": "red"})
+        if op.options:  # ops without options ignore the mapping; the spec loader refuses any key
+            assert not r.feasible and "colour" in r.reason, name
+            bad = op.options[0]
+            r = mod.simulate(shape, params, op.dtypes[0], hw, unit=op.units[0], options={bad.name: [1]})
+            assert not r.feasible and bad.name in r.reason, name
+
+
+@pytest.mark.parametrize("option,value,ok", [
+    (registry.Option("n", "int", 0, low=0, high=4), 4, True),
+    (registry.Option("n", "int", 0, low=0, high=4), 5, False),
+    (registry.Option("n", "int", 0, low=0, high=4), True, False),  # YAML true is no integer
+    (registry.Option("n", "int", 0, low=0, high=4), 2.0, False),
+    (registry.Option("x", "number", 1.0, low=0, low_open=True), 0, False),
+    (registry.Option("x", "number", 1.0, low=0, low_open=True), 1e-9, True),
+    (registry.Option("x", "number", 1.0, low=0, low_open=True), float("inf"), False),
+    (registry.Option("x", "number", 1.0, low=0, low_open=True), float("nan"), False),
+    (registry.Option("b", "bool", False), 0, False),
+    (registry.Option("c", "choice", "a", ("a", "b")), {"a": 1}, False),
+    (registry.Option("c", "choice", "a", ("a", "b")), "b", True),
+])
+def test_option_values(option, value, ok):
+    if ok:
+        option.check(value)
+    else:
+        with pytest.raises(registry.OptionError, match=f"expected {re.escape(option.expected())}"):
+            option.check(value)
 
 
 _NO_STEP_N = """op: matmul

@@ -15,6 +15,7 @@ from numba import njit
 
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
+from autotile.kernels import registry
 from autotile.sim import engine as E
 from autotile.sim.costs import vector_table
 
@@ -207,12 +208,19 @@ def split(n: int, cores: int, align: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def on_chip(options: dict | None) -> bool:
-    """The "data on chip" framing (published tables): inputs already in the unit's buffers."""
-    data = (options or {}).get("data", "gm")
-    if data not in ("gm", "on_chip"):
-        raise InfeasibleConfig(f"options.data={data!r}, expected 'gm' or 'on_chip'")
-    return data == "on_chip"
+def op_options(op: str, options: dict | None) -> dict:
+    """Op ``op``'s options (the spec's ``inputs:``) with defaults, checked against the registry;
+    the spec loader checks them the same way, with the file position."""
+    try:
+        return registry.get(op).check_options(options)
+    except registry.OptionError as exc:
+        raise InfeasibleConfig(f"options.{exc.key}: {exc}") from None
+
+
+def on_chip(op: str, options: dict | None) -> bool:
+    """The "data on chip" framing (published tables): inputs already in the unit's buffers
+    (the whole of ``options`` is checked)."""
+    return op_options(op, options)["data"] == "on_chip"
 
 
 def new_state(trace_capacity: int = 0):

@@ -63,10 +63,8 @@ def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per
 
 
 def kind_of(options: dict | None) -> str:
-    k = (options or {}).get("kind", "add")
-    if k not in KINDS:
-        raise InfeasibleConfig(f"options.kind={k!r}, expected one of {tuple(KINDS)}")
-    return k
+    """The op kind of ``options`` (add by default), all options checked."""
+    return C.op_options("elementwise", options)["kind"]
 
 
 def check(shape, params, dtype, hw, unit, kind):
@@ -114,7 +112,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         if unit not in UNITS:
             raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
         kind = kind_of(options)
-        onchip = C.on_chip(options)
+        onchip = C.on_chip("elementwise", options)
         p, bufs = check(shape, params, dtype, hw, unit, kind)
     except InfeasibleConfig as exc:
         res = infeasible("elementwise", unit, dtype, shape, params, exc.reason)
@@ -137,7 +135,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     b = np.ascontiguousarray(inputs[1], dtype=np.float64) if len(inputs) > 1 else None
     shape = {"n": a.shape[0]}
     p, _ = check(shape, params, dtype, hw, unit, kind)
-    _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip(options), execute=True, a=a, b=b)
+    _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip("elementwise", options), execute=True, a=a, b=b)
     return dtype_emul.round_to(y, dtype)
 
 

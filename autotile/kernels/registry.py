@@ -7,8 +7,66 @@ imports Numba. ``implementation(name)`` imports the kernel module when a simulat
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from types import ModuleType
+
+
+class OptionError(ValueError):
+    """A bad value in an op's ``inputs:`` mapping; ``key`` names the option."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class Option:
+    """One key of an op's ``inputs:`` mapping (the spec's op-specific options) and what it admits.
+
+    ``kind``: ``choice`` (one of ``choices``), ``bool``, ``int`` or ``number``; numbers lie in
+    [``low``, ``high``] (``low`` itself excluded when ``low_open``) and are at most option
+    ``at_most``'s value when that is set.
+    """
+
+    name: str
+    kind: str
+    default: object
+    choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    at_most: str | None = None
+
+    def expected(self) -> str:
+        """What the option admits, as an error message says it."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.kind == "bool":
+            return "true or false"
+        what = "an integer" if self.kind == "int" else "a number"
+        lo, hi = (None if v is None else f"{v:g}" if v != int(v) else str(int(v)) for v in (self.low, self.high))
+        if lo is not None and hi is not None:
+            return f"{what} in {'(' if self.low_open else '['}{lo}, {hi}]"
+        if lo is not None:
+            return f"{what} {'>' if self.low_open else '>='} {lo}"
+        if hi is not None:
+            return f"{what} <= {hi}"
+        return what
+
+    def check(self, value) -> None:
+        """Raise OptionError unless ``value`` is admissible (``at_most`` is checked by the op)."""
+        if self.kind == "choice":
+            ok = isinstance(value, (str, int, float)) and not isinstance(value, bool) and value in self.choices
+        elif self.kind == "bool":
+            ok = isinstance(value, bool)
+        else:
+            kinds = (int,) if self.kind == "int" else (int, float)
+            ok = isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) \
+                and (self.low is None or (value > self.low if self.low_open else value >= self.low)) \
+                and (self.high is None or value <= self.high)
+        if not ok:
+            raise OptionError(self.name, f"expected {self.expected()}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -22,11 +80,35 @@ class OpInfo:
     module: str  # autotile.kernels.<module>; "" for the generic replay op (no kernel)
     summary: str
     params: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, params its kernel reads)
+    options: tuple[Option, ...] = ()  # the keys its ``inputs:`` mapping may hold
+
+    def check_options(self, values: dict | None) -> dict:
+        """``values`` (a spec's ``inputs:``) completed with the defaults; OptionError names the
+        first unknown or inadmissible key."""
+        known = {o.name: o for o in self.options}
+        values = dict(values or {})
+        for key in values:
+            if key not in known:
+                admits = ", ".join(known) if known else "none"
+                raise OptionError(str(key), f"unknown option of {self.name} (it takes: {admits})")
+        out = {o.name: values.get(o.name, o.default) for o in self.options}
+        for o in self.options:
+            o.check(out[o.name])
+        for o in self.options:
+            if o.at_most is not None and out[o.name] > out[o.at_most]:
+                raise OptionError(o.name, f"expected at most {o.at_most} ({out[o.at_most]!r}), got {out[o.name]!r}")
+        return out
 
     def needs(self, unit: str) -> tuple[str, ...]:
         """The params the kernel on ``unit`` reads (its ``default_params`` keys; the kernel
         modules take their lists from here): a spec that simulates it must declare each one."""
         return dict(self.params).get(unit, ())
+
+    @property
+    def placements(self) -> tuple[str, ...]:
+        """Where its inputs may start: ``gm``, and ``on_chip`` (already in the unit's buffers,
+        the published tables' framing) for ops whose kernels take the ``data`` option."""
+        return ("gm", "on_chip") if any(o.name == "data" for o in self.options) else ("gm",)
 
     @property
     def generic(self) -> bool:
@@ -35,6 +117,8 @@ class OpInfo:
 
 
 _TILE = ("tile_len", "buffer_num", "cores")
+# where the inputs start: "gm" (what a real kernel sees) or "on_chip" (the published tables' framing)
+_DATA = Option("data", "choice", "gm", ("gm", "on_chip"))
 
 OPS: dict[str, OpInfo] = {
     op.name: op
@@ -51,21 +135,33 @@ OPS: dict[str, OpInfo] = {
         OpInfo("weighted_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "weighted_sum", "out = sum(w[i] * x[i])",
                (("vector", (*_TILE, "reduction", "acc_dtype")), ("cube", (*_TILE, "cube_form")),
-                ("scalar", (*_TILE, "acc_dtype")))),
+                ("scalar", (*_TILE, "acc_dtype"))), (_DATA,)),
         OpInfo("global_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "global_sum", "sum of a whole tensor",
                (("vector", (*_TILE, "acc_dtype", "combine")), ("cube", _TILE), ("scalar", _TILE))),
         OpInfo("sigmoid", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
                "sigmoid", "1 / (1 + exp(-x)), exact and approximate variants",
-               (("vector", (*_TILE, "variant")), ("scalar", (*_TILE, "variant")))),
+               (("vector", (*_TILE, "variant")), ("scalar", (*_TILE, "variant"))), (_DATA,)),
         OpInfo("elementwise", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
-               "elementwise", "add, mul, relu", (("vector", _TILE), ("scalar", _TILE))),
+               "elementwise", "add, mul, relu", (("vector", _TILE), ("scalar", _TILE)),
+               (Option("kind", "choice", "add", ("add", "mul", "relu")), _DATA)),
         OpInfo("resize", ("n", "c", "h_in", "w_in", "h_out", "w_out"), ("vector",), ("fp32", "fp16"),
                "resize", "nearest / bilinear interpolation",
-               (("vector", ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")),)),
+               (("vector", ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")),),
+               (Option("mode", "choice", "bilinear", ("nearest", "bilinear")),
+                Option("layout", "choice", "NCHW", ("NCHW", "NHWC")),
+                Option("align_corners", "bool", False))),
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling",
-               (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),)),
+               (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),
+               # torchvision's arguments, then the seeded ROI generator's: box sides log-uniform
+               # in [roi_min, roi_max] of the image side
+               (Option("spatial_scale", "number", 0.25, low=0, low_open=True),
+                Option("sampling_ratio", "int", 2, high=64),  # <= 0: adaptive, as torchvision
+                Option("aligned", "bool", True),
+                Option("roi_seed", "int", 0, low=0, high=2**32 - 1),
+                Option("roi_min", "number", 0.05, low=0, high=1, low_open=True, at_most="roi_max"),
+                Option("roi_max", "number", 0.5, low=0, high=1, low_open=True))),
         OpInfo("replay", (), ("default",), ("fp32", "fp16", "bf16", "int8"),
                "", "any kernel with recorded measurements (backend: replay); dims from the shapes"),
     )

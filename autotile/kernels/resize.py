@@ -37,8 +37,7 @@ from autotile.sim.result import CoreRun, assemble, infeasible
 UNITS = ("vector",)
 DIMS = ("n", "c", "h_in", "w_in", "h_out", "w_out")
 PARAMS = registry.get("resize").needs("vector")
-MODES = ("nearest", "bilinear")
-LAYOUTS = ("NCHW", "NHWC")
+MODES, LAYOUTS = (o.choices for o in registry.get("resize").options[:2])
 Q_IN, Q_OUT = 0, 1
 V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
 ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
@@ -185,17 +184,8 @@ def _al(a: int, b: int = 32) -> int:
 
 def opts(options: dict | None) -> tuple[str, str, bool]:
     """(mode, layout, align_corners) from the op options, validated."""
-    o = dict(options or {})
-    mode, layout, ac = o.pop("mode", "bilinear"), o.pop("layout", "NCHW"), o.pop("align_corners", False)
-    if o:
-        raise InfeasibleConfig(f"unknown resize options {sorted(o)}; expected mode, layout, align_corners")
-    if mode not in MODES:
-        raise InfeasibleConfig(f"options.mode={mode!r}, expected one of {MODES}")
-    if layout not in LAYOUTS:
-        raise InfeasibleConfig(f"options.layout={layout!r}, expected one of {LAYOUTS}")
-    if not isinstance(ac, bool):
-        raise InfeasibleConfig(f"options.align_corners={ac!r}, expected true or false")
-    return mode, layout, ac
+    o = C.op_options("resize", options)
+    return o["mode"], o["layout"], o["align_corners"]
 
 
 def _tables(shape, mode, ac):
@@ -330,8 +320,7 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     Written from the documented formulas, vectorized over the whole tensor.
     """
     x, sizes = inputs
-    o = dict(options or {})
-    mode, layout, ac = o.get("mode", "bilinear"), o.get("layout", "NCHW"), bool(o.get("align_corners", False))
+    mode, layout, ac = opts(options)
     xs = np.asarray(x, dtype=np.float64)
     if layout == "NHWC":
         xs = xs.transpose(0, 3, 1, 2)
@@ -364,7 +353,7 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
 def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
     """(x uniform in [-1, 1] in the layout of ``options``, sizes = [h_out, w_out]) as ONNX Resize takes them."""
     rng = np.random.default_rng(seed)
-    layout = (options or {}).get("layout", "NCHW")
+    layout = opts(options)[1]
     dims = ((shape["n"], shape["h_in"], shape["w_in"], shape["c"]) if layout == "NHWC" else
             (shape["n"], shape["c"], shape["h_in"], shape["w_in"]))
     return dtype_emul.round_to(rng.uniform(-1, 1, dims), dtype), np.array([shape["h_out"], shape["w_out"]])
@@ -380,7 +369,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                    options: dict | None = None) -> dict:
     """Baseline (``options`` gives the layout; NCHW without): whole output rows (NCHW: one channel; NHWC: every channel), as many rows as keep
     the output tile near 8 KiB, halved until UB fits; double buffered; all cores the tiles allow."""
-    layout = (options or {}).get("layout", "NCHW")
+    layout = opts(options)[1]
     nb = C.BYTES[dtype]
     Wo, Cn = shape["w_out"], shape["c"]
     if layout == "NHWC":

@@ -34,8 +34,6 @@ from autotile.sim.result import CoreRun, assemble, infeasible
 UNITS = ("vector",)
 DIMS = ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w")
 PARAMS = registry.get("roi_align").needs("vector")
-DEFAULT_OPTIONS = {"spatial_scale": 0.25, "sampling_ratio": 2, "aligned": True, "roi_seed": 0,
-                   "roi_min": 0.05, "roi_max": 0.5}
 Q_IN, Q_OUT = 0, 1
 V_DUP, V_AXPY, V_MULS = range(3)
 ROI_SCALAR_OPS = 12  # box scaling, offsets, sizes, bin sizes, grid, count
@@ -149,20 +147,9 @@ def core(st, cost, vcost, ip, fp, rois, t0, t1, execute, feat, out, code):
 
 
 def opts(options: dict | None) -> dict:
-    """The op options with defaults, validated."""
-    o = {**DEFAULT_OPTIONS, **(options or {})}
-    unknown = set(o) - set(DEFAULT_OPTIONS)
-    if unknown:
-        raise InfeasibleConfig(f"unknown roi_align options {sorted(unknown)}; expected {sorted(DEFAULT_OPTIONS)}")
-    if not (isinstance(o["spatial_scale"], (int, float)) and o["spatial_scale"] > 0):
-        raise InfeasibleConfig(f"options.spatial_scale={o['spatial_scale']!r}, expected a positive number")
-    if not isinstance(o["sampling_ratio"], int) or isinstance(o["sampling_ratio"], bool):
-        raise InfeasibleConfig(f"options.sampling_ratio={o['sampling_ratio']!r}, expected an integer")
-    if not isinstance(o["aligned"], bool):
-        raise InfeasibleConfig(f"options.aligned={o['aligned']!r}, expected true or false")
-    if not 0 < o["roi_min"] <= o["roi_max"] <= 1:
-        raise InfeasibleConfig("options roi_min and roi_max must satisfy 0 < roi_min <= roi_max <= 1")
-    return o
+    """The op options with defaults, validated (``registry``: torchvision's arguments and the ROI
+    generator's)."""
+    return C.op_options("roi_align", options)
 
 
 def make_rois(shape: dict, options: dict | None = None) -> np.ndarray:

@@ -190,7 +190,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     try:
         if unit not in UNITS:
             raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
-        onchip = C.on_chip(options)
+        onchip = C.on_chip("sigmoid", options)
         p, bufs = check(shape, params, dtype, hw, unit)
     except InfeasibleConfig as exc:
         res = infeasible("sigmoid", unit, dtype, shape, params, exc.reason)
@@ -210,7 +210,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     unit = unit or UNITS[0]
     shape = {"n": int(x.shape[0])}
     p, _ = check(shape, params, dtype, hw, unit)
-    _, y, _ = _run(shape, p, dtype, hw, unit, C.on_chip(options), execute=True,
+    _, y, _ = _run(shape, p, dtype, hw, unit, C.on_chip("sigmoid", options), execute=True,
                    x=np.ascontiguousarray(x, dtype=np.float64))
     return dtype_emul.round_to(y, dtype)
 

@@ -265,7 +265,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     shape = {"n": int(shape["n"])}
     try:
         unit = C.unit_of(unit, UNITS)
-        onchip = C.on_chip(options)
+        onchip = C.on_chip("weighted_sum", options)
         p, bufs = check(shape, params, dtype, hw, unit)
     except InfeasibleConfig as exc:
         res = infeasible("weighted_sum", unit or UNITS[0], dtype, shape, params, exc.reason)
@@ -288,7 +288,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     x, w = inputs
     shape = {"n": int(x.shape[0])}
     unit = C.unit_of(unit, UNITS)
-    onchip = C.on_chip(options)
+    onchip = C.on_chip("weighted_sum", options)
     p, _ = check(shape, params, dtype, hw, unit)
     cost = cost_vector(hw, dtype, active_cores=p["cores"])
     xs = np.ascontiguousarray(x, dtype=np.float64)

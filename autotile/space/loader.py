@@ -14,7 +14,7 @@ from pathlib import Path
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, load_profile
 from autotile.hardware.profile import DEFAULT_PROFILE
-from autotile.kernels.registry import OPS, OpInfo
+from autotile.kernels.registry import OPS, OpInfo, OptionError
 from autotile.space.expr import FUNCTIONS, Expr, ExprError, Scope, compile_expr
 from autotile.space.params import ChoiceParam, IntParam, Param, plain
 from autotile.space.spec import Budget, Constraint, Derived, Spec
@@ -160,9 +160,28 @@ class _Parser:
             backend=backend,
             measurements=self.measurements(top, backend),
             params_at=self.doc.where(("params",), key=True),
-            inputs=self.mapping(("inputs",), top.get("inputs", {}), tuple(top.get("inputs") or ())),
+            inputs=self.inputs(op, top.get("inputs", {}), backend),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
         )
+
+    def inputs(self, op: OpInfo, value, backend: str) -> dict:
+        """``inputs:``: with the simulator, the op's options (``registry.Option``), each checked
+        where it stands, so a bad one is refused here rather than making every configuration
+        infeasible; with replay, a free record of how the measurements were taken."""
+        names = tuple(o.name for o in op.options)
+        if not isinstance(value, dict):
+            raise self.err(("inputs",), f"expected a mapping, got {_kind(value)}")
+        if backend != "simulator":
+            return dict(value)
+        for k in value:
+            if k not in names:
+                takes = f" ({op.name} takes " + (", ".join(names) if names else "none") + ")"
+                raise self.err(("inputs", k), "unknown option" + suggest(k, names) + takes, key=True)
+        try:
+            op.check_options(value)
+        except OptionError as exc:
+            raise self.err(("inputs", exc.key), str(exc)) from None
+        return dict(value)
 
     def limits(self, value) -> tuple:
         """``limits: {max_rel_error: 1e-3}``: caps on measured metrics; a configuration above one
