@@ -2,12 +2,15 @@
 
 import json
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from autotile.cli import run
+from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.models.crossover import best, crossover, locate, windows
+from autotile.models.dataset import unit_rows
 
 HW = load_profile()
 
@@ -80,6 +83,8 @@ def test_tiles_longer_than_a_core_slice_simulate_like_the_covering_tile():
         mod = registry.implementation(op)
         for unit in units:
             for n, on_chip in ((100, True), (3000, False), (5000, True), (70000, False)):
+                if on_chip and "on_chip" not in registry.get(op).placements:
+                    continue
                 dtype = registry.get(op).dtypes[-1]
                 opts = {"data": "on_chip"} if on_chip else None
                 cands = X.candidate_params(op, unit, n, HW, on_chip)
@@ -102,3 +107,27 @@ def test_tiles_longer_than_a_core_slice_simulate_like_the_covering_tile():
                 first = next(p for c, p in ((full[tuple(sorted(p.items()))], p) for p in cands) if c == want)
                 assert got_p == first  # the same pick as the exhaustive grid, ties included
     assert checked > 500
+
+
+def test_cli_refuses_ops_without_one_size(run_cli):
+    code, out, err = run_cli("crossover", "matmul", "--json")
+    assert code == 2 and out == ""
+    assert err.strip() == ("autotile: error: crossover searches one size n; op matmul has dims m, n, k "
+                           "(compare units on given shapes with `autotile simulate`)")
+
+
+def test_ops_without_an_on_chip_framing_have_only_the_gm_crossover(run_cli):
+    """global_sum's kernel always streams its input from GM: an "on chip" crossover (or a selector
+    row, or a decision) for it would be the GM one mislabelled, so none is given."""
+    with pytest.raises(InputError, match="no on-chip framing"):
+        best("global_sum", "vector", 4096, "fp16", HW, True)
+    code, out, _ = run_cli("crossover", "global_sum", "--small-unit", "vector", "--large-unit", "cube", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["simulated_n"] is None and doc["simulated_windows"] == []
+    assert "always reads its inputs from GM" in doc["simulated_note"]
+    assert doc["end_to_end_windows"] == [] and doc["learned_n"] is None
+    code, out, err = run_cli("decide", "global_sum", "--shape", "n=4096", "--data", "on_chip")
+    assert code == 2 and "no on-chip framing" in err and len(err.strip().splitlines()) == 1
+    rows = unit_rows("global_sum", ("fp16",), HW, sizes=[256])
+    assert rows and {r.data for r in rows} == {"gm"}
+    assert {r.data for r in unit_rows("weighted_sum", ("fp16",), HW, sizes=[256])} == {"gm", "on_chip"}

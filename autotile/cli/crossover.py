@@ -28,16 +28,20 @@ def run(args) -> int:
         info = registry.get(args.op)
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from None
+    if info.dims != ("n",):
+        raise InputError(f"crossover searches one size n; op {args.op} has dims {', '.join(info.dims) or 'from its spec'} "
+                         f"(compare units on given shapes with `autotile simulate`)")
     for u in (args.small_unit, args.large_unit):
         if u not in info.units:
             raise InputError(f"op {args.op} has no unit {u!r} (has {', '.join(info.units)})")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     hw = load_profile(args.hw)
-    on = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=True)
-    e2e = crossover(args.op, args.dtype, hw, small_unit=args.small_unit, large_unit=args.large_unit, on_chip=False)
-    learned = _learned(args, hw)
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
+    framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
+    on = crossover(args.op, args.dtype, hw, on_chip=True, **kw) if framed else {"n": None, "windows": [], "grid": []}
+    e2e = crossover(args.op, args.dtype, hw, on_chip=False, **kw)
+    learned = _learned(args, hw, framed)
     why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], **kw),
            "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], **kw)}
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
@@ -50,6 +54,8 @@ def run(args) -> int:
                       f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster"}
     if learned["learned_note"] is None:
         out.pop("learned_note")
+    if not framed:
+        out["simulated_note"] = f"{args.op}'s kernel always reads its inputs from GM: no on-chip framing"
     if args.grid:
         out["grid_on_chip"] = on["grid"]
         out["grid_end_to_end"] = e2e["grid"]
@@ -61,14 +67,17 @@ def run(args) -> int:
               f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM)")
+        if not framed:
+            print(f"  {out['simulated_note']}")
         for framing, items in why.items():
             for e in items:
                 print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
     return 0
 
 
-def _learned(args, hw) -> dict:
-    """learned_n (data on chip) and learned_end_to_end_n from the trained unit selector, if any."""
+def _learned(args, hw, framed: bool) -> dict:
+    """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
+    trained unit selector, if any."""
     from autotile.models import store
 
     path = store.path_for("units", args.op, args.models)
@@ -77,9 +86,9 @@ def _learned(args, hw) -> dict:
                 "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
     sel = store.load_selector(args.op, hw, args.models)
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
-    return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw),
+    return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
             "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
-            "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw),
+            "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw) if framed else None,
             "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw), "learned_note": None}
 
 

@@ -33,6 +33,9 @@ def run(args) -> int:
         raise InputError(f"--shape: {args.op} needs positive {', '.join(info.dims)}, got {args.shape!r}")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
+    if args.data not in info.placements:
+        raise InputError(f"--data: op {args.op} has no on-chip framing (its kernel always reads its inputs from "
+                         f"GM); use --data gm")
     hw = load_profile(args.hw)
     sel = store.load_selector(args.op, hw, args.models)
     unit, cycles = sel.decide(shape, args.dtype, args.data)

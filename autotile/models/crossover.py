@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import registry
 
@@ -62,6 +63,8 @@ def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: b
     same cycles and, coming later in the grid, could never be picked: it is skipped, which
     saves about a third of the simulations (``tests/test_models.py`` checks the clamp).
     """
+    if on_chip and "on_chip" not in registry.get(op).placements:
+        raise InputError(f"op {op} has no on-chip framing: its kernel always reads its inputs from GM")
     mod = registry.implementation(op)
     options = {"data": "on_chip"} if on_chip else None
     top = (float("inf"), {})

@@ -206,12 +206,13 @@ def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
     return values["cycles"], params
 
 
-def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, placements=tuple(PLACEMENTS),
+def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, placements=None,
               sizes=None, spec=None, progress=None) -> list[Row]:
-    """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement."""
+    """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement
+    (by default every placement the op's kernels model, ``OpInfo.placements``)."""
     info = registry.get(op)
     rows = []
-    for data in placements:
+    for data in placements or info.placements:
         lo, hi = PLACEMENTS[data]
         for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
             for dtype in dtypes:

@@ -246,7 +246,7 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
         mod = registry.implementation(op)
         dtypes = registry.get(op).dtypes
         meta = {"kind": "units", "op": op, "fingerprint": fp, "dtypes": list(dtypes), "units": list(mod.UNITS),
-                "placements": {k: list(v) for k, v in D.PLACEMENTS.items()}}
+                "placements": {k: list(D.PLACEMENTS[k]) for k in registry.get(op).placements}}
 
         def build():
             return D.unit_rows(op, dtypes, hw, spec=spec)
