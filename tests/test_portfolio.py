@@ -12,9 +12,12 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from autotile.space import load_spec
+from autotile.space.loader import load_spec_text
 from autotile.tune import landscapes, portfolio, runner
+from autotile.tune.mutation import GreedyMutationSampler
 from autotile.tune.portfolio import MEMBER_ATTR, PortfolioSampler
 from autotile.tune.samplers import make_sampler
+from autotile.tune.suggest import suggest
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -331,3 +334,60 @@ def test_the_default_portfolio_is_the_tpe_run_with_its_seed_until_the_search_sta
     tpe, port = run("tpe"), run("portfolio")
     assert [t.params for t in port.trials] == [t.params for t in tpe.trials]
     assert set(_members(port.trials)) == {"tpe"}
+
+
+def test_a_repeated_lead_proposal_hands_the_next_trial_to_the_local_search():
+    members = {"tpe": optuna.samplers.TPESampler(seed=0, n_startup_trials=5),
+               "random": optuna.samplers.RandomSampler(seed=0),
+               "mutation": GreedyMutationSampler(seed=0)}
+    s = PortfolioSampler(members, seed=0, lead="tpe", explorer="random", warmup=5, local="mutation",
+                         patience=100)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 100.0)] * 5 + [("tpe", 50.0)])  # x = 0 .. 5, the best at x = 5
+    name, trial = _ask(study)
+    assert name == "tpe"  # the lead's last proposal was new
+    study.tell(trial, 70.0)
+    study.add_trial(create_trial(value=50.0, params={"x": 5.0}, distributions={"x": FloatDistribution(0, 10)},
+                                 system_attrs={MEMBER_ATTR: "tpe", "constraints:feasible": 0.0}))  # a repeat
+    name, trial = _ask(study)
+    assert name == "mutation"
+    x = trial.suggest_float("x", 0, 10)
+    assert x in (4.0, 6.0)  # a tenth of the range from the incumbent, x = 5
+    study.tell(trial, 40.0)
+    assert _ask(study)[0] == "tpe"  # then back to the lead
+
+
+def test_mutation_moves_one_param_of_the_incumbent_to_an_unseen_neighbour():
+    study = optuna.create_study(sampler=GreedyMutationSampler(seed=3))
+    study.enqueue_trial({"a": 4, "b": "nz", "c": 10})
+    study.enqueue_trial({"a": 5, "b": "nz", "c": 10})  # a measured neighbour
+    score = {(4, "nz", 10): 1.0}
+
+    def objective(t):
+        key = (t.suggest_int("a", 0, 8), t.suggest_categorical("b", ["nz", "nd"]), t.suggest_int("c", 0, 20, step=5))
+        return score.get(key, 2.0)
+
+    study.optimize(objective, n_trials=6)  # two enqueued, then the incumbent's four other neighbours
+    moved = [t.params for t in study.trials[2:]]
+    assert sorted(map(str, moved)) == sorted(map(str, [{"a": 3, "b": "nz", "c": 10}, {"a": 4, "b": "nd", "c": 10},
+                                                       {"a": 4, "b": "nz", "c": 5}, {"a": 4, "b": "nz", "c": 15}]))
+
+
+def test_mutation_with_a_space_skips_moves_that_snap_to_a_measured_configuration():
+    """``cores`` is filtered to the divisors of 48: cores 7 (one step from 6) is suggested as 6,
+    the incumbent itself. With the space, the sampler knows that and moves elsewhere."""
+    spec = load_spec_text("op: elementwise\nshapes: [{n: 4096}]\nparams:\n"
+                          "  tile_len: {type: fixed, value: 1024}\n  buffer_num: {type: int, low: 1, high: 2}\n"
+                          "  cores: {type: int, low: 1, high: 48, where: 'divides(cores, 48)'}\n", "s.yaml")
+    space = spec.space(spec.shapes[0], spec.dtypes[0], spec.units[0])
+    study = optuna.create_study(sampler=GreedyMutationSampler(seed=0, space=space))
+    study.enqueue_trial({"buffer_num": 1, "cores": 6})
+    seen = []
+
+    def objective(t):
+        params, _ = suggest(t, space)
+        seen.append((params["buffer_num"], params["cores"]))
+        return 1.0 if seen[-1] == (1, 6) else 2.0
+
+    study.optimize(objective, n_trials=4)
+    assert seen[0] == (1, 6) and len(set(seen)) == len(seen)  # every trial a new configuration

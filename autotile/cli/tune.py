@@ -13,7 +13,7 @@ HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and u
 def add_arguments(p) -> None:
     p.add_argument("spec", nargs="+", help="spec files, e.g. studies/matmul.yaml (several: a queue)")
     p.add_argument("--trials", type=int, help="budget of distinct feasible configurations per study")
-    p.add_argument("--sampler", help="tpe (default), random, cmaes, gp, nsga2 or exhaustive")
+    p.add_argument("--sampler", help="tpe, random, cmaes, gp, nsga2, portfolio or exhaustive (default: the spec's)")
     p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes in all (default 1)")
     p.add_argument("--storage", help="sqlite:///FILE or postgresql://... (default: a journal file in --out)")

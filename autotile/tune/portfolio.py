@@ -26,7 +26,12 @@ the strongest generalist in ``bench/portfolio.py``):
   ``min_uses`` trials, a gain in its last ``min_uses``, has a credit above ``margin`` x the
   lead's and above ``floor``: then it takes the trial, until it stops finding gains;
 - a member in ``late`` (``make_sampler``: the genetic search and CMA-ES) is a challenger only once ``late_after`` member
-  trials have finished, when the history is big enough for it to be more than random.
+  trials have finished, when the history is big enough for it to be more than random;
+- with a ``local`` member (``make_sampler``: the greedy mutation of ``autotile.tune.mutation``),
+  the trial after a lead trial that repeated a measured configuration goes to it: a lead that
+  re-proposes what it has measured has concentrated on the incumbent (TPE does this on small
+  discrete spaces, most of its trials after a few dozen configurations), and an unmeasured
+  neighbour of the incumbent is the new point it was after. The local member is no challenger.
 
 The chosen member answers every sampling call of that trial; its name is stored in the trial's
 system attribute ``portfolio.member``.
@@ -72,12 +77,13 @@ class _Ledger:
     seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
     quiet: int = 0  # finished member trials after the warmup, new configs, since the last new best
     configs: set = field(default_factory=set)  # parameter sets of the finished trials
+    last: tuple = (None, False)  # (member, repeated a measured config) of the latest finished member trial
 
     def fork(self) -> _Ledger:
         """A copy to add unfinished trials to, leaving this one as it is."""
         return _Ledger(self.frontier, list(self.front),
                        {k: deque(v, maxlen=v.maxlen) for k, v in self.recent.items()},
-                       dict(self.uses), self.seen, self.quiet, set(self.configs))
+                       dict(self.uses), self.seen, self.quiet, set(self.configs), self.last)
 
 
 def member_of(trial: FrozenTrial) -> str | None:
@@ -134,12 +140,13 @@ class PortfolioSampler(BaseSampler):
                  needs_numeric: Sequence[str] = (), lead: str | None = None, explorer: str | None = None,
                  warmup: int = 0, share: float = SHARE, margin: float = MARGIN, floor: float = FLOOR,
                  min_uses: int = MIN_USES, late: Sequence[str] = (), late_after: int = 0,
-                 patience: int | None = None) -> None:
+                 patience: int | None = None, local: str | None = None) -> None:
         if not members:
             raise ValueError("a portfolio needs at least one member")
         if ENQUEUED in members:
             raise ValueError(f"{ENQUEUED!r} is reserved")
-        for role, name in (("genetic", genetic), ("lead", lead), ("explorer", explorer), *(("late", n) for n in late)):
+        for role, name in (("genetic", genetic), ("lead", lead), ("explorer", explorer), ("local", local),
+                           *(("late", n) for n in late)):
             if name is not None and name not in members:
                 raise ValueError(f"{role} member {name!r} is not in the portfolio")
         if warmup and lead is None:
@@ -150,6 +157,7 @@ class PortfolioSampler(BaseSampler):
         self._share, self._margin, self._floor, self._min_uses = share, margin, floor, min_uses
         self._late, self._late_after = tuple(late), late_after
         self._patience = patience
+        self._local = local if lead is not None else None
         self.members = dict(members)
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
         self._window = window
@@ -233,6 +241,7 @@ class PortfolioSampler(BaseSampler):
         led.configs.add(config)
         if name is None or name == ENQUEUED or name not in self.members:
             return
+        led.last = (name, again)
         if led.seen >= self._warmup:  # warmup trials are shared exploration: no credit
             led.uses[name] = led.uses.get(name, 0) + 1
             led.recent.setdefault(name, deque(maxlen=self._window)).append(gain)
@@ -248,7 +257,9 @@ class PortfolioSampler(BaseSampler):
             return self._best(scores, eligible, "score", trial)
         if seen < self._warmup:
             return self._explorer
-        challengers = [n for n in eligible if n != self._lead
+        if self._local is not None and led.last == (self._lead, True):
+            return self._local
+        challengers = [n for n in eligible if n not in (self._lead, self._local)
                        and (n not in self._late or done >= self._late_after)]
         if not challengers:
             return self._lead

@@ -116,7 +116,7 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
 
     evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
     sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
-                                                    n_objectives=len(plan.objectives)))
+                                                    n_objectives=len(plan.objectives), space=plan.space))
     try:
         study = prepare(plan, storage, sampler)
         _prime_cache(study, evaluator)

@@ -13,7 +13,7 @@ SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 _EXTRAS = {"cmaes": ("cmaes", "cmaes"), "gp": ("torch", "gp")}
 
 
-def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startup: int = 10):
+def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startup: int = 10, space=None):
     """An Optuna sampler for ``name`` (``exhaustive`` is handled outside Optuna's loop).
 
     >>> type(make_sampler("tpe", 0)).__name__
@@ -30,7 +30,7 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
     if n_objectives > 1 and name in ("cmaes",):
         raise InputError(f"sampler {name!r} is single-objective; use nsga2, tpe or random for two objectives")
     if name == "portfolio":
-        return _portfolio(seed, n_objectives, n_startup)
+        return _portfolio(seed, n_objectives, n_startup, space)
     if name == "tpe":
         # multivariate TPE over the whole space (group=False): on bench/specs/matmul_subspace.yaml
         # it came within 2% of the exhaustive optimum in 12 of 18 seeded 150-trial runs (three
@@ -51,15 +51,18 @@ def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startu
     raise InputError(f"sampler {name!r} does not run inside an Optuna study")
 
 
-def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
-    """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed) and random
-    under one bandit (``autotile.tune.portfolio``) led by TPE.
+def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
+    """TPE, NSGA-II (the genetic search), CMA-ES (one objective, ``cmaes`` installed), random and
+    a greedy mutation (local search) under one bandit (``autotile.tune.portfolio``) led by TPE.
 
-    TPE has the portfolio's own seed and makes the first ``n_startup`` trials (its random start,
-    no credit), so until the search first stalls (``2 * n_startup`` member trials of new
-    configurations without a new best) a portfolio run is exactly the TPE run with that seed; from then on the challengers
-    share their quota during stalls, and the genetic search and CMA-ES join after
-    ``2 * n_startup`` trials. The other members are seeded from ``seed`` too."""
+    TPE has the portfolio's seed and makes the first ``n_startup`` trials (its random start, no
+    credit); while it proposes new configurations and keeps improving, a portfolio run is
+    exactly the TPE run with that seed. The trial after TPE repeats a measured configuration goes
+    to the greedy mutation (``space``: it judges moves by the configuration they make); during
+    stalls (``2 * n_startup`` member trials of new configurations without a new best) the
+    challengers share their quota, the genetic search and CMA-ES from ``2 * n_startup`` trials
+    on. The other members are seeded from ``seed`` too."""
+    from autotile.tune.mutation import GreedyMutationSampler
     from autotile.tune.portfolio import PortfolioSampler
 
     def sub(i: int):
@@ -71,7 +74,8 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int):
     names.append("random")
     members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
                for i, n in enumerate(names)}
+    members["mutation"] = GreedyMutationSampler(sub(len(names)), space)
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
                             needs_numeric=[n for n in names if n == "cmaes"], lead="tpe",
                             warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],
-                            late_after=2 * n_startup, patience=2 * n_startup)
+                            late_after=2 * n_startup, patience=2 * n_startup, local="mutation")
