@@ -265,7 +265,7 @@ def test_matmul_study_loads():
                   "depth_a1", "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order",
                   "single_core_m", "single_core_n"):
         assert field in names
-    assert spec.budget.trials == 150 and spec.seed == 0 and spec.sampler == "tpe"
+    assert spec.budget.trials == 150 and spec.seed == 0 and spec.sampler == "portfolio"
     assert spec.objectives == ("cycles",) and spec.backend == "simulator"
     assert len(spec.constraints) >= 7 and spec.param("iterate_order").is_text
 
@@ -277,7 +277,7 @@ def test_defaults_grids_and_duplicates(write_spec):
     assert spec.shapes == ({"m": 16, "n": 32, "k": 64}, {"m": 16, "n": 32, "k": 128},
                            {"m": 16, "n": 48, "k": 64}, {"m": 16, "n": 48, "k": 128})
     assert list(spec.shapes[0]) == ["m", "n", "k"]
-    assert (spec.dtypes, spec.units, spec.sampler, spec.backend) == (("fp16",), ("cube",), "tpe", "simulator")
+    assert (spec.dtypes, spec.units, spec.sampler, spec.backend) == (("fp16",), ("cube",), "portfolio", "simulator")
     assert spec.hardware.name == "ascend910b2" and spec.measurements is None and spec.inputs == {}
 
 
@@ -375,7 +375,7 @@ def _spec(draw):
         "constraints": [],
         "objective": draw(st.sampled_from([["cycles"], ["time_us"], ["cycles", "max_rel_error"]])),
         "budget": draw(st.sampled_from([{"trials": 5}, {"timeout_s": 2.5}, {"trials": 7, "timeout_s": 60}])),
-        "sampler": draw(st.sampled_from(["tpe", "random", "nsga2", "exhaustive"])),
+        "sampler": draw(st.sampled_from(["tpe", "random", "nsga2", "exhaustive", "portfolio"])),
         "seed": draw(st.integers(0, 2**32 - 1)),
         "backend": "simulator",
         "inputs": {},  # matmul takes no options; test_inputs_* cover them

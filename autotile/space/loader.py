@@ -155,7 +155,7 @@ class _Parser:
             objectives=objectives,
             limits=limits,
             budget=self.budget(top["budget"]) if "budget" in top else Budget(),
-            sampler=self.one_of(("sampler",), top.get("sampler", "tpe"), SAMPLERS, "sampler"),
+            sampler=self.one_of(("sampler",), top.get("sampler", "portfolio"), SAMPLERS, "sampler"),
             seed=self.seed(top.get("seed", 0)),
             backend=backend,
             measurements=self.measurements(top, backend),

@@ -64,7 +64,7 @@ class Spec:
     objectives: tuple[str, ...] = ("cycles",)
     limits: tuple = ()  # ((metric, cap), ...): a configuration above a cap is infeasible
     budget: Budget = Budget()
-    sampler: str = "tpe"
+    sampler: str = "portfolio"
     seed: int = 0
     backend: str = "simulator"
     measurements: Path | None = None

@@ -82,7 +82,7 @@ def replay_spec(values: dict, measurements: str, *, shape: dict, valid: int, des
         "backend": "replay",
         "measurements": measurements,
         "budget": {"trials": max(1, min(MAX_BUDGET, valid // 4))},
-        "sampler": "tpe",
+        "sampler": "portfolio",
         "seed": 0,
     }
 
