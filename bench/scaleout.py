@@ -38,7 +38,7 @@ def one_shape_spec(folder: Path) -> Path:
 
 def run(spec: Path, out: Path, jobs: int, trials: int, storage: str | None) -> dict:
     cmd = [sys.executable, "-m", "autotile", "tune", str(spec), "--trials", str(trials), "--jobs", str(jobs),
-           "--quiet", "--no-verify", "--out", str(out)]
+           "--quiet", "--no-verify", "--sampler", "tpe", "--out", str(out)]
     if storage:
         cmd += ["--storage", storage]
     t0 = time.perf_counter()
