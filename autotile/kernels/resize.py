@@ -37,7 +37,8 @@ from autotile.sim.result import CoreRun, assemble, infeasible
 UNITS = ("vector",)
 DIMS = ("n", "c", "h_in", "w_in", "h_out", "w_out")
 PARAMS = registry.get("resize").needs("vector")
-MODES, LAYOUTS = (o.choices for o in registry.get("resize").options[:2])
+_OPTIONS = {o.name: o for o in registry.get("resize").options}
+MODES, LAYOUTS = _OPTIONS["mode"].choices, _OPTIONS["layout"].choices
 Q_IN, Q_OUT = 0, 1
 V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
 ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
