@@ -391,3 +391,19 @@ def test_mutation_with_a_space_skips_moves_that_snap_to_a_measured_configuration
 
     study.optimize(objective, n_trials=4)
     assert seen[0] == (1, 6) and len(set(seen)) == len(seen)  # every trial a new configuration
+
+
+def test_repeats_are_told_by_the_recorded_configuration():
+    """Two Optuna values that the tuner snaps to one configuration are one configuration."""
+    members = {"tpe": optuna.samplers.TPESampler(seed=0, n_startup_trials=5),
+               "random": optuna.samplers.RandomSampler(seed=0),
+               "mutation": GreedyMutationSampler(seed=0)}
+    s = PortfolioSampler(members, seed=0, lead="tpe", explorer="random", warmup=5, local="mutation",
+                         patience=100, config_attr=runner.CONFIG_ATTR)
+    study = optuna.create_study(sampler=s)
+    _history(study, [("random", 100.0)] * 5)
+    for x in (5.0, 5.2):  # different values, one configuration
+        study.add_trial(create_trial(value=50.0, params={"x": x}, distributions={"x": FloatDistribution(0, 10)},
+                                     user_attrs={runner.CONFIG_ATTR: '{"x":5}'},
+                                     system_attrs={MEMBER_ATTR: "tpe", "constraints:feasible": 0.0}))
+    assert _ask(study)[0] == "mutation"

@@ -31,7 +31,9 @@ the strongest generalist in ``bench/portfolio.py``):
   the trial after a lead trial that repeated a measured configuration goes to it: a lead that
   re-proposes what it has measured has concentrated on the incumbent (TPE does this on small
   discrete spaces, most of its trials after a few dozen configurations), and an unmeasured
-  neighbour of the incumbent is the new point it was after. The local member is no challenger.
+  neighbour of the incumbent is the new point it was after. The local member is no challenger;
+- a trial's configuration, for repeats, is its ``config_attr`` user attribute when the objective
+  records one (the tuner's does), else its parameter values.
 
 The chosen member answers every sampling call of that trial; its name is stored in the trial's
 system attribute ``portfolio.member``.
@@ -76,7 +78,7 @@ class _Ledger:
     uses: dict = field(default_factory=dict)  # member -> finished trials after the warmup
     seen: int = 0  # member trials so far (the first ``warmup`` are shared exploration)
     quiet: int = 0  # finished member trials after the warmup, new configs, since the last new best
-    configs: set = field(default_factory=set)  # parameter sets of the finished trials
+    configs: set = field(default_factory=set)  # configurations of the finished trials (``config_attr``)
     last: tuple = (None, False)  # (member, repeated a measured config) of the latest finished member trial
 
     def fork(self) -> _Ledger:
@@ -140,7 +142,7 @@ class PortfolioSampler(BaseSampler):
                  needs_numeric: Sequence[str] = (), lead: str | None = None, explorer: str | None = None,
                  warmup: int = 0, share: float = SHARE, margin: float = MARGIN, floor: float = FLOOR,
                  min_uses: int = MIN_USES, late: Sequence[str] = (), late_after: int = 0,
-                 patience: int | None = None, local: str | None = None) -> None:
+                 patience: int | None = None, local: str | None = None, config_attr: str | None = None) -> None:
         if not members:
             raise ValueError("a portfolio needs at least one member")
         if ENQUEUED in members:
@@ -158,6 +160,9 @@ class PortfolioSampler(BaseSampler):
         self._late, self._late_after = tuple(late), late_after
         self._patience = patience
         self._local = local if lead is not None else None
+        # a trial's configuration: this user attribute when the objective records one (the
+        # tuner's does: filtered integers snap, so different values can make one configuration)
+        self._config_attr = config_attr
         self.members = dict(members)
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
         self._window = window
@@ -236,7 +241,9 @@ class PortfolioSampler(BaseSampler):
         gain = _gain(led.front, t.values) if good else 0.0
         if good and (gain > 0 or not led.front):
             _add(led.front, t.values)
-        config = tuple(sorted(t.params.items()))
+        config = t.user_attrs.get(self._config_attr) if self._config_attr else None
+        if config is None:
+            config = tuple(sorted(t.params.items()))
         again = config in led.configs
         led.configs.add(config)
         if name is None or name == ENQUEUED or name not in self.members:

@@ -64,6 +64,7 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
     on. The other members are seeded from ``seed`` too."""
     from autotile.tune.mutation import GreedyMutationSampler
     from autotile.tune.portfolio import PortfolioSampler
+    from autotile.tune.runner import CONFIG_ATTR
 
     def sub(i: int):
         return None if seed is None else (seed if i == 0 else seed * 16 + i)
@@ -78,4 +79,5 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
                             needs_numeric=[n for n in names if n == "cmaes"], lead="tpe",
                             warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],
-                            late_after=2 * n_startup, patience=2 * n_startup, local="mutation")
+                            late_after=2 * n_startup, patience=2 * n_startup, local="mutation",
+                            config_attr=CONFIG_ATTR)
