@@ -14,7 +14,9 @@ _EXTRAS = {"cmaes": ("cmaes", "cmaes"), "gp": ("torch", "gp")}
 
 
 def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startup: int = 10, space=None):
-    """An Optuna sampler for ``name`` (``exhaustive`` is handled outside Optuna's loop).
+    """An Optuna sampler for ``name`` (``exhaustive`` is handled outside Optuna's loop);
+    ``space``, the Space searched, lets the portfolio's mutation member judge moves by the
+    configuration they make.
 
     >>> type(make_sampler("tpe", 0)).__name__
     'TPESampler'
