@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -133,7 +134,7 @@ def test_rows_are_the_valid_measurements(kt_spec):
 
 
 def test_parameter_mismatch_names_file_and_parameter(kt_spec, tmp_path, capsys):
-    text = open(kt_spec.file).read().replace("block_size_x:", "block_size:")
+    text = Path(kt_spec.file).read_text().replace("block_size_x:", "block_size:")
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
     spec = load_spec(bad)

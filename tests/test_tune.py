@@ -142,7 +142,7 @@ def test_sigkill_loses_no_completed_trial_and_rerun_finishes_budget(tmp_path):
     proc = _spawn(out, 200)
     _wait_for_trials(out, name, 5)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
+    proc.communicate(timeout=30)  # reaps it and closes its pipes
     before = _complete_configs(out, name)
     assert len(before) >= 5
     env = dict(os.environ, PYTHONPATH=str(ROOT))

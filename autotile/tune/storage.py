@@ -167,7 +167,9 @@ def fail_stale_trials(study: optuna.Study) -> int:
     """
     storage = study._storage
     n = 0
-    optuna.storages.fail_stale_trials(study)  # does nothing without heartbeats
+    with warnings.catch_warnings():  # Optuna marks it experimental; its contract is what we rely on
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # does nothing without heartbeats
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         who = t.user_attrs.get(OWNER_ATTR)
         if who and _alive(who) is False:
