@@ -20,6 +20,7 @@ class DType:
     c0: int
     acc: str
     is_float: bool
+    unit_roundoff: float = 0.0  # u: the largest relative error of one rounding to nearest (0: integers)
 
     @property
     def acc_bytes(self) -> int:
@@ -36,9 +37,9 @@ _ACC_BYTES = {"fp32": 4, "int32": 4}
 _NUMPY = {"fp32": "float32", "fp16": "float16", "bf16": "float32", "int8": "int8", "int32": "int32"}
 
 DTYPES: dict[str, DType] = {
-    "fp32": DType("fp32", 4, 8, "fp32", True),
-    "fp16": DType("fp16", 2, 16, "fp32", True),
-    "bf16": DType("bf16", 2, 16, "fp32", True),
+    "fp32": DType("fp32", 4, 8, "fp32", True, 2.0 ** -24),
+    "fp16": DType("fp16", 2, 16, "fp32", True, 2.0 ** -11),
+    "bf16": DType("bf16", 2, 16, "fp32", True, 2.0 ** -8),
     "int8": DType("int8", 1, 32, "int32", False),
 }
 

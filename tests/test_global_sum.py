@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from autotile.hardware import load_profile
 from autotile.kernels import global_sum as G
 from autotile.models.crossover import best
+from autotile.tune import verify
 
 HW = load_profile()
 BIG = {"n": 1 << 22}
@@ -42,8 +43,28 @@ def test_fp16_accumulation_within_the_declared_tolerance(n, tile, cores):
     inputs = G.make_inputs({"n": n}, "fp16", seed=n)
     got = float(G.execute(inputs, p, "fp16", HW))
     ref = float(G.reference(inputs, "fp16"))
-    rtol, atol = G.tolerance("fp16", {"n": n})
+    rtol, atol = G.tolerance("fp16", {"n": n}, p, "vector")
     assert abs(got - ref) <= atol + rtol * abs(ref)
+
+
+@pytest.mark.parametrize("unit", G.UNITS)
+def test_verification_catches_one_missing_element_under_fp32_accumulation(unit):
+    """The tolerance of an fp32 accumulator at n=65536 is below the largest element (~1)."""
+    shape = {"n": 65536}
+    p = _params(unit, 2048, 2, 4)
+
+    class DropsOne:
+        def __getattr__(self, name):
+            return getattr(G, name)
+
+        def execute(self, inputs, params, dtype, hw, **kw):
+            y = inputs[0].copy()
+            y[int(np.argmax(np.abs(y)))] = 0
+            return G.execute((y,), params, dtype, hw, **kw)
+
+    assert verify.verify_one(G, shape, p, "fp32", HW, unit=unit).passed
+    v = verify.verify_one(DropsOne(), shape, p, "fp32", HW, unit=unit)
+    assert not v.passed and v.atol < 0.5, v
 
 
 def test_fp32_accumulation_is_more_accurate_than_fp16():

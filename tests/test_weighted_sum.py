@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from autotile.hardware import load_profile
 from autotile.kernels import weighted_sum as W
+from autotile.tune import verify
 
 HW = load_profile()
 ON = {"data": "on_chip"}
@@ -16,25 +17,52 @@ def _check(n, dtype, unit, params, options=None):
     inputs = W.make_inputs({"n": n}, dtype, seed=n)
     got = float(W.execute(inputs, params, dtype, HW, unit=unit, options=options))
     ref = float(W.reference(inputs, dtype))
-    rtol, atol = W.tolerance(dtype, {"n": n})
+    rtol, atol = W.tolerance(dtype, {"n": n}, params, unit)
     assert abs(got - ref) <= atol + rtol * abs(ref), (got, ref)
 
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 3000), tile=st.sampled_from([16, 48, 128, 1000]), cores=st.integers(1, 5),
        unit=st.sampled_from(["vector", "scalar", "cube"]), dtype=st.sampled_from(["fp16", "fp32", "bf16"]),
-       extra=st.sampled_from([0, 1]))
-def test_execute_matches_reference(n, tile, cores, unit, dtype, extra):
+       extra=st.sampled_from([0, 1]), acc=st.sampled_from(["fp32", "fp16"]))
+def test_execute_matches_reference(n, tile, cores, unit, dtype, extra, acc):
     cores = min(cores, -(-n // 16))
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
     if unit == "vector":
-        p.update(reduction=("tree", "vmla")[extra], acc_dtype="fp32")
+        p.update(reduction=("tree", "vmla")[extra], acc_dtype=acc)
     elif unit == "scalar":
-        p.update(acc_dtype="fp32")
+        p.update(acc_dtype=acc)
     else:
         p.update(cube_form=("trace", "naive")[extra])
     assume(W.simulate({"n": n}, p, dtype, HW, unit=unit).feasible)
     _check(n, dtype, unit, p)
+
+
+class _DropsOne:
+    """weighted_sum whose execute leaves out the largest product: the bug a wrong tail makes."""
+
+    def __getattr__(self, name):
+        return getattr(W, name)
+
+    def execute(self, inputs, params, dtype, hw, **kw):
+        x, w = inputs
+        i = int(np.argmax(np.abs(x.astype(np.float64) * w)))
+        x = x.copy()
+        x[i] = 0
+        return W.execute((x, w), params, dtype, hw, **kw)
+
+
+@pytest.mark.parametrize("unit,extra", [("vector", {"reduction": "tree", "acc_dtype": "fp32"}),
+                                        ("scalar", {"acc_dtype": "fp32"}), ("cube", {"cube_form": "trace"})])
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_verification_catches_one_missing_product_under_fp32_accumulation(unit, extra, dtype):
+    """At n=65536 the tolerance of an fp32 accumulator is well below one product (<= 1): a
+    tiling that loses one is rejected, the right one passes."""
+    shape = {"n": 65536}
+    p = {"tile_len": 2048, "buffer_num": 2, "cores": 4, **extra}
+    assert verify.verify_one(W, shape, p, dtype, HW, unit=unit).passed
+    v = verify.verify_one(_DropsOne(), shape, p, dtype, HW, unit=unit)
+    assert not v.passed and v.atol < 0.5, v
 
 
 def test_fp16_accumulation_is_less_accurate_than_fp32():

@@ -12,5 +12,6 @@ treat all operators alike (``options`` is the spec's op-specific ``inputs:`` map
 - ``execute(inputs, params, dtype, hw, *, unit=None, options=None) -> ndarray``: the same loop
   nest in execute mode.
 - ``reference(inputs, dtype, *, options=None) -> ndarray``: NumPy reference.
-- ``tolerance(dtype, shape) -> (rtol, atol)``.
+- ``tolerance(dtype, shape, params=None, unit=None) -> (rtol, atol)`` for make_inputs' data; the
+  tiling and unit matter where they choose the accumulation precision (the reductions).
 """

@@ -13,6 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
+from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import registry
@@ -206,6 +207,35 @@ def split(n: int, cores: int, align: int) -> list[tuple[int, int, int]]:
     if rest:
         out.append((1, rest, full * per))
     return out
+
+
+def eps(dtype: str) -> float:
+    """Unit roundoff of ``dtype`` (2**-11 for fp16)."""
+    return get_dtype(dtype).unit_roundoff
+
+
+SIGMAS = 6.0  # standard deviations a probabilistic rounding-error bound allows
+
+
+def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bool) -> tuple[float, float]:
+    """(rtol, atol) for a sum of ``n`` zero-mean terms of root-mean-square ``rms`` (as the
+    reductions' ``make_inputs`` draw them), accumulated in ``acc`` and rounded to ``dtype``.
+
+    rtol covers the output's rounding. atol is a probabilistic bound (rounding errors taken as
+    independent, SIGMAS standard deviations): each product rounded to ``dtype`` is off by up to
+    u_dtype * rms, and sqrt(n) of them add up; an fp32 accumulator makes n roundings of running
+    sums of size ~rms * sqrt(n), and sqrt(n) of those add up. An fp16 accumulator stagnates once
+    its running sum outgrows the terms, so its errors are biased, not independent: it gets a
+    linear growth n * u16 (a sequential fp16 sum came within 0.4 of it over 450 sizes up to
+    3000), and no check on it can be tight.
+    """
+    u_out, u_acc = eps(dtype), eps(acc)
+    products = SIGMAS * math.sqrt(n) * rms * u_out if rounded_products else 0.0
+    if acc == "fp16":
+        accumulation = n * u_acc
+    else:
+        accumulation = SIGMAS * n * rms * u_acc
+    return 2 * u_out, products + accumulation + u_out
 
 
 def op_options(op: str, options: dict | None) -> dict:

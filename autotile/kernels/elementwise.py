@@ -156,7 +156,8 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
     return tuple(dtype_emul.round_to(rng.uniform(-4, 4, shape["n"]), dtype) for _ in range(nin))
 
 
-def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+def tolerance(dtype: str, shape: dict, params: dict | None = None,
+              unit: str | None = None) -> tuple[float, float]:
     """One rounding of the result: exact match expected (the kernel rounds like the reference)."""
     return 0.0, 0.0
 

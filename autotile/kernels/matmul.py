@@ -411,7 +411,8 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
     return dtype_emul.round_to(a, dtype), dtype_emul.round_to(b, dtype)
 
 
-def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+def tolerance(dtype: str, shape: dict, params: dict | None = None,
+              unit: str | None = None) -> tuple[float, float]:
     """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation."""
     k = shape["k"]
     if dtype == "int8":

@@ -337,7 +337,8 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
     return feat, make_rois(shape, options), np.array([shape["pooled_h"], shape["pooled_w"]])
 
 
-def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
+def tolerance(dtype: str, shape: dict, params: dict | None = None,
+              unit: str | None = None) -> tuple[float, float]:
     """(rtol, atol): accumulation of up to a few hundred weighted points in the compute dtype."""
     eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
     return 0.0, 32 * eps

@@ -24,8 +24,6 @@ chip), ``"gm"`` (default) is what a real kernel sees.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -320,11 +318,15 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
     return (dtype_emul.round_to(rng.uniform(-1, 1, n), dtype), dtype_emul.round_to(rng.uniform(0, 1, n), dtype))
 
 
-def tolerance(dtype: str, shape: dict) -> tuple[float, float]:
-    """(rtol, atol): accumulation error grows ~ n eps_acc for inputs in [-1, 1] (fp16 acc worst case)."""
-    n = shape["n"]
-    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
-    return 2 * eps, n * 2.0 ** -11 * 0.5 + math.sqrt(n) * eps * 4
+def tolerance(dtype: str, shape: dict, params: dict | None = None,
+              unit: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for make_inputs' data (products x*w of mean 0, rms 1/3) under the tiling's
+    accumulation: fp32 on the cube (L0C) and wherever ``acc_dtype`` is fp32, fp16 otherwise and
+    when no tiling is given (the loosest a correct kernel may be). Only the Vector rounds the
+    products (VMUL in ``dtype``); the S pipe and the cube keep them exact until they are added."""
+    unit = unit or UNITS[0]
+    acc = "fp32" if unit == "cube" else (params or {}).get("acc_dtype", "fp16")
+    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector")
 
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:

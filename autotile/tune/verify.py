@@ -58,7 +58,7 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
     if reduce_fn is not None:
         run_shape = reduce_fn(shape, params)
     reduced = run_shape != dict(shape)
-    rtol, atol = kernel.tolerance(dtype, run_shape)
+    rtol, atol = kernel.tolerance(dtype, run_shape, params, unit)
     if claimed_abs_error is not None:
         rtol, atol = 0.0, max(atol, claimed_abs_error * (1 + 1e-6))
     try:
