@@ -417,7 +417,7 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     k = shape["k"]
     if dtype == "int8":
         return 0.0, 0.0
-    eps_out = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    eps_out = get_dtype(dtype).unit_roundoff
     # |C| <= K for inputs in [-1, 1]; fp32 accumulation error grows ~ sqrt(K) eps32 |C|
     atol = math.sqrt(k) * 2.0 ** -24 * k + eps_out
     return 2.0 * eps_out, atol

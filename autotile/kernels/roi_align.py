@@ -340,7 +340,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
               unit: str | None = None) -> tuple[float, float]:
     """(rtol, atol): accumulation of up to a few hundred weighted points in the compute dtype."""
-    eps = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "fp32": 2.0 ** -24}[dtype]
+    eps = C.eps(dtype)
     return 0.0, 32 * eps
 
 
