@@ -70,7 +70,8 @@ def format_summary(summary: dict, out: Path) -> str:
             "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \
             else f"{r['time_us']:,.3f} us"
+        skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
-                     f"{speed}, {r['unique_configs']} configs ({r['infeasible']} infeasible), {ver}")
+                     f"{speed}, {r['unique_configs']} configs measured{skipped}, {ver}")
     lines.append(f"outputs in {out}/ (summary.json, table.json, report.html)")
     return "\n".join(lines)
