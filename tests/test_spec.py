@@ -157,7 +157,7 @@ BAD = [
      "{f}:4:40: params.a.high: unknown hw field 'l1_byte', expected one of l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, ub_bytes, l2_bytes, cube_cores, vector_cores, clock_ghz, did you mean l1_bytes?"),
     ('expr pos plain',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nconstraints:\n  - expr: a < 3 and a.real\n    message: x\n',
-     '{f}:6:21: constraints[0].expr: attribute access is only allowed as shape.<name>, dtype.<name>, hw.<name>'),
+     '{f}:6:21: constraints[0].expr: attribute access is only allowed as shape.<name>, dtype.<name>, hw.<name>, unit.<name>'),
     ('inputs not mapping',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\ninputs: [1, 2]\n',
      '{f}:5:9: inputs: expected a mapping, got a list'),
@@ -304,6 +304,43 @@ def test_units_restrict_params_and_skip_their_constraints():
     assert spec.param_names("vector") == ("base_m", "base_n", "split", "order", "db", "lanes")
     vector = spec.space(spec.shapes[0], "fp16", "vector")
     assert [c.message for c in vector.constraints] == ["L0C overflows", "split must divide base_n/16"]
+
+
+_PER_UNIT = """op: weighted_sum
+units: [vector, cube]
+shapes: [{n: 4096}]
+params:
+  cores: {type: int, low: 1, high: "min(unit.cores, shape.n // 16)"}
+  tile_len: {type: int, low: 16, high: 65536, pow2: true}
+constraints:
+  - {expr: "tile_len * dtype.bytes <= hw.l0a_bytes", message: "L0A overflows", units: [cube]}
+  - {expr: "cores <= 32", message: "at most 32", units: %s}
+"""
+
+
+def test_unit_namespace_and_per_unit_constraints(write_spec):
+    spec = load_spec(write_spec(_PER_UNIT % "[vector, cube]"))
+    hw = spec.hardware
+    cube, vector = (spec.space({"n": 4096}, "fp16", u) for u in ("cube", "vector"))
+    assert cube.domain("cores", {})[-1] == hw.cube_cores
+    assert vector.domain("cores", {})[-1] == hw.vector_cores
+    assert [c.message for c in cube.constraints] == ["L0A overflows", "at most 32"]
+    assert [c.message for c in vector.constraints] == ["at most 32"]
+    assert "L0A overflows" in cube.check({"cores": 1, "tile_len": 65536})
+    assert vector.check({"cores": 1, "tile_len": 65536}) is None
+    assert spec.to_dict()["constraints"][0]["units"] == ["cube"]
+    assert "units" in spec.to_dict()["constraints"][1]
+
+
+def test_per_unit_constraint_errors(write_spec):
+    path = write_spec(_PER_UNIT % "[vector, scalar]")
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert str(info.value) == (f"{path}:9:66: constraints[1].units[1]: unknown unit 'scalar' (not in the "
+                               "spec's units), expected one of vector, cube")
+    path = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  unit: {type: bool}\n")
+    with pytest.raises(InputError, match="name unit shadows the unit namespace"):
+        load_spec(path)
 
 
 def test_content_hash_follows_content_not_formatting(write_spec):

@@ -28,6 +28,7 @@ SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 OBJECTIVES = ("cycles", "time_us", "max_abs_error", "max_rel_error")
 BACKENDS = ("simulator", "replay")
 DTYPE_FIELDS = ("bytes", "c0", "acc_bytes")
+UNIT_FIELDS = ("cores",)
 PARAM_TYPES = ("int", "categorical", "bool", "fixed")
 MAX_DIM = 2**31 - 1
 MAX_SHAPES = 10_000
@@ -50,8 +51,9 @@ def load_spec_text(text: str, file: str) -> Spec:
 
 
 def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
-    """The attribute namespaces of expressions: ``shape``, ``dtype`` and ``hw``."""
-    return {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols())}
+    """The attribute namespaces of expressions: ``shape``, ``dtype``, ``hw`` and ``unit`` (the
+    unit a space is for)."""
+    return {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols()), "unit": UNIT_FIELDS}
 
 
 class _Parser:
@@ -131,7 +133,7 @@ class _Parser:
         later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()
         params = self.params(top["params"], ns, units, later)
         derived = self.derived(top.get("derived", {}), ns, params)
-        constraints = self.constraints(top.get("constraints", []), ns, params, derived)
+        constraints = self.constraints(top.get("constraints", []), ns, params, derived, units)
         objectives = self.names_list(("objective",), top.get("objective", "cycles"), OBJECTIVES,
                                      "objective")
         if len(objectives) > 2:
@@ -277,7 +279,7 @@ class _Parser:
                 or name.startswith("_"):
             raise self.err(path, f"{_show(name)} is not a valid name (letters, digits and _, "
                                  "not starting with _ or a digit)", key=True)
-        if name in ("shape", "dtype", "hw"):
+        if name in ("shape", "dtype", "hw", "unit"):
             raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
         if name in FUNCTIONS:
             raise self.err(path, f"name {name} shadows the function {name}()", key=True)
@@ -424,7 +426,7 @@ class _Parser:
             self.taken[name] = f"derived {name}"
         return tuple(out)
 
-    def constraints(self, value, ns, params, derived) -> tuple[Constraint, ...]:
+    def constraints(self, value, ns, params, derived, spec_units) -> tuple[Constraint, ...]:
         path = ("constraints",)
         if not isinstance(value, list):
             raise self.err(path, f"expected a list of {{expr, message}} mappings, got {_kind(value)}")
@@ -434,12 +436,16 @@ class _Parser:
         out = []
         for i, item in enumerate(value):
             cpath = path + (i,)
-            self.mapping(cpath, item, ("expr", "message"), ("expr", "message"))
+            self.mapping(cpath, item, ("expr", "message", "units"), ("expr", "message"))
             expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, hidden))
             if expr.is_constant:
                 raise self.err(cpath + ("expr",), "constraint uses no parameter (it is always "
                                                   "true or always false)")
-            out.append(Constraint(expr, self.text(cpath + ("message",), item["message"])))
+            units = None
+            if "units" in item:
+                units = self.names_list(cpath + ("units",), item["units"], spec_units, "unit",
+                                        " (not in the spec's units)")
+            out.append(Constraint(expr, self.text(cpath + ("message",), item["message"]), units))
         return tuple(out)
 
     def budget(self, value) -> Budget:

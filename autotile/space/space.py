@@ -59,7 +59,8 @@ class Space:
             if _bare(d.expr.names) <= bound:
                 derived.append(d)
                 bound.add(d.name)
-        constraints = tuple(c for c in spec.constraints if _bare(c.expr.names) <= bound)
+        constraints = tuple(c for c in spec.constraints
+                            if _bare(c.expr.names) <= bound and (c.units is None or unit in c.units))
         shape = {d: shape[d] for d in dims}
         return cls(spec, shape, dtype, unit, params, tuple(derived), constraints)
 
@@ -69,11 +70,14 @@ class Space:
         return tuple(p.name for p in self.params)
 
     def base_env(self) -> dict:
-        """The ``shape.``, ``dtype.`` and ``hw.`` values of expressions."""
+        """The ``shape.``, ``dtype.``, ``hw.`` and ``unit.`` values of expressions (``unit.cores``:
+        the cube cores for the cube, the vector cores for the units that run on them)."""
         dt = dtypes_mod.get(self.dtype)
         env = {f"shape.{k}": v for k, v in self.shape.items()}
         env.update({"dtype.bytes": dt.bytes, "dtype.c0": dt.c0, "dtype.acc_bytes": dt.acc_bytes})
         env.update({f"hw.{k}": v for k, v in self.spec.hardware.symbols().items()})
+        hw = self.spec.hardware
+        env["unit.cores"] = hw.cube_cores if self.unit == "cube" else hw.vector_cores
         return env
 
     def param(self, name: str) -> Param:

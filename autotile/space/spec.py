@@ -33,6 +33,7 @@ class Constraint:
 
     expr: Expr
     message: str
+    units: tuple[str, ...] | None = None  # the units it applies to (None: every unit)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,9 @@ class Spec:
             "shapes": [dict(s) for s in self.shapes],
             "params": {p.name: p.to_dict() for p in self.params},
             "derived": {d.name: plain(d.expr) for d in self.derived},
-            "constraints": [{"expr": plain(c.expr), "message": c.message} for c in self.constraints],
+            "constraints": [{"expr": plain(c.expr), "message": c.message,
+                             **({"units": list(c.units)} if c.units is not None else {})}
+                            for c in self.constraints],
             "objective": list(self.objectives),
             "budget": {k: v for k, v in (("trials", self.budget.trials),
                                          ("timeout_s", self.budget.timeout_s)) if v is not None},
