@@ -125,6 +125,18 @@ def test_multi_unit_crossover(tmp_path):
     assert FAILED not in html
 
 
+def test_report_of_a_run_where_nothing_was_feasible(tmp_path):
+    """Several units, none feasible for any shape: every section renders, none fails."""
+    spec = _small_spec(tmp_path, "weighted_sum.yaml", "[{n: 256}]")
+    spec.write_text(spec.read_text().replace(
+        "constraints:\n", "constraints:\n  - {expr: \"tile_len > shape.n\", message: \"never\"}\n", 1))
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    assert "<h2>Unit choice</h2>" in html and "no feasible configuration" in html
+    assert FAILED not in html
+
+
 # -- headless Chromium: the page renders and makes no network request ------------------------------
 
 class _Refs(HTMLParser):

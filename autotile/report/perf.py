@@ -135,6 +135,8 @@ def crossover(data: ReportData) -> Section | None:
     panels, rows = [], []
     for dtype in sorted({r["dtype"] for r in data.results}):
         rs = [r for r in data.results if r["dtype"] == dtype and r.get("cycles") is not None]
+        if not rs:
+            continue
         size = {id(r): math.prod(r["shape"].values()) for r in rs}
         tuned = {u: tuple(zip(*sorted((size[id(r)], r["cycles"]) for r in rs if r["unit"] == u))) for u in units}
         tuned = {u: v for u, v in tuned.items() if v}
@@ -158,6 +160,10 @@ def crossover(data: ReportData) -> Section | None:
             if u0 != u1:
                 rows.append([dtype, "tuned shapes", f"{u0} → {u1}", f"between {n0:,} and {n1:,}", ""])
         panels.append((dtype, sim, tuned, marks))
+    if not panels:
+        return Section("Cycles against size per unit", [
+            Para("No unit found a feasible configuration for any shape, so there is nothing to compare.",
+                 note=True)], "crossover")
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
     blocks = [
         Para(f"Where each unit wins as the problem grows ({framing}, as in the spec). Lines: each unit at its best "

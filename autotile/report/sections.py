@@ -150,12 +150,14 @@ def units(data: ReportData) -> Section:
         rows.append([label] + [fmt.cycles(v) for v in vals] + [chosen["unit"] if chosen else "-", why])
         labels.append(label)
         cyc.append(vals)
-    return Section("Unit choice", [
+    parts = [
         Para("Each unit's best cycles for the same shape and dtype. The chosen unit is the fastest one whose "
              "configuration passed verification (the fastest overall when none did)."),
         Table(["shape, dtype"] + [f"{u} cycles" for u in names] + ["chosen", "why"], rows, "l" + "r" * len(names) + "ll"),
-        plots.unit_bars(labels, names, cyc),
-    ], "units")
+    ]
+    if any(v for row in cyc for v in row):  # a log-scale plot needs one measured bar
+        parts.append(plots.unit_bars(labels, names, cyc))
+    return Section("Unit choice", parts, "units")
 
 
 def verification(data: ReportData) -> Section:
