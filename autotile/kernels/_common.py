@@ -209,6 +209,32 @@ def split(n: int, cores: int, align: int) -> list[tuple[int, int, int]]:
     return out
 
 
+VERIFY_N = 1 << 22  # above this many elements, a 1-D tiling is verified on a smaller n
+
+
+def verify_shape_1d(shape: dict, params: dict) -> dict:
+    """A smaller ``n`` with this tiling's structure, for verification of huge 1-D shapes.
+
+    ``split`` gives every core but the last ``per`` elements and the last one ``per - d`` (d <
+    16 x cores). Taking ``per - j x tile_len`` from every core keeps the same cores, the same
+    tail tile on each (lengths stay equal modulo ``tile_len``), at least two whole tiles on every
+    core and the last core short by the same ``d``: ``split`` of the new n gives exactly that.
+    Shapes up to VERIFY_N elements, or with tiles too long to leave two per core, run as given.
+    """
+    n = int(shape["n"])
+    if n <= VERIFY_N:
+        return dict(shape)
+    cores, tile = int(params.get("cores", 1)), int(params["tile_len"])
+    per = align(-(-n // cores), 16)
+    d = cores * per - n
+    keep = per % tile + 2 * tile
+    while keep - d < 2 * tile:  # the last core too keeps two whole tiles
+        keep += tile
+    if keep >= per:
+        return dict(shape)
+    return {**shape, "n": n - cores * (per - keep)}
+
+
 def eps(dtype: str) -> float:
     """Unit roundoff of ``dtype`` (2**-11 for fp16)."""
     return get_dtype(dtype).unit_roundoff

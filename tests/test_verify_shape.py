@@ -1,0 +1,38 @@
+"""Verification of huge 1-D shapes runs on a smaller n that keeps the tiling's structure."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotile.hardware import load_profile
+from autotile.kernels import _common as C
+from autotile.kernels import global_sum as G
+from autotile.kernels import weighted_sum as W
+from autotile.tune import verify
+
+HW = load_profile()
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(C.VERIFY_N + 1, 1 << 36), cores=st.integers(1, 48), tile=st.sampled_from([16, 48, 256, 4096, 32768]))
+def test_reduced_n_keeps_cores_tails_and_two_tiles_per_core(n, cores, tile):
+    small = C.verify_shape_1d({"n": n}, {"cores": cores, "tile_len": tile})["n"]
+    before, after = C.split(n, cores, 16), C.split(small, cores, 16)
+    assert small <= n
+    assert [c for c, _, _ in before] == [c for c, _, _ in after]
+    for (_, big, _), (_, little, _) in zip(before, after):
+        assert little % tile == big % tile
+        assert little >= 2 * tile or little == big
+
+
+def test_small_shapes_run_as_given():
+    assert C.verify_shape_1d({"n": C.VERIFY_N}, {"cores": 48, "tile_len": 16}) == {"n": C.VERIFY_N}
+
+
+def test_a_billion_element_sum_verifies_on_a_reduced_shape():
+    """n = 2**30 would need 16 GiB of float64 inputs; the gate runs a few hundred thousand."""
+    n = 1 << 30
+    p = {"tile_len": 4096, "buffer_num": 2, "cores": 48, "reduction": "tree", "acc_dtype": "fp32"}
+    v = verify.verify_one(W, {"n": n}, p, "fp16", HW, unit="vector")
+    assert v.passed and v.reduced and v.shape["n"] < 1_000_000
+    g = verify.verify_one(G, {"n": n + 5}, {"tile_len": 8192, "buffer_num": 2, "cores": 24}, "fp32", HW, unit="cube")
+    assert g.passed and g.reduced and g.shape["n"] % 16 == (n + 5) % 16
