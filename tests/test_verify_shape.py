@@ -36,3 +36,12 @@ def test_a_billion_element_sum_verifies_on_a_reduced_shape():
     assert v.passed and v.reduced and v.shape["n"] < 1_000_000
     g = verify.verify_one(G, {"n": n + 5}, {"tile_len": 8192, "buffer_num": 2, "cores": 24}, "fp32", HW, unit="cube")
     assert g.passed and g.reduced and g.shape["n"] % 16 == (n + 5) % 16
+
+
+def test_a_shape_too_large_to_execute_fails_the_gate_without_running():
+    from autotile.kernels import resize as R
+
+    shape = {"n": 64, "c": 64, "h_in": 4096, "w_in": 4096, "h_out": 64, "w_out": 64}
+    p = R.default_params(shape, "fp16", HW)
+    v = verify.verify_one(R, shape, p, "fp16", HW)
+    assert not v.passed and v.reason.startswith("not executed: inputs and output hold 68,736,253,952")

@@ -14,4 +14,8 @@ treat all operators alike (``options`` is the spec's op-specific ``inputs:`` map
 - ``reference(inputs, dtype, *, options=None) -> ndarray``: NumPy reference.
 - ``tolerance(dtype, shape, params=None, unit=None) -> (rtol, atol)`` for make_inputs' data; the
   tiling and unit matter where they choose the accumulation precision (the reductions).
+
+Optional, for verification of large shapes: ``verify_shape(shape, params) -> shape``, a smaller
+shape with the tiling's structure (matmul, the 1-D operators), or ``io_elements(shape) -> int``,
+the elements an execute-mode run holds (copy, resize, roi_align), past which it is not run.
 """

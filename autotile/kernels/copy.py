@@ -139,6 +139,11 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     return np.array(inputs[0], copy=True)
 
 
+def io_elements(shape: dict) -> int:
+    """Elements of the input and the output: what an execute-mode run holds in memory."""
+    return 2 * shape["n"]
+
+
 def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
     """A random tensor of ``n`` elements of ``dtype``."""
     rng = np.random.default_rng(seed)

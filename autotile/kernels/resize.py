@@ -351,6 +351,11 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     return dtype_emul.round_to(out, dtype)
 
 
+def io_elements(shape: dict) -> int:
+    """Elements of the input and the output: what an execute-mode run holds in memory."""
+    return shape["n"] * shape["c"] * (shape["h_in"] * shape["w_in"] + shape["h_out"] * shape["w_out"])
+
+
 def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
     """(x uniform in [-1, 1] in the layout of ``options``, sizes = [h_out, w_out]) as ONNX Resize takes them."""
     rng = np.random.default_rng(seed)

@@ -330,6 +330,12 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     return dtype_emul.round_to(out, dtype)
 
 
+def io_elements(shape: dict) -> int:
+    """Elements of the features, the ROIs and the output: what an execute-mode run holds in memory."""
+    return (shape["n"] * shape["h"] * shape["w"] * shape["c"] + 5 * shape["rois"]
+            + shape["rois"] * shape["pooled_h"] * shape["pooled_w"] * shape["c"])
+
+
 def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
     """(features [n, h, w, c] uniform in [-1, 1], the options' seeded ROIs, [pooled_h, pooled_w])."""
     rng = np.random.default_rng(seed)

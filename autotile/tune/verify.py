@@ -3,6 +3,8 @@ on real inputs, matches the NumPy reference within the dtype's tolerance.
 
 Where the full shape would take too long to execute, the kernel's ``verify_shape`` gives a
 reduced shape that keeps the tiling's tail blocks and its multi-core split; the record says so.
+Kernels without one declare ``io_elements(shape)``, and a shape whose data would not fit in
+memory fails the gate with that reason instead of being executed.
 A failing configuration is logged and the next best is tried.
 """
 
@@ -16,6 +18,8 @@ import numpy as np
 from autotile.errors import InfeasibleConfig
 
 log = logging.getLogger("autotile.verify")
+
+MAX_IO_ELEMENTS = 1 << 27  # ~1 GiB of float64: larger runs are not executed (a kernel's ``io_elements``)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,11 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
     rtol, atol = kernel.tolerance(dtype, run_shape, params, unit)
     if claimed_abs_error is not None:
         rtol, atol = 0.0, max(atol, claimed_abs_error * (1 + 1e-6))
+    size = getattr(kernel, "io_elements", None)
+    if size is not None and size(run_shape) > MAX_IO_ELEMENTS:
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol,
+                            f"not executed: inputs and output hold {size(run_shape):,} elements, more than "
+                            f"the {MAX_IO_ELEMENTS:,} verification runs; verify a smaller shape")
     try:
         inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
         got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
