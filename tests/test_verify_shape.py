@@ -45,3 +45,28 @@ def test_a_shape_too_large_to_execute_fails_the_gate_without_running():
     p = R.default_params(shape, "fp16", HW)
     v = verify.verify_one(R, shape, p, "fp16", HW)
     assert not v.passed and v.reason.startswith("not executed: inputs and output hold 68,736,253,952")
+
+
+def test_error_objective_of_a_huge_shape_is_measured_on_the_reduced_shape(write_spec):
+    """A sigmoid study on [cycles, max_abs_error] at n = 2**30 executes a few million elements
+    per configuration, and the errors match those of the reduced shape."""
+    from autotile.kernels import sigmoid as S
+    from autotile.space import load_spec
+    from autotile.tune.evaluate import make_evaluator
+
+    path = write_spec("op: sigmoid\nunits: [vector]\ndtypes: [fp16]\nshapes: [{n: 1073741824}]\n"
+                      "params:\n  tile_len: {type: int, low: 256, high: 4096, pow2: true}\n"
+                      "  buffer_num: {type: int, low: 1, high: 2}\n  cores: {type: int, low: 1, high: 48}\n"
+                      "  variant: {type: categorical, choices: [exact, poly]}\n"
+                      "objective: [cycles, max_abs_error]\n")
+    spec = load_spec(path)
+    ev = make_evaluator(spec.space(spec.shapes[0]), spec.objectives)
+    p = {"tile_len": 1024, "buffer_num": 2, "cores": 48, "variant": "poly"}
+    out = ev.score(p)
+    assert out.feasible, out.reason
+    small = S.verify_shape({"n": 1 << 30}, p)
+    assert small["n"] < 1 << 20
+    (x,) = S.make_inputs(small, "fp16", 0)
+    ref = S.reference((x,), "fp16").astype("float64")
+    got = S.execute((x,), p, "fp16", HW, unit="vector").astype("float64")
+    assert out.values["max_abs_error"] == float(abs(got - ref).max())

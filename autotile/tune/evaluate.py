@@ -15,6 +15,7 @@ import numpy as np
 
 from autotile.kernels import registry
 from autotile.space.space import Space
+from autotile.tune.verify import MAX_IO_ELEMENTS
 
 ERROR_OBJECTIVES = ("max_abs_error", "max_rel_error")
 
@@ -81,21 +82,36 @@ class Evaluator:
         values = {"cycles": float(res.cycles), "time_us": float(res.time_us)}
         limits = dict(self.space.spec.limits)
         if any(o in ERROR_OBJECTIVES for o in (*self.objectives, *limits)):
-            values.update(self.errors(params))
+            errs = self.errors(params)
+            if isinstance(errs, str):
+                return Outcome(params, False, errs, result=res)
+            values.update(errs)
         for metric, cap in limits.items():
             if values[metric] > cap:
                 return Outcome(params, False, f"{metric} {values[metric]:.3g} exceeds the limit {cap:g}",
                                values, res)
         return Outcome(params, True, None, values, res)
 
-    def errors(self, params: dict) -> dict:
-        """Max absolute and relative error of execute mode against the reference."""
+    def errors(self, params: dict) -> dict | str:
+        """Max absolute and relative error of execute mode against the reference, on the shape
+        verification runs (the kernel's ``verify_shape``: huge shapes run smaller with the same
+        tiling structure); a string says why it was not executed."""
         sp = self.space
-        if self._inputs is None:
-            inputs = self.kernel.make_inputs(sp.shape, sp.dtype, 0, options=self.options)
+        shape = dict(sp.shape)
+        reduce_fn = getattr(self.kernel, "verify_shape", None)
+        if reduce_fn is not None:
+            shape = reduce_fn(shape, params)
+        size = getattr(self.kernel, "io_elements", None)
+        if size is not None and size(shape) > MAX_IO_ELEMENTS:
+            return (f"errors not measured: inputs and output hold {size(shape):,} elements, more "
+                    f"than the {MAX_IO_ELEMENTS:,} execute mode runs")
+        key = tuple(sorted(shape.items()))
+        if self._inputs is None or self._inputs[0] != key:  # one shape's inputs kept at a time
+            self._inputs = None
+            inputs = self.kernel.make_inputs(shape, sp.dtype, 0, options=self.options)
             ref = np.asarray(self.kernel.reference(inputs, sp.dtype, options=self.options), dtype=np.float64)
-            self._inputs = (inputs, ref)
-        inputs, ref = self._inputs
+            self._inputs = (key, inputs, ref)
+        _, inputs, ref = self._inputs
         got = np.asarray(self.kernel.execute(inputs, params, sp.dtype, self.hw, unit=sp.unit,
                                              options=self.options), dtype=np.float64)
         return error_metrics(got, ref)
