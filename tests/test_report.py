@@ -125,6 +125,25 @@ def test_multi_unit_crossover(tmp_path):
     assert FAILED not in html
 
 
+def test_crossover_grid_stops_at_its_size_cap(tmp_path, monkeypatch):
+    """Past CROSSOVER_MAX_N the simulated lines stop (their grid search grows with n) and the
+    section says so; the tuned shapes beyond it still appear."""
+    from autotile.models import crossover as cx
+    from autotile.report import perf
+
+    spec = _small_spec(tmp_path, "weighted_sum.yaml", "[{grid: {n: [256, 4096]}}]")
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    seen = []
+    real = cx.best
+    monkeypatch.setattr(perf, "CROSSOVER_MAX_N", 1024)
+    monkeypatch.setattr(cx, "best", lambda op, unit, n, *a: seen.append(n) or real(op, unit, n, *a))
+    write_report(out)
+    html = (out / "report.html").read_text()
+    assert "The lines stop at n = 1,024" in html and FAILED not in html
+    assert seen and max(seen) <= 1024
+
+
 def test_report_of_a_run_where_nothing_was_feasible(tmp_path):
     """Several units, none feasible for any shape: every section renders, none fails."""
     spec = _small_spec(tmp_path, "weighted_sum.yaml", "[{n: 256}]")

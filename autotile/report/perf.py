@@ -9,6 +9,7 @@ from autotile.report.data import ReportData, result_label, slug
 from autotile.report.doc import Code, Para, Section, Table
 
 CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
+CROSSOVER_MAX_N = 1 << 24  # the simulated grid stops here: a grid search's time grows with n (~5 s per unit at 2**24)
 
 
 def roofline_points(data: ReportData) -> tuple[list, list]:
@@ -142,7 +143,7 @@ def crossover(data: ReportData) -> Section | None:
         tuned = {u: v for u, v in tuned.items() if v}
         sim, marks = {}, []
         if dims == ("n",) and op in cx.CATEGORICAL and data.hw is not None and rs:
-            ns = _grid(min(size.values()), max(size.values()))
+            ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
             sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip)[0] for n in ns] for u in units}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
             for a, b, ua, ub in _changes(ns, sim):
@@ -169,6 +170,8 @@ def crossover(data: ReportData) -> Section | None:
         Para(f"Where each unit wins as the problem grows ({framing}, as in the spec). Lines: each unit at its best "
              "tiling from a small exhaustive grid at sizes spaced by powers of two (the search autotile crossover "
              "runs); circles: the tuned studies of this run; dashed lines: crossovers, refined by bisection."
+             + (f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
+                if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results) else "")
              if dims == ("n",) and op in cx.CATEGORICAL else
              "Cycles of each unit's tuned best against the problem size (product of the dimensions)."),
         plots.crossover(panels),
