@@ -15,7 +15,7 @@ import numpy as np
 
 from autotile.kernels import registry
 from autotile.space.space import Space
-from autotile.tune.verify import MAX_IO_ELEMENTS
+from autotile.tune.verify import execute_shape
 
 ERROR_OBJECTIVES = ("max_abs_error", "max_rel_error")
 
@@ -97,14 +97,9 @@ class Evaluator:
         verification runs (the kernel's ``verify_shape``: huge shapes run smaller with the same
         tiling structure); a string says why it was not executed."""
         sp = self.space
-        shape = dict(sp.shape)
-        reduce_fn = getattr(self.kernel, "verify_shape", None)
-        if reduce_fn is not None:
-            shape = reduce_fn(shape, params)
-        size = getattr(self.kernel, "io_elements", None)
-        if size is not None and size(shape) > MAX_IO_ELEMENTS:
-            return (f"errors not measured: inputs and output hold {size(shape):,} elements, more "
-                    f"than the {MAX_IO_ELEMENTS:,} execute mode runs")
+        shape, too_large = execute_shape(self.kernel, sp.shape, params)
+        if too_large:
+            return f"errors not measured: {too_large}"
         key = tuple(sorted(shape.items()))
         if self._inputs is None or self._inputs[0] != key:  # one shape's inputs kept at a time
             self._inputs = None

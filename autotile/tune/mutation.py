@@ -77,15 +77,18 @@ class GreedyMutationSampler(BaseSampler):
     {'x': 7}
     """
 
-    def __init__(self, seed: int | None = None, space=None) -> None:
+    def __init__(self, seed: int | None = None, space=None, config_attr: str | None = None) -> None:
         """``space`` (an ``autotile`` Space): judge a move by the configuration it makes
         (``suggest`` snaps filtered integers, so distinct Optuna values can make one
-        configuration); without it, by the Optuna values."""
+        configuration); without it, by the Optuna values. ``config_attr``: the user attribute in
+        which the objective records a trial's configuration (the tuner's does), read for trials
+        that ran instead of deriving it again."""
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
         self._random = optuna.samplers.RandomSampler(seed=seed)
         self._space = space
         self._plans: dict[int, dict | None] = {}  # trial id -> {param: value} to propose
         self._configs: dict[tuple, object] = {}  # Optuna values -> configuration (memo)
+        self._config_attr = config_attr if space is not None else None
 
     def _config(self, values: dict):
         """The configuration that Optuna ``values`` make (with a space), else the values."""
@@ -96,6 +99,11 @@ class GreedyMutationSampler(BaseSampler):
             params, reason = suggest(_PlanTrial(values), self._space)
             self._configs[key] = config_key(params) if reason is None else key
         return self._configs[key]
+
+    def _seen(self, trial: FrozenTrial):
+        """The configuration a finished trial ran: as recorded, else derived from its values."""
+        recorded = trial.user_attrs.get(self._config_attr) if self._config_attr else None
+        return recorded if recorded is not None else self._config(trial.params)
 
     def infer_relative_search_space(self, study, trial) -> dict:
         return {}
@@ -118,7 +126,7 @@ class GreedyMutationSampler(BaseSampler):
             else:
                 front = study.best_trials
                 inc = front[int(rng.integers(len(front)))] if front else good[-1]
-            seen = {self._config(t.params) for t in study._get_trials(deepcopy=False, use_cache=True)
+            seen = {self._seen(t) for t in study._get_trials(deepcopy=False, use_cache=True)
                     if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
             moves = [(k, v) for k, d in inc.distributions.items() for v in neighbours(d, inc.params[k])]
             fresh = [m for m in moves if self._config({**inc.params, m[0]: m[1]}) not in seen]

@@ -77,7 +77,7 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
     names.append("random")
     members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
                for i, n in enumerate(names)}
-    members["mutation"] = GreedyMutationSampler(sub(len(names)), space)
+    members["mutation"] = GreedyMutationSampler(sub(len(names)), space, CONFIG_ATTR)
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
                             needs_numeric=[n for n in names if n == "cmaes"], lead="tpe",
                             warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],

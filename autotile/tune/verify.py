@@ -49,6 +49,19 @@ class GateResult:
     rejected: list = field(default_factory=list)  # [(params, Verification)]
 
 
+def execute_shape(kernel, shape: dict, params: dict) -> tuple[dict, str | None]:
+    """The shape execute mode runs for ``params`` (the kernel's ``verify_shape``: huge shapes run
+    smaller with the same tiling structure), and why it must not run (its data would exceed
+    MAX_IO_ELEMENTS by the kernel's ``io_elements``) or None."""
+    reduce_fn = getattr(kernel, "verify_shape", None)
+    run_shape = reduce_fn(shape, params) if reduce_fn is not None else dict(shape)
+    size = getattr(kernel, "io_elements", None)
+    if size is not None and size(run_shape) > MAX_IO_ELEMENTS:
+        return run_shape, (f"inputs and output hold {size(run_shape):,} elements, more than the "
+                           f"{MAX_IO_ELEMENTS:,} execute mode runs")
+    return run_shape, None
+
+
 def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, options=None,
                seed: int = 0, claimed_abs_error: float | None = None) -> Verification:
     """Execute ``params`` on inputs of ``shape`` (or the kernel's reduced shape) and compare.
@@ -57,19 +70,14 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
     study recorded for this configuration becomes the tolerance: the entry must be as accurate
     as the table says, rather than exact.
     """
-    run_shape = dict(shape)
-    reduce_fn = getattr(kernel, "verify_shape", None)
-    if reduce_fn is not None:
-        run_shape = reduce_fn(shape, params)
+    run_shape, too_large = execute_shape(kernel, shape, params)
     reduced = run_shape != dict(shape)
     rtol, atol = kernel.tolerance(dtype, run_shape, params, unit)
     if claimed_abs_error is not None:
         rtol, atol = 0.0, max(atol, claimed_abs_error * (1 + 1e-6))
-    size = getattr(kernel, "io_elements", None)
-    if size is not None and size(run_shape) > MAX_IO_ELEMENTS:
+    if too_large:
         return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol,
-                            f"not executed: inputs and output hold {size(run_shape):,} elements, more than "
-                            f"the {MAX_IO_ELEMENTS:,} verification runs; verify a smaller shape")
+                            f"not executed: {too_large}; verify a smaller shape")
     try:
         inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
         got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
