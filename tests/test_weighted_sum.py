@@ -116,3 +116,15 @@ def test_missing_profile_op_fails_clearly():
     hw = dataclasses.replace(HW, vector={k: v for k, v in HW.vector.items() if k != "vcadd"})
     with pytest.raises(KeyError, match="vcadd"):
         W.simulate({"n": 256}, W.default_params({"n": 256}, "fp16", hw), "fp16", hw)
+
+
+def test_zero_fills_of_a_partial_fractal_overlap():
+    """A and B's pads are separate buffers: the second fill waits for MTE1, not for the first to land."""
+    res, traces = W.simulate({"n": 1296}, {"tile_len": 1296, "buffer_num": 1, "cores": 1, "cube_form": "trace"}, "fp16",
+                             HW, unit="cube", options={"data": "on_chip"}, trace_capacity=64, want_traces=True)
+    mte1 = [r for r in traces[0][1] if int(r[0]) == 1]
+    assert len(mte1) == 2
+    assert mte1[1][1] == pytest.approx(mte1[0][2])
+    aligned = W.simulate({"n": 1280}, {"tile_len": 1280, "buffer_num": 1, "cores": 1, "cube_form": "trace"}, "fp16",
+                         HW, unit="cube", options={"data": "on_chip"})
+    assert aligned.cycles < res.cycles < aligned.cycles + 50

@@ -6,6 +6,7 @@ from autotile.cli.common import print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
+from autotile.models.crossover import FRACTAL
 
 HELP = "size from which one unit (default cube) stays faster than another (default vector)"
 
@@ -41,17 +42,24 @@ def run(args) -> int:
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
     on = crossover(args.op, args.dtype, hw, on_chip=True, **kw) if framed else {"n": None, "windows": [], "grid": []}
     e2e = crossover(args.op, args.dtype, hw, on_chip=False, **kw)
+    on_u = crossover(args.op, args.dtype, hw, on_chip=True, aligned=False, **kw) if framed else on
+    e2e_u = crossover(args.op, args.dtype, hw, on_chip=False, aligned=False, **kw)
     learned = _learned(args, hw, framed)
     why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], **kw),
            "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], **kw)}
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
-           "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why, **learned,
+           "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why,
+           "simulated_n_unaligned": on_u["n"], "end_to_end_n_unaligned": e2e_u["n"],
+           "simulated_windows_unaligned": on_u["windows"], "end_to_end_windows_unaligned": e2e_u["windows"],
+           "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
                      "all categorical params)",
            "meaning": f"*_n: smallest n from which {args.large_unit} stays faster (null: it does not stay "
-                      f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster"}
+                      f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster; "
+                      f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
+                      f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16"}
     if learned["learned_note"] is None:
         out.pop("learned_note")
     if not framed:
@@ -67,12 +75,34 @@ def run(args) -> int:
               f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM)")
+        print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
+              f"n={out['simulated_n_unaligned']} (on chip), n={out['end_to_end_n_unaligned']} (inputs in GM)")
+        for line in out["alignment"]:
+            print(f"  {line}")
         if not framed:
             print(f"  {out['simulated_note']}")
         for framing, items in why.items():
             for e in items:
                 print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
     return 0
+
+
+def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
+    """At each aligned crossover, each unit's cycles there and one 16-element row past it: what a
+    size that is not a whole number of cube fractals costs."""
+    from autotile.models.crossover import best, unaligned
+
+    out = []
+    for n, on_chip, where in ((n_on, True, "data on chip"), (n_gm, False, "inputs in GM")):
+        if n is None or n % FRACTAL:
+            continue
+        m = unaligned(n)
+        cyc = {u: (best(args.op, u, n, args.dtype, hw, on_chip)[0], best(args.op, u, m, args.dtype, hw, on_chip)[0])
+               for u in (args.small_unit, args.large_unit)}
+        parts = "; ".join(f"{u} {a:.1f} -> {b:.1f}" for u, (a, b) in cyc.items())
+        out.append(f"{where}: cycles at n={n:,} -> n={m:,}: {parts}"
+                   + (" (the cube zero-fills its partial last fractal)" if "cube" in cyc else ""))
+    return out
 
 
 def _learned(args, hw, framed: bool) -> dict:

@@ -135,8 +135,11 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
                 # zero fill of the partial last fractal: its unused rows would add into the diagonal
                 # of rows that other fractals fill. A lone fractal (one tile, L <= 256) needs none
                 # when its rows are whole: rows past the data reach diagonal entries nobody reads.
-                ready = E.copy(st, cost, E.L1_L0A, float((padded - ln) * in_bytes), ready)
-                ready = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
+                # A and B are separate buffers: the two fills queue on MTE1 but need not wait for
+                # each other's data to land
+                ra = E.copy(st, cost, E.L1_L0A, float((padded - ln) * in_bytes), ready)
+                rb = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
+                ready = max(ra, rb)
             last = E.mmad(st, cost, 16, kk, 16, 16, ready)
         else:
             # [1 x ln] @ [ln x 1]: each 16 elements go to row 0 of a 16 x 16 fractal

@@ -80,22 +80,40 @@ def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: b
     return top
 
 
+FRACTAL = 256  # elements of one 16 x 16 Cube fractal: sizes that are multiples of it leave no partial one
+
+
+def unaligned(n: int) -> int:
+    """``n`` itself unless it is a multiple of ``FRACTAL``; then n + 16 (one 16-element row past it)."""
+    return n + 16 if n % FRACTAL == 0 else n
+
+
 def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "vector", large_unit: str = "cube",
-              on_chip: bool = True, lo: int = 16, hi: int = 16384) -> dict:
+              on_chip: bool = True, lo: int = 16, hi: int = 16384, aligned: bool = True) -> dict:
     """Smallest n from which ``large_unit`` stays faster than ``small_unit`` (None if never on the grid).
+
+    ``aligned=False`` asks every probed size that is a multiple of ``FRACTAL`` at ``unaligned(n)``
+    instead: the grid's powers of two are all whole fractals, so the plain search sees only sizes
+    where the Cube needs no zero fill of a partial last fractal, and says nothing of the others.
 
     >>> # crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
     """
     table = []
 
     def wins(n: int) -> bool:
+        if not aligned:
+            n = unaligned(n)
         a, _ = best(op, small_unit, n, dtype, hw, on_chip)
         b, _ = best(op, large_unit, n, dtype, hw, on_chip)
         table.append({"n": n, small_unit: a, large_unit: b})
         return b < a
 
     spans = windows(wins, lo, hi)
-    return {"n": stays_from(spans, hi), "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
+    n = stays_from(spans, hi)
+    if not aligned:  # name the sizes actually simulated
+        n = None if n is None else unaligned(n)
+        spans = [[unaligned(a), b if b == hi else unaligned(b)] for a, b in spans]
+    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
 
 
 def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
