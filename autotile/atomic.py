@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from autotile.errors import InputError
+
 _fsync = os.fsync  # a seam for tests that simulate a full disk
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -17,13 +19,28 @@ class OutputError(Exception):
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    A symlink is written through (its target is replaced, the link kept); a path that exists and
+    is neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a FIFO) is a stream,
+    written in place: renaming over it would replace the device with a file.
+    """
+    if not str(path):
+        raise InputError("output path is empty: expected a file name")
+    shown = Path(path)
+    path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file() and not path.is_dir():
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
+        return shown
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -36,13 +53,14 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             os.unlink(tmp)
         except OSError:
             pass
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    return path
+        raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
+    return shown
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """Atomically write UTF-8 text."""
-    return write_bytes(path, text.encode("utf-8"))
+    """Atomically write UTF-8 text (a character UTF-8 cannot hold, such as the lone surrogate a
+    non-UTF-8 file name decodes to, is written as "?")."""
+    return write_bytes(path, text.encode("utf-8", errors="replace"))
 
 
 def write_json(path: str | Path, obj) -> Path:

@@ -1,0 +1,55 @@
+"""Atomic outputs: symlinks are written through, streams are written in place, bad names fail clearly."""
+
+import os
+
+import pytest
+
+from autotile import atomic
+from autotile.errors import InputError
+
+
+def test_symlink_is_written_through(tmp_path):
+    (tmp_path / "gen").mkdir()
+    target = tmp_path / "gen" / "tiling.h"
+    target.write_text("old")
+    link = tmp_path / "tiling.h"
+    link.symlink_to(os.path.join("gen", "tiling.h"))
+    assert atomic.write_text(link, "new") == link
+    assert link.is_symlink() and target.read_text() == "new"
+    assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["tiling.h"]  # no temp file left
+
+
+def test_a_stream_is_written_in_place(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        atomic.write_text(fifo, "hello")
+        assert os.read(r, 100) == b"hello"
+    finally:
+        os.close(r)
+    assert not fifo.is_file() and not fifo.is_dir() and fifo.exists()
+
+
+def test_empty_name_is_bad_input():
+    with pytest.raises(InputError, match="empty"):
+        atomic.write_text("", "x")
+
+
+def test_text_a_file_name_cannot_encode_is_replaced(tmp_path):
+    out = tmp_path / "r.md"
+    atomic.write_text(out, "spec /tmp/bad\udcffname.yaml")
+    assert out.read_text(encoding="utf-8") == "spec /tmp/bad?name.yaml"
+
+
+def test_failure_keeps_the_old_file(tmp_path, monkeypatch):
+    out = tmp_path / "t.json"
+    out.write_text("old")
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic, "_fsync", full)
+    with pytest.raises(atomic.OutputError, match="No space"):
+        atomic.write_text(out, "new")
+    assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
