@@ -75,6 +75,47 @@ def test_bad_dir_is_input_error(tmp_path, capsys):
     assert "no summary.json" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("edit,field", [
+    (lambda s: s["results"][0].update(shape=None), "results[0].shape"),
+    (lambda s: s["results"][0].update(cycles="n/a"), "results[0].cycles"),
+    (lambda s: s["results"][0].update(unit="npu"), "results[0].unit"),
+    (lambda s: s["results"][0].update(shape={"m": "x"}), "results[0].shape"),
+    (lambda s: s.update(results=[5]), "results[0]"),
+    (lambda s: s.update(op="conv9"), "op"),
+    (lambda s: s.pop("op"), "op"),
+    (lambda s: s.update(objectives=5), "objectives"),
+    (lambda s: s.update(hw=None), None),  # a missing profile is allowed: the report says so
+])
+def test_summary_fields_of_the_wrong_type_are_input_errors(matmul_run, tmp_path, capsys, edit, field):
+    s = json.loads((matmul_run / "summary.json").read_text())
+    edit(s)
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    code = cli(["report", str(tmp_path)])
+    err = capsys.readouterr().err
+    if field is None:
+        assert code == 0
+    else:
+        assert code == 2 and f": {field}: expected" in err and err.count("\n") == 1
+
+
+def test_unreadable_summary_is_input_error(tmp_path, capsys):
+    (tmp_path / "summary.json").write_bytes(b'\xff\xfe{"results": []}')
+    assert cli(["report", str(tmp_path)]) == 2 and "not UTF-8" in capsys.readouterr().err
+    (tmp_path / "summary.json").unlink()
+    (tmp_path / "summary.json").mkdir()
+    assert cli(["report", str(tmp_path)]) == 2 and "cannot read" in capsys.readouterr().err
+
+
+def test_a_storage_the_user_names_must_open(matmul_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text((matmul_run / "summary.json").read_text())
+    assert cli(["report", str(run), "--storage", "foo://x"]) == 2 and "--storage" in capsys.readouterr().err
+    assert cli(["report", str(run), "--storage", f"sqlite:///{tmp_path / 'none.db'}"]) == 2
+    assert "no such SQLite file" in capsys.readouterr().err and not (tmp_path / "none.db").exists()
+    assert not (run / "report.html").exists()
+
+
 def _synthetic(matmul_run, tmp_path) -> Path:
     """A two-objective summary with an exhaustive optimum and hostile text, no storage."""
     s = json.loads((matmul_run / "summary.json").read_text())

@@ -88,20 +88,77 @@ def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
     out_dir = Path(out_dir)
     path = out_dir / "summary.json"
     try:
-        summary = json.loads(path.read_text())
+        summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no summary.json (run `autotile tune SPEC --out {out_dir}` first)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
         raise InputError(f"{path}: not an autotile summary (no results list)")
+    check_summary(summary, path)
     try:
-        hw = load_profile(summary.get("hw"))
+        hw = load_profile(summary["hw"]) if summary.get("hw") else None
     except Exception:  # noqa: BLE001 - a custom profile file that has moved
         hw = None
     data = ReportData(out_dir=out_dir, summary=summary, hw=hw)
     _open_storage(data, storage)
     return data
+
+
+_NUM = (int, float)
+# field -> (accepted types, what the message says); None is accepted for every optional field
+_TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile name or path", False),
+        "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
+        "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False)}
+_RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
+           "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
+           "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),
+           "pct_of_bandwidth": (_NUM, "a number", False), "speedup_vs_baseline": (_NUM, "a number", False),
+           "baseline_cycles": (_NUM, "a number", False), "optimum_cycles": (_NUM, "a number", False),
+           "time_us": (_NUM, "a number", False), "params": ((dict,), "an object", False),
+           "baseline_params": ((dict,), "an object", False), "msprof": ((dict,), "an object", False),
+           "verification": ((dict,), "an object", False), "history": ((list,), "a list", False),
+           "members": ((list,), "a list", False), "rejected": ((list,), "a list", False),
+           "pareto": ((list,), "a list", False), "verified": ((bool,), "true or false", False),
+           "chosen": ((bool,), "true or false", False), "bound": ((str,), "a string", False),
+           "trials": ((int,), "an integer", False), "complete": ((int,), "an integer", False),
+           "unique_configs": ((int,), "an integer", False)}
+
+
+def check_summary(summary: dict, path: Path) -> None:
+    """The fields the report reads have the types ``autotile tune`` writes (else one InputError)."""
+    from autotile.kernels import registry
+
+    def check(obj: dict, fields: dict, where: str) -> None:
+        for key, (types, what, required) in fields.items():
+            v = obj.get(key)
+            if v is None and not required:
+                continue
+            if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+                raise InputError(f"{path}: {where}{key}: expected {what}, got {json.dumps(v)[:40]}")
+
+    check(summary, _TOP, "")
+    try:
+        info = registry.get(summary["op"])
+    except KeyError:
+        raise InputError(f"{path}: op: expected one of {', '.join(registry.OPS)}, got {summary['op']!r}") from None
+    for i, r in enumerate(summary["results"]):
+        if not isinstance(r, dict):
+            raise InputError(f"{path}: results[{i}]: expected an object, got {json.dumps(r)[:40]}")
+        check(r, _RESULT, f"results[{i}].")
+        if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in r["shape"].items()):
+            raise InputError(f"{path}: results[{i}].shape: expected integer sizes, got {json.dumps(r['shape'])[:40]}")
+        if r["unit"] not in info.units:
+            raise InputError(f"{path}: results[{i}].unit: expected one of {', '.join(info.units)}, got {r['unit']!r}")
+        if r["dtype"] not in info.dtypes:
+            raise InputError(f"{path}: results[{i}].dtype: expected one of {', '.join(info.dtypes)}, got {r['dtype']!r}")
+    for i, o in enumerate(summary.get("objectives") or []):
+        if not isinstance(o, str):
+            raise InputError(f"{path}: objectives[{i}]: expected an objective name, got {json.dumps(o)[:40]}")
 
 
 def _open_storage(data: ReportData, url: str | None) -> None:
@@ -120,8 +177,16 @@ def _open_storage(data: ReportData, url: str | None) -> None:
             data.storage_note = (f"The study storage was not found ({JOURNAL_NAME} is not in {data.out_dir}); "
                                  "sections that need every trial are left out. Pass --storage URL to use another.")
             return
-    elif url.startswith("journal:") and not Path(url[len("journal:"):]).exists():
-        raise InputError(f"--storage {url}: no such journal file")
+    else:  # the user's own --storage: it must open, and a report creates nothing
+        if url.startswith("journal:") and not Path(url[len("journal:"):]).exists():
+            raise InputError(f"--storage {url}: no such journal file")
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:" and not Path(url[len("sqlite:///"):]).exists():
+            raise InputError(f"--storage {redact(url)}: no such SQLite file")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data.storage = make_storage(url, data.out_dir)
+        data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
+        return
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

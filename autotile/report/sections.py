@@ -14,7 +14,7 @@ from autotile.report.doc import Code, Para, Section, Table
 
 def title(data: ReportData) -> str:
     s = data.summary
-    return f"autotile report: {s.get('op', '?')} on {s.get('hw', '?')}"
+    return f"autotile report: {s.get('op', '?')} on {s.get('hw') or '?'}"
 
 
 def facts(data: ReportData) -> list[tuple[str, str]]:
@@ -22,7 +22,7 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
     s = data.summary
     res = data.results
     shapes = {tuple(r["shape"].items()) for r in res}
-    hw = s.get("hw", "?")
+    hw = s.get("hw") or "?"
     if data.hw is not None:
         hw += (f" ({data.hw.cube_cores} cube / {data.hw.vector_cores} vector cores, {data.hw.clock_ghz:g} GHz, "
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "
