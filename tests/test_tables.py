@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tablekit import default_table
 
 from autotile.cli import run as cli
-from autotile.errors import InputError
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.kernels import matmul
 from autotile.tables.lookup import Lookup, NoFeasibleTiling, lookup
 from autotile.tables.schema import SCHEMA, load_table, write_table
@@ -152,8 +152,11 @@ def test_model_hook_is_used_and_checked(doc):
 
 def test_no_feasible_tiling_says_so(doc, monkeypatch):
     look = Lookup(doc)
-    monkeypatch.setattr(look.kernel, "default_params", lambda *a: dict(doc["entries"][0]["params"], base_m=4096))
-    with pytest.raises(NoFeasibleTiling, match="no feasible tiling for matmul m=40000,n=2048,k=4096 fp16"):
+    def none_fits(*a):
+        raise InfeasibleConfig("L0A overflow at every base_m")
+
+    monkeypatch.setattr(look.kernel, "default_params", none_fits)
+    with pytest.raises(NoFeasibleTiling, match="no feasible tiling for matmul m=40000,n=2048,k=4096 fp16.*L0A overflow"):
         look.find({"m": 40000, "n": 2048, "k": 4096})
 
 

@@ -29,8 +29,8 @@ def run(args) -> int:
     space = spec.space(shape, args.dtype, args.unit)
     spec.require_kernel_params(space.unit)
     kernel = registry.implementation(spec.op.name)
-    params = {k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware, space.unit).items()
-              if k in space.names}
+    params = space.project({k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware,
+                                                                   space.unit).items() if k in space.names})
     given = parse_kv(args.set_, what="--set")
     unknown = [k for k in given if k not in space.names]
     if unknown:

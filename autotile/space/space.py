@@ -138,6 +138,29 @@ class Space:
                 return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
         return self.constraint_failure(params)
 
+    def project(self, params: dict) -> dict:
+        """``params`` moved onto this space's domains, param by param in spec order: a number to
+        the nearest value its domain allows (by ratio, ties going down, so 304 becomes 256 among
+        powers of two), a choice the spec leaves out to its first choice.
+
+        The kernels' heuristic tilings know nothing of a spec's domains; this is the same tiling
+        as the spec can say it. Constraints are not looked at (``check`` the result).
+        """
+        out = dict(params)
+        env = {**self.base_env(), **out}
+        for p in self.params:
+            v = out.get(p.name)
+            try:
+                dom = p.domain(env)
+            except EvalError:
+                break
+            if v is None or not len(dom) or _contains(dom, v):
+                continue
+            numeric = [d for d in _near(dom, v)] if _is_num(v) and not isinstance(p, ChoiceParam) else []
+            out[p.name] = min(numeric, key=lambda d: (_distance(d, v), d)) if numeric else dom[0]
+            env[p.name] = out[p.name]
+        return out
+
     def constraint_failure(self, params: dict) -> str | None:
         """The second half of ``check``, for params already known to lie in their domains (drawn
         from them): None if the derived values and the constraints hold, else the first reason."""
@@ -174,6 +197,25 @@ def describe(dom: Sequence) -> str:
     if len(dom) <= 6:
         return "[" + ", ".join(_fmt(v) for v in dom) + "]"
     return f"[{_fmt(dom[0])}, {_fmt(dom[1])}, ..., {_fmt(dom[-1])}]"
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _near(dom: Sequence, v) -> list:
+    """The values of ``dom`` that can be nearest to ``v``: a range's two neighbours of v, else all."""
+    if isinstance(dom, range):
+        k = min(max((int(v) - dom.start) // dom.step, 0), len(dom) - 1)
+        return [dom[i] for i in {k, min(k + 1, len(dom) - 1)}]
+    return [d for d in dom if _is_num(d)]
+
+
+def _distance(d, v) -> float:
+    """How far apart two sizes are: by ratio when both are positive, else by difference."""
+    if d > 0 and v > 0:
+        return max(d / v, v / d)
+    return abs(d - v) + 1e12
 
 
 def _contains(dom: Sequence, value) -> bool:

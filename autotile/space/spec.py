@@ -92,10 +92,19 @@ class Spec:
         if self.backend == "replay":
             return
         for u in (unit,) if unit else self.units:
-            missing = [name for name in self.op.needs(u) if name not in self.param_names(u)]
+            needs = self.op.needs(u)
+            missing = [name for name in needs if name not in self.param_names(u)]
             if missing:
                 raise InputError(f"missing {', '.join(missing)}, which the {self.op.name} kernel on {u} reads "
                                  "(declare each; {type: fixed, value: V} pins one)",
+                                 file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
+            extra = [name for name in self.param_names(u) if name not in needs]
+            if extra:
+                from autotile.yamlsrc import suggest
+
+                raise InputError(f"{extra[0]!r} is not read by the {self.op.name} kernel on {u}, so it would "
+                                 f"change nothing (it reads {', '.join(needs)}; `units:` on a param limits it "
+                                 f"to some units)" + suggest(extra[0], needs),
                                  file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
 
     def space(self, shape, dtype: str | None = None, unit: str | None = None):

@@ -10,7 +10,7 @@ The rule, in order (the first that gives a feasible tiling wins):
    passing the spec's constraints (``space.check``) and the kernel's own ``check``.
 2. ``model``: the learned model, when one is given: ``model(op, shape, dtype)`` returns params
    (or ``{"unit": ..., "params": ...}``) or None; its answer is checked the same way.
-3. ``default``: the kernel's heuristic ``default_params``, checked too, trying the spec's units
+3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains (``Space.project``), checked too, trying the spec's units
    in order. If even that is infeasible, :class:`NoFeasibleTiling` says why.
 
 A lookup never returns a tiling that is infeasible for the queried shape.
@@ -155,7 +155,7 @@ class Lookup:
             except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:
                 skipped.append(f"default ({unit}): {exc}")
                 continue
-            params = {k: v for k, v in base.items() if k in names}
+            params = spec.space(shape, dtype, unit).project({k: v for k, v in base.items() if k in names})
             why = self.reason(shape, params, dtype, unit)
             if why is None:
                 return Match(shape, dtype, "default", unit, params, skipped=tuple(skipped))

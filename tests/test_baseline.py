@@ -1,0 +1,70 @@
+"""The kernels' heuristic tilings, moved onto a spec's domains, are every study's trial 0 and the
+lookup's last resort; a spec param no kernel reads is refused."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autotile.cli import run as cli
+from autotile.errors import InputError
+from autotile.kernels import registry
+from autotile.space import load_spec
+from autotile.tables.lookup import lookup
+
+ROOT = Path(__file__).resolve().parents[1]
+WS = load_spec(str(ROOT / "studies" / "weighted_sum.yaml"))
+KERNEL = registry.implementation("weighted_sum")
+
+
+def _heuristic(space):
+    base = KERNEL.default_params(space.shape, space.dtype, WS.hardware, space.unit)
+    return {k: v for k, v in base.items() if k in space.names}
+
+
+@pytest.mark.parametrize("n,unit,want", [
+    (300, "vector", {"tile_len": 256, "cores": 1}),  # 304 among powers of two: 256 (ratio 1.19 against 1.68)
+    (100, "scalar", {"tile_len": 64}),  # 112: the domain stops at n=100
+    (1_000_000, "vector", {"cores": 16}),  # 15 cores: 16 is nearer by ratio than 8
+    (4_194_304, "cube", {"cores": 16}),  # 24 cube cores: the spec's powers of two stop at 16
+])
+def test_projection_moves_each_param_to_its_nearest_allowed_value(n, unit, want):
+    space = WS.space({"n": n}, "fp16", unit)
+    base = _heuristic(space)
+    assert space.check(base) is not None  # the heuristic alone is outside the spec
+    moved = space.project(base)
+    assert space.check(moved) is None
+    assert {k: moved[k] for k in want} == want
+    assert moved["buffer_num"] == base["buffer_num"]
+
+
+def test_projection_keeps_what_is_allowed_and_ties_go_down():
+    space = WS.space({"n": 4096}, "fp16", "vector")
+    base = {"tile_len": 1024, "buffer_num": 2, "cores": 1, "reduction": "vmla", "acc_dtype": "fp16"}
+    assert space.project(base) == base
+    assert space.project(base | {"tile_len": 1448})["tile_len"] == 1024  # sqrt(2) * 1024: nearer 1024
+    assert space.project(base | {"tile_len": 1449})["tile_len"] == 2048
+
+
+def test_non_power_of_two_shape_gets_a_baseline(tmp_path, capsys):
+    text = (ROOT / "studies" / "weighted_sum.yaml").read_text()
+    text = re.sub(r"(?ms)^shapes:.*?(?=^\w)", "shapes: [{n: 300}]\n", text, count=1)
+    text = re.sub(r"(?m)^dtypes:.*$", "dtypes: [fp16]", text, count=1)
+    spec = tmp_path / "ws.yaml"
+    spec.write_text(text)
+    assert cli(["tune", str(spec), "--out", str(tmp_path / "out"), "--trials", "4", "--quiet", "--no-verify"]) == 0
+    capsys.readouterr()
+    results = json.loads((tmp_path / "out" / "summary.json").read_text())["results"]
+    assert results and all(r["baseline_cycles"] and r["baseline_params"]["tile_len"] == 256 for r in results)
+    m = lookup(tmp_path / "out" / "table.json", {"n": 100})
+    assert m.match == "default" and m.params["tile_len"] == 64
+
+
+def test_a_param_no_kernel_reads_is_refused(tmp_path):
+    text = (ROOT / "studies" / "weighted_sum.yaml").read_text()
+    text = text.replace("\nparams:\n", "\nparams:\n  tile_lenght: {type: int, low: 16, high: 64}\n", 1)
+    spec = tmp_path / "ws.yaml"
+    spec.write_text(text)
+    with pytest.raises(InputError, match="'tile_lenght' is not read by the weighted_sum kernel.*did you mean tile_len"):
+        load_spec(str(spec)).require_kernel_params()
