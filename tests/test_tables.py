@@ -224,3 +224,22 @@ def test_region_probe_finds_no_mismatch_for_the_bundled_rules(doc):
     from autotile.tables.export import region_mismatches
 
     assert region_mismatches(doc) == []
+
+
+def test_embedded_spec_without_dtypes_is_an_input_error(tmp_path, capsys):
+    """A spec whose dtypes are the op's default hashes the same without its ``dtypes`` field."""
+    from autotile.tables.embedded import spec_from_dict
+
+    d = copy.deepcopy(default_table())
+    d["entries"] = [e for e in d["entries"] if e["dtype"] == "fp16"]
+    content = d["spec"]["content"]
+    content["dtypes"] = ["fp16"]
+    d["spec"]["hash"] = d["spec_hash"] = spec_from_dict(content, load_table(d, check_hashes=False).hardware).content_hash()
+    del content["dtypes"]
+    p = _bad(tmp_path, d, lambda _: None)
+    assert cli(["lookup", str(p), "--shape", "m=64,n=128,k=256"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "spec.content: missing field 'dtypes'" in err
+    content["dtypes"] = []
+    with pytest.raises(InputError, match="spec.content.dtypes: expected a non-empty list of dtype names"):
+        load_table(d)

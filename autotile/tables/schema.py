@@ -78,7 +78,7 @@ class Table:
     @property
     def dtypes(self) -> tuple[str, ...]:
         """The spec's dtypes, the first being the default of lookups."""
-        return tuple(self.doc["spec"]["content"]["dtypes"])
+        return tuple(self.spec.dtypes)
 
     def to_json(self) -> dict:
         return self.doc
@@ -209,6 +209,10 @@ def _validate(doc, file, check_hashes) -> Table:
     c.get(spec, "path", "spec", str, "the spec's path")
     spec_hash = c.get(spec, "hash", "spec", str, "a hash")
     content = c.get(spec, "content", "spec", dict, "the normalized spec (a mapping)")
+    # the spec parser would default a missing list, and the default may even hash the same
+    dtypes = c.get(content, "dtypes", "spec.content", list, "a list of dtype names")
+    if not dtypes or not all(isinstance(d, str) for d in dtypes):
+        raise c.fail("spec.content.dtypes", "expected a non-empty list of dtype names")
     c.get(doc, "autotile_version", "", str, "a version")
     c.get(doc, "created", "", str, "an ISO time")
     dims = c.get(doc, "dims", "", list, "a list of dimension names")
