@@ -171,3 +171,25 @@ def test_empty_table_still_compiles(tmp_path):
     _compile(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "main.c", "-o", "lookup", "-lm"], tmp_path)
     out = subprocess.run([str(tmp_path / "lookup")], input="64 128 256 0\n", capture_output=True, text=True).stdout
     assert out.split() == ["-1", "0"]
+
+
+def test_user_text_cannot_break_the_headers(tmp_path):
+    """Descriptions and the spec path go into comments: ``*/``, ``/*`` and newlines are defused."""
+    from tablekit import SMALL_SPEC
+
+    folder = tmp_path / "a*" / "*b\n"  # the spec path then holds */, /* and a newline
+    folder.mkdir(parents=True)
+    text = SMALL_SPEC.read_text().replace('"L0A double buffering"', '"depth (*/ ping-pong)\\n/* two */"')
+    text = text.replace("choices: [m_first, n_first]}", 'choices: [m_first, n_first], description: "order */ x"}')
+    (folder / "spec.yaml").write_text(text)
+    write_table(tmp_path / "table.json", default_table(folder / "spec.yaml"))
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    for fmt, name, compiler in (("c", "t.h", ["gcc", "-std=c99", "-pedantic"]), ("ascendc", "a.h", ["g++"])):
+        assert cli(["export", str(tmp_path), "--format", fmt, "-o", str(tmp_path / name)]) == 0
+        header = (tmp_path / name).read_text()
+        assert "depth (* / ping-pong) / * two * /" in header and "order * / x" in header
+        assert "a* / *b /spec.yaml" in header
+        src = tmp_path / ("main.c" if fmt == "c" else "main.cc")
+        src.write_text(f'#include "{name}"\nint main(void) {{ return 0; }}\n')
+        _compile(compiler + ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I.", src.name], tmp_path)

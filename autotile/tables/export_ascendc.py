@@ -14,6 +14,7 @@ Other ops get one int32 field per dim and per param; blockDim is their ``cores``
 from __future__ import annotations
 
 from autotile.tables import export_c
+from autotile.tables.ctext import comment
 from autotile.tables.schema import Table
 
 # TCubeTiling field -> C expression over x (the shape), p (the entry's params), dbytes
@@ -68,7 +69,7 @@ def render(table: Table) -> str:
     block = _block_dim(table)
     out.append(dbytes + f"""\
 /*
- * Fill tiling from the table for shape x (dims: {', '.join(table.dims)}) and dtype
+ * Fill tiling from the table for shape x (dims: {comment(', '.join(table.dims))}) and dtype
  * (enum autotile_{n.op}_dtype); sets *blockDim ({block[1]}) and returns 0.
  * Returns -1 and leaves both untouched when no entry fits: use the default tiling then.
  */

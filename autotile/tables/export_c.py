@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from autotile.tables.ctext import comment
 from autotile.tables.region import describe_rule, region_of
 from autotile.tables.schema import Table
 
@@ -67,7 +68,7 @@ def _banner(table: Table, fmt: str) -> str:
         f"  spec:     {d['spec']['path']} (hash {d['spec']['hash']})",
         f"  autotile {d['autotile_version']}, table created {d['created']}, {len(table.entries)} entries",
     ]
-    return "/*\n" + "\n".join(f" * {s}".rstrip() for s in lines) + "\n */"
+    return "/*\n" + "\n".join(f" * {comment(s)}".rstrip() for s in lines) + "\n */"
 
 
 def body(table: Table) -> str:
@@ -77,7 +78,7 @@ def body(table: Table) -> str:
     dims = table.dims
     out = ["#include <math.h>", "#include <stddef.h>", "#include <stdint.h>", ""]
     out += _rule_comment(table, n)
-    out.append(f"#define AUTOTILE_{n.OP}_NDIMS {len(dims)} /* {', '.join(dims)} */")
+    out.append(f"#define AUTOTILE_{n.OP}_NDIMS {len(dims)} /* {comment(', '.join(dims))} */")
     out.append(f"#define {n.count} {len(table.entries)}")
     out.append("")
     out.append("/* dtypes (a lookup's dtype argument) */")
@@ -89,7 +90,7 @@ def body(table: Table) -> str:
     params = _all_params(table)
     for p in params:
         if p.kind != "int" and not _int_choices(p):
-            out.append(f"/* {p.name}: {p.description or 'choice'} */")
+            out.append(f"/* {comment(p.name)}: {comment(p.description or 'choice')} */")
             out.append(f"enum autotile_{n.op}_{ident(p.name).lower()} {{")
             out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
             out += ["};", ""]
@@ -101,13 +102,13 @@ def body(table: Table) -> str:
             note = p.description or ("one of " + ", ".join(str(c) for c in p.choices) if p.kind != "int" else "")
         else:
             note = f"enum autotile_{n.op}_{ident(p.name).lower()}"
-        out.append((f"    int32_t {(p.name + ';').ljust(width)}" + (f" /* {note} */" if note else "")).rstrip())
+        out.append((f"    int32_t {(p.name + ';').ljust(width)}" + (f" /* {comment(note)} */" if note else "")).rstrip())
     out += [f"}} {n.params_t};", ""]
     nd = len(dims)
     out += [
         "/* A tuned shape, its validity region and its tiling. */",
         f"typedef struct {n.entry_t} {{",
-        f"    int64_t shape[{nd}];     /* {', '.join(dims)} */",
+        f"    int64_t shape[{nd}];     /* {comment(', '.join(dims))} */",
         f"    int32_t dtype;        /* enum autotile_{n.op}_dtype */",
         f"    int32_t unit;         /* enum autotile_{n.op}_unit */",
         f"    int64_t lo[{nd}];        /* region: lo[d] <= x[d] <= hi[d] */",
@@ -139,12 +140,12 @@ Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   3. No candidate: the lookup returns NULL (the Python lookup then answers "model" or
      "default"); the caller falls back to its own default tiling.
 Needs <math.h> (link with -lm); compile without -ffast-math so distances round as in Python."""
-    return ["/*"] + [f" * {s}".rstrip() for s in text.splitlines()] + [" */", ""]
+    return ["/*"] + [f" * {comment(s)}".rstrip() for s in text.splitlines()] + [" */", ""]
 
 
 def _entries(table: Table, n: Names, params) -> list[str]:
     hw = table.hardware
-    out = [f"/* params order: {', '.join(p.name for p in params)} */"]
+    out = [f"/* params order: {comment(', '.join(p.name for p in params))} */"]
     count = max(1, len(table.entries))
     out.append(f"static const {n.entry_t} {n.entries}[{count}] = {{")
     if not table.entries:
@@ -156,7 +157,8 @@ def _entries(table: Table, n: Names, params) -> list[str]:
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")
-        out.append(f"    /* {shape} {e.dtype} {e.unit}: {perf}, {'verified' if e.verified else 'NOT verified'} */")
+        out.append(f"    /* {comment(f'{shape} {e.dtype} {e.unit}')}: {perf}, "
+                   f"{'verified' if e.verified else 'NOT verified'} */")
         vals = []
         for p in params:
             if p.name not in e.params:
