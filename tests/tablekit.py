@@ -1,7 +1,9 @@
-"""Helpers for the table tests: a table built straight from a spec's default tilings (no tuning)."""
+"""Helpers for the table tests: a table built straight from a spec's default tilings (no tuning),
+and what the header tests compile against."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from autotile.kernels import registry
@@ -10,16 +12,60 @@ from autotile.tables.schema import build_table
 
 DATA = Path(__file__).resolve().parent / "data"
 SMALL_SPEC = DATA / "matmul_small.yaml"
+UNITS_SPEC = DATA.parent.parent / "studies" / "matmul_small.yaml"  # matmul on cube and vector
+
+C_MAIN = r"""
+#include <stdio.h>
+#include "table.h"
+
+/* stdin: "m n k dtype" lines; stdout: "index exact" (-1 0 when the lookup returns NULL) */
+int main(void)
+{
+    long long m, n, k;
+    int dtype, exact;
+    while (scanf("%lld %lld %lld %d", &m, &n, &k, &dtype) == 4) {
+        int64_t x[3];
+        const autotile_matmul_entry *e;
+        x[0] = m; x[1] = n; x[2] = k;
+        e = autotile_matmul_lookup(x, dtype, &exact);
+        printf("%d %d\n", e ? (int)(e - AUTOTILE_MATMUL_ENTRIES) : -1, e ? exact : 0);
+    }
+    return 0;
+}
+"""
+
+STAND_IN = r"""
+#pragma once
+// Stand-ins for CANN's tiling macros: a class with set_/get_ per field that records the
+// declaration order of its fields.
+#include <cstdint>
+#include <string>
+#include <vector>
+#define BEGIN_TILING_DATA_DEF(name) class name { public: std::vector<std::string> names_;
+#define TILING_DATA_FIELD_DEF(type, field) \
+  private: type field##_ = 0; int reg_##field##_ = (names_.push_back(#field), 0); \
+  public: void set_##field(type v) { field##_ = v; } type get_##field() const { return field##_; }
+#define END_TILING_DATA_DEF }
+#define REGISTER_TILING_DATA_CLASS(op, cls) [[maybe_unused]] static const char *registered_##op = #cls;
+"""
 
 
-def default_table(spec_path=SMALL_SPEC) -> dict:
-    """A table whose entries are the kernel's default tilings of every (shape, dtype) of the spec."""
+def compile_ok(cmd, cwd):
+    """Run a compiler command in ``cwd``; fail the test with its messages unless it succeeds."""
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def default_table(spec_path=SMALL_SPEC, unit_of=None) -> dict:
+    """A table whose entries are the kernel's default tilings of every (shape, dtype) of the spec,
+    on ``unit_of(shape, dtype)`` (default: the spec's first unit)."""
     spec = load_spec(spec_path)
     kernel = registry.implementation(spec.op.name)
     results = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
-            unit = spec.units[0]
+            unit = unit_of(shape, dtype) if unit_of else spec.units[0]
             space = spec.space(shape, dtype, unit)
             params = {k: v for k, v in kernel.default_params(space.shape, dtype, spec.hardware, unit).items()
                       if k in space.names}

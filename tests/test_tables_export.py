@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import default_table
+from tablekit import C_MAIN, STAND_IN, compile_ok, default_table
 
 from autotile.cli import run as cli
 from autotile.tables.export_ascendc import TCUBE
@@ -22,42 +22,6 @@ pytestmark = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")
 DTYPES = ("fp16", "bf16", "fp32", "int8")  # the op's dtype order = the C enum's codes
 SHAPES = 1000
 
-C_MAIN = r"""
-#include <stdio.h>
-#include "table.h"
-
-/* stdin: "m n k dtype" lines; stdout: "index exact" (-1 0 when the lookup returns NULL) */
-int main(void)
-{
-    long long m, n, k;
-    int dtype, exact;
-    while (scanf("%lld %lld %lld %d", &m, &n, &k, &dtype) == 4) {
-        int64_t x[3];
-        const autotile_matmul_entry *e;
-        x[0] = m; x[1] = n; x[2] = k;
-        e = autotile_matmul_lookup(x, dtype, &exact);
-        printf("%d %d\n", e ? (int)(e - AUTOTILE_MATMUL_ENTRIES) : -1, e ? exact : 0);
-    }
-    return 0;
-}
-"""
-
-STAND_IN = r"""
-#pragma once
-// Stand-ins for CANN's tiling macros: a class with set_/get_ per field that records the
-// declaration order of its fields.
-#include <cstdint>
-#include <string>
-#include <vector>
-#define BEGIN_TILING_DATA_DEF(name) class name { public: std::vector<std::string> names_;
-#define TILING_DATA_FIELD_DEF(type, field) \
-  private: type field##_ = 0; int reg_##field##_ = (names_.push_back(#field), 0); \
-  public: void set_##field(type v) { field##_ = v; } type get_##field() const { return field##_; }
-#define END_TILING_DATA_DEF }
-#define REGISTER_TILING_DATA_CLASS(op, cls) [[maybe_unused]] static const char *registered_##op = #cls;
-"""
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """(folder, table doc, Lookup) with the table written as folder/table.json."""
@@ -67,17 +31,11 @@ def built(tmp_path_factory):
     return d, doc, Lookup(doc)
 
 
-def _compile(cmd, cwd):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    return r
-
-
 def test_c_header_agrees_with_python_on_random_shapes(built):
     d, doc, look = built
     assert cli(["export", str(d), "--format", "c", "-o", str(d / "table.h")]) == 0
     (d / "main.c").write_text(C_MAIN)
-    _compile(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"], d)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"], d)
     rng = random.Random(6)
     tuned = [tuple(e["shape"].values()) for e in doc["entries"]]
     queries = []
@@ -138,7 +96,7 @@ int main()
 }}
 """
     (d / "main.cc").write_text(main)
-    _compile(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], d)
+    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], d)
     queries = [tuple(e["shape"].values()) + (e["dtype"],) for e in doc["entries"]]
     queries += [(900, 1000, 1200, "fp16"), (40000, 2048, 4096, "fp16")]
     stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for m, n, k, dt in queries)
@@ -168,7 +126,7 @@ def test_empty_table_still_compiles(tmp_path):
     write_table(tmp_path / "table.json", doc)
     assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "table.h")]) == 0
     (tmp_path / "main.c").write_text(C_MAIN)
-    _compile(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "main.c", "-o", "lookup", "-lm"], tmp_path)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "main.c", "-o", "lookup", "-lm"], tmp_path)
     out = subprocess.run([str(tmp_path / "lookup")], input="64 128 256 0\n", capture_output=True, text=True).stdout
     assert out.split() == ["-1", "0"]
 
@@ -192,4 +150,4 @@ def test_user_text_cannot_break_the_headers(tmp_path):
         assert "a* / *b /spec.yaml" in header
         src = tmp_path / ("main.c" if fmt == "c" else "main.cc")
         src.write_text(f'#include "{name}"\nint main(void) {{ return 0; }}\n')
-        _compile(compiler + ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I.", src.name], tmp_path)
+        compile_ok(compiler + ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I.", src.name], tmp_path)
