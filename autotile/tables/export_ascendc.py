@@ -8,10 +8,16 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 For matmul the struct is TCubeTiling's fields (int32, in TCubeTiling's order, usedCoreNum to
 dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength, shareMode 0,
 batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling uses there.
-Other ops get one int32 field per dim and per param; blockDim is their ``cores`` param, else 1.
+Then one field per param TCubeTiling has no place for (the vector kernel's). On an entry of
+another unit than cube only usedCoreNum and the shape (M, N, Ka, Kb) are filled: the cube-only
+fields are derived from cube params that entry does not have.
+Other ops get one int32 field per dim and per param. blockDim is, per unit, the cube's core
+blocks (matmul), else the ``cores`` param where the unit has one, else 1.
 """
 
 from __future__ import annotations
+
+import re
 
 from autotile.tables import export_c
 from autotile.tables.ctext import comment
@@ -36,6 +42,10 @@ TCUBE = (
     ("depthAL1CacheUB", "0"), ("depthBL1CacheUB", "0"),
     ("dbL0A", "p->db_l0a"), ("dbL0B", "p->db_l0b"), ("dbL0C", "p->db_l0c"),
 )
+
+SHAPE_FIELDS = ("usedCoreNum", "M", "N", "Ka", "Kb")  # filled for every unit; the rest are cube-only
+CUBE_USED = ("((x[0] + p->single_core_m - 1) / p->single_core_m) * "
+             "((x[1] + p->single_core_n - 1) / p->single_core_n)")
 
 
 def camel(name: str) -> str:
@@ -66,11 +76,11 @@ def render(table: Table) -> str:
         dbytes = (f"/* Bytes of one input element of dtype. */\n"
                   f"inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
                   f"    return 2;\n}}\n\n")
-    block = _block_dim(table)
+    used, used_doc = _used(table, n)
     out.append(dbytes + f"""\
 /*
  * Fill tiling from the table for shape x (dims: {comment(', '.join(table.dims))}) and dtype
- * (enum autotile_{n.op}_dtype); sets *blockDim ({block[1]}) and returns 0.
+ * (enum autotile_{n.op}_dtype); sets *blockDim ({used_doc}) and returns 0.
  * Returns -1 and leaves both untouched when no entry fits: use the default tiling then.
  */
 inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
@@ -81,12 +91,9 @@ inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {
         return -1;
     const {n.params_t} *p = &e->params;""")
     if table.op == "matmul":
-        out.append(f"""\
-    const int32_t dbytes = {cls}DtypeBytes(dtype);
-    const int32_t used = (int32_t)(((x[0] + p->single_core_m - 1) / p->single_core_m) *
-                                   ((x[1] + p->single_core_n - 1) / p->single_core_n));""")
-    else:
-        out.append(f"    const int32_t used = {block[0]};")
+        out.append(f"    const int cube = e->unit == {n.unit('cube')};")
+        out.append(f"    const int32_t dbytes = {cls}DtypeBytes(dtype);")
+    out.append(f"    const int32_t used = (int32_t)({used});")
     out += [f"    tiling.set_{f}((int32_t)({expr}));" for f, expr in fields]
     out += ["    *blockDim = (uint32_t)used;", "    return 0;", "}", "", "}  // namespace optiling", ""]
     return "\n".join(out)
@@ -94,15 +101,27 @@ inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {
 
 def _fields(table: Table) -> list[tuple[str, str]]:
     if table.op == "matmul":
-        return list(TCUBE)
+        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : 0") for f, e in TCUBE]
+        read = {name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e)}
+        return out + [(camel(p.name), f"p->{p.name}") for p in table.spec.params if p.name not in read]
     out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)]
     out += [(camel(p.name), f"p->{p.name}") for p in table.spec.params]
     return out
 
 
-def _block_dim(table: Table) -> tuple[str, str]:
-    if table.op == "matmul":
-        return "used", "= usedCoreNum"
-    if any(p.name == "cores" for p in table.spec.params):
-        return "p->cores", "= the cores param"
-    return "1", "1: this op's params choose no core count"
+def _used(table: Table, n: export_c.Names) -> tuple[str, str]:
+    """The blockDim of an entry, as a C expression switching on its unit, and in words."""
+    per_unit = {}
+    for u in table.spec.units:
+        if table.op == "matmul" and u == "cube":
+            per_unit[u] = (CUBE_USED, "= usedCoreNum")
+        elif "cores" in table.spec.param_names(u):
+            per_unit[u] = ("p->cores", "the cores param")
+        else:
+            per_unit[u] = ("1", "1: no core count param")
+    exprs = list(per_unit.values())
+    if len({e for e, _ in exprs}) == 1:
+        return exprs[0]
+    *head, (_, last) = [(u, e) for u, (e, _) in per_unit.items()]
+    expr = "".join(f"e->unit == {n.unit(u)} ? ({e}) : " for u, e in head) + f"({last})"
+    return expr, "; ".join(f"{u}: {d}" for u, (_, d) in per_unit.items())

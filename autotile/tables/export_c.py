@@ -134,7 +134,7 @@ Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   1. Candidates are the entries of the queried dtype, in table order, whose validity region
      holds the queried shape x: lo[d] <= x[d] <= hi[d] for every dim d, and the product over
      dims with split[d] > 0 of ceil(x[d] / split[d]) is at most max_blocks. For {table.op}:
-     {describe_rule(table.op)}.
+     {describe_rule(table.op, table.spec.units)}.
   2. The candidate at the smallest distance sum over d of (log x[d] - log e[d])^2 (natural
      log, summed in dim order) wins; a tie goes to the earlier entry. Distance 0 is an exact match.
   3. No candidate: the lookup returns NULL (the Python lookup then answers "model" or
@@ -153,7 +153,7 @@ def _entries(table: Table, n: Names, params) -> list[str]:
         out.append(f"    /* no entries: a placeholder the lookup never reads ({n.count} is 0) */")
         out.append(f"    {{{{{zeros}}}, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in params)}}}}},")
     for e in table.entries:
-        r = region_of(table.op, e.shape, e.params, e.dtype, hw)
+        r = region_of(table.op, e.unit, e.shape, e.params, e.dtype, hw)
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")

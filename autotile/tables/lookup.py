@@ -18,6 +18,7 @@ A lookup never returns a tiling that is infeasible for the queried shape.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from collections.abc import Callable
@@ -76,7 +77,7 @@ class Lookup:
         self.kernel = registry.implementation(self.table.op)
         hw = self.table.hardware
         self.regions: tuple[Region, ...] = tuple(
-            region_of(self.table.op, e.shape, e.params, e.dtype, hw) for e in self.table.entries)
+            region_of(self.table.op, e.unit, e.shape, e.params, e.dtype, hw) for e in self.table.entries)
 
     # -- feasibility ---------------------------------------------------------------------
     def reason(self, shape: dict, params: dict, dtype: str, unit: str) -> str | None:
@@ -174,8 +175,14 @@ def lookup(table, shape: dict, dtype: str | None = None, *, model: Callable | No
     return Lookup(table, model).find(shape, dtype)
 
 
+# kernels whose ``check`` covers one unit, with another unit's kernel in a module of its own
+UNIT_KERNELS = {("autotile.kernels.matmul", "vector"): "autotile.kernels.matmul_vector"}
+
+
 def kernel_check(kernel, shape, params, dtype, hw, unit, options) -> str | None:
-    """The kernel's own ``check`` (signatures differ by op), as None or the reason it fails."""
+    """The ``unit`` kernel's own ``check`` (signatures differ by op), as None or the reason it fails."""
+    if (module := UNIT_KERNELS.get((kernel.__name__, unit))) is not None:
+        kernel = importlib.import_module(module)
     names = inspect.signature(kernel.check).parameters
     kw = {}
     if "unit" in names:

@@ -11,11 +11,17 @@ spec's constraints and the kernel's own check, so it never answers an infeasible
 agree whenever the region implies those checks, which is what a region function must guarantee
 for the op's bundled spec (tests check it on random shapes).
 
-* ``matmul``: the L0/L1 capacity rules do not depend on the shape; what does is the core count,
-  ``ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores``, and the lower ends of the
-  spec's shape-dependent domains (``base_m <= align_up(m, 16)``, ``single_core_m <=
+Regions are per (op, unit): entries of one table may run on different units with different params.
+
+* ``matmul`` on ``cube``: the L0/L1 capacity rules do not depend on the shape; what does is the
+  core count, ``ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores``, and the lower ends
+  of the spec's shape-dependent domains (``base_m <= align_up(m, 16)``, ``single_core_m <=
   align_up(m, base_m)``, ``step_ka <= ceil(k / base_k)``, ...), which become ``lo``.
-* any other op: the entry serves its own shape only (``lo == hi == shape``) until a region
+* ``matmul`` on ``vector``: ``tile_m <= m`` and ``cores <= ceil(m / tile_m)`` bound m from below;
+  UB must hold B (k x n) twice plus the A / C tiles, which grows with n and k but is not a box, so
+  the box stops at the largest multiple ``s * (n, k)`` of the tuned n and k that the kernel's
+  own check still accepts (every shape below that corner needs less UB).
+* anything else: the entry serves its own shape only (``lo == hi == shape``) until a region
   function is written for it.
 """
 
@@ -53,7 +59,7 @@ class Region:
         return self.max_blocks == 0 or self.blocks(shape) <= self.max_blocks
 
 
-def _matmul(shape: dict, params: dict, dtype: str, hw) -> Region:
+def _matmul_cube(shape: dict, params: dict, dtype: str, hw) -> Region:
     p = params
     c0k = max(16, get_dtype(dtype).c0)
     bm, bn, bk = p["base_m"], p["base_n"], p["base_k"]
@@ -68,27 +74,62 @@ def _matmul(shape: dict, params: dict, dtype: str, hw) -> Region:
                   hw.cube_cores)
 
 
+def _matmul_vector(shape: dict, params: dict, dtype: str, hw) -> Region:
+    from autotile.errors import InfeasibleConfig
+    from autotile.kernels import matmul_vector
+
+    tm, cores = params["tile_m"], params["cores"]
+    lo_m = max(1, tm, (cores - 1) * tm + 1)
+    n, k = shape["n"], shape["k"]
+
+    def fits(s: int) -> bool:
+        try:
+            matmul_vector.check({"m": lo_m, "n": s * n, "k": s * k}, params, dtype, hw)
+        except (InfeasibleConfig, KeyError, ValueError, TypeError):
+            return False
+        return True
+
+    if not fits(1):  # not even the tuned shape: an empty box, the C lookup never picks it
+        lo, hi = {"m": 1, "n": 1, "k": 1}, {"m": 0, "n": 0, "k": 0}
+    else:
+        good, bad = 1, MAX_DIM // max(n, k) + 1  # fits(good), not fits(bad) (or past MAX_DIM)
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            good, bad = (mid, bad) if fits(mid) else (good, mid)
+        lo, hi = {"m": lo_m, "n": 1, "k": 1}, {"m": MAX_DIM, "n": good * n, "k": good * k}
+    dims = tuple(shape)
+    return Region(tuple(lo[d] for d in dims), tuple(hi[d] for d in dims), (0,) * len(dims), 0)
+
+
 def _exact(shape: dict, params: dict, dtype: str, hw) -> Region:
     s = tuple(shape.values())
     return Region(s, s, (0,) * len(s), 0)
 
 
-REGIONS: dict[str, Callable] = {"matmul": _matmul}
+REGIONS: dict[tuple[str, str], Callable] = {("matmul", "cube"): _matmul_cube, ("matmul", "vector"): _matmul_vector}
+
+RULES = {
+    ("matmul", "cube"): "lo <= shape (from the spec's shape-dependent domains) and "
+                        "ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores",
+    ("matmul", "vector"): "m >= tile_m and ceil(m/tile_m) >= cores; n and k at most the largest multiple "
+                          "of the tuned (n, k) whose B and tiles still fit in UB",
+}
+EXACT_RULE = "no region is known: an entry serves its own shape only"
 
 
-def region_of(op: str, shape: dict, params: dict, dtype: str, hw) -> Region:
-    """The region of the tiling ``params`` tuned for ``shape`` (dims in table order).
+def region_of(op: str, unit: str, shape: dict, params: dict, dtype: str, hw) -> Region:
+    """The region of the tiling ``params`` tuned on ``unit`` for ``shape`` (dims in table order).
 
-    >>> r = region_of("matmul", {"m": 1024, "n": 2048, "k": 512}, params, "fp16", hw)  # doctest: +SKIP
+    >>> r = region_of("matmul", "cube", {"m": 1024, "n": 2048, "k": 512}, params, "fp16", hw)  # doctest: +SKIP
     >>> r.contains((1000, 2000, 500))  # doctest: +SKIP
     True
     """
-    return REGIONS.get(op, _exact)(shape, params, dtype, hw)
+    return REGIONS.get((op, unit), _exact)(shape, params, dtype, hw)
 
 
-def describe_rule(op: str) -> str:
-    """One line saying how entries of ``op`` generalize (for generated headers)."""
-    if op == "matmul":
-        return ("lo <= shape (from the spec's shape-dependent domains) and "
-                "ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores")
-    return "no region is known for this op: an entry serves its own shape only"
+def describe_rule(op: str, units) -> str:
+    """How entries of ``op`` on each of ``units`` generalize (one line, for generated headers)."""
+    rules = [RULES.get((op, u), EXACT_RULE) for u in units]
+    if len(set(rules)) == 1:
+        return rules[0]
+    return "; ".join(f"{u} entries: {r}" for u, r in zip(units, rules))

@@ -1,0 +1,151 @@
+"""Tables whose entries run on different units (matmul on cube and vector): regions per unit,
+lookup, and both header exports."""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import subprocess
+
+import pytest
+from tablekit import C_MAIN, STAND_IN, UNITS_SPEC, compile_ok, default_table
+
+from autotile.cli import run as cli
+from autotile.tables.export import region_mismatches
+from autotile.tables.export_ascendc import SHAPE_FIELDS, TCUBE
+from autotile.tables.lookup import Lookup
+from autotile.tables.schema import write_table
+
+needs_gcc = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")), reason="needs gcc and g++")
+FP16 = 0  # matmul's dtype enum: fp16 first
+
+
+def _vector_below_64(shape, dtype):
+    return "vector" if shape["m"] < 64 else "cube"
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """matmul on vector for m=4 and m=16 (n, k as tuned), on cube for m=n=k=64."""
+    doc = default_table(UNITS_SPEC, _vector_below_64)
+    assert [e["unit"] for e in doc["entries"]] == ["vector", "vector", "cube"]
+    return doc, Lookup(doc)
+
+
+def _queries(doc, count, seed):
+    rng = random.Random(seed)
+    tuned = [tuple(e["shape"].values()) for e in doc["entries"]]
+    out = []
+    for i in range(count):
+        if i % 10 == 0:
+            out.append(rng.choice(tuned))
+        elif i % 2:  # near a tuned shape
+            out.append(tuple(max(1, int(v * math.exp(rng.gauss(0, 0.7)))) for v in rng.choice(tuned)))
+        else:  # anywhere, log-uniform up to 2**12
+            out.append(tuple(int(math.exp(rng.uniform(0, 12 * math.log(2)))) for _ in range(3)))
+    return out
+
+
+def test_lookup_serves_vector_entries(mixed):
+    doc, look = mixed
+    for i, e in enumerate(doc["entries"]):
+        got = look.find(dict(e["shape"]))
+        assert (got.match, got.entry, got.unit, got.params) == ("exact", i, e["unit"], e["params"])
+    got = look.find({"m": 5, "n": 5, "k": 17})  # beside m=4, n=4, k=16
+    assert (got.match, got.unit, got.matched_shape) == ("nearest", "vector", {"m": 4, "n": 4, "k": 16})
+    assert set(got.params) == {"tile_m", "buffer_num", "cores"}
+    assert look.reason(got.shape, got.params, got.dtype, got.unit) is None
+
+
+def test_vector_regions_imply_the_spec_and_kernel_checks(mixed):
+    """What C checks (the region) never admits a shape Python refuses, and is more than one shape."""
+    doc, look = mixed
+    admitted = [0] * len(doc["entries"])
+    for x in _queries(doc, 400, 1):
+        shape = dict(zip(look.table.dims, x))
+        for i, (e, r) in enumerate(zip(look.table.entries, look.regions)):
+            if r.contains(x):
+                admitted[i] += 1
+                assert look.reason(shape, e.params, e.dtype, e.unit) is None, (e.shape, e.unit, shape)
+    for e, r in zip(look.table.entries, look.regions):
+        assert r.contains(tuple(e.shape.values()))
+        if e.unit == "vector":  # UB bounds n and k: the box grows until B no longer fits
+            n, k = e.shape["n"], e.shape["k"]
+            assert r.hi[1] > n and r.hi[2] > k and r.hi[1] * r.hi[2] * 6 <= look.table.hardware.ub_bytes
+    assert min(admitted) > 20, admitted
+    assert region_mismatches(doc) == []
+
+
+@needs_gcc
+def test_c_header_agrees_with_python(mixed, tmp_path, capsys):
+    doc, look = mixed
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["lookup", str(tmp_path), "--shape", "m=5,n=5,k=17"]) == 0
+    assert "vector" in capsys.readouterr().out
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "table.h")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    (tmp_path / "main.c").write_text(C_MAIN)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"],
+               tmp_path)
+    queries = _queries(doc, 500, 2)
+    stdin = "".join(f"{m} {n} {k} {FP16}\n" for m, n, k in queries)
+    out = subprocess.run([str(tmp_path / "lookup")], input=stdin, capture_output=True, text=True, check=True).stdout
+    units = {}
+    for (m, n, k), line in zip(queries, out.splitlines(), strict=True):
+        py = look.find({"m": m, "n": n, "k": k})
+        want = (py.entry, int(py.match == "exact")) if py.match in ("exact", "nearest") else (-1, 0)
+        assert tuple(map(int, line.split())) == want, ((m, n, k), py)
+        units[(py.match, py.unit)] = units.get((py.match, py.unit), 0) + 1
+    print(f"C vs Python on {len(queries)} shapes: {units}, all agree")
+    assert units.get(("nearest", "vector"), 0) >= 50 and units.get(("nearest", "cube"), 0) >= 10, units
+
+
+@needs_gcc
+def test_ascendc_fills_vector_entries(mixed, tmp_path):
+    doc, look = mixed
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    fields = [f for f, _ in TCUBE] + ["tileM", "bufferNum", "cores"]
+    prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
+    (tmp_path / "main.cc").write_text(f"""
+#include <cstdio>
+#include "tiling.h"
+
+int main()
+{{
+    long long m, n, k;
+    while (std::scanf("%lld %lld %lld", &m, &n, &k) == 3) {{
+        const int64_t x[3] = {{m, n, k}};
+        optiling::MatmulTilingData t;
+        uint32_t blockDim = 0;
+        if (optiling::MatmulTilingFromTable(x, {FP16}, t, &blockDim) != 0) {{
+            std::printf("none\\n");
+            continue;
+        }}
+        std::printf("%u", blockDim);
+{prints}
+        std::printf("\\n");
+    }}
+    return 0;
+}}
+""")
+    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], tmp_path)
+    queries = [(4, 4, 16), (5, 5, 17), (16, 16, 16), (64, 64, 64), (70, 64, 64)]
+    out = subprocess.run([str(tmp_path / "fill")], input="".join(f"{m} {n} {k}\n" for m, n, k in queries),
+                         capture_output=True, text=True, check=True).stdout
+    for (m, n, k), line in zip(queries, out.splitlines(), strict=True):
+        py = look.find({"m": m, "n": n, "k": k})
+        block_dim, *values = map(int, line.split())
+        got = dict(zip(fields, values, strict=True))
+        assert {f: got[f] for f in ("M", "N", "Ka", "Kb")} == {"M": m, "N": n, "Ka": k, "Kb": k}
+        p = py.params
+        if py.unit == "vector":
+            assert block_dim == got["usedCoreNum"] == p["cores"]
+            assert (got["tileM"], got["bufferNum"], got["cores"]) == (p["tile_m"], p["buffer_num"], p["cores"])
+            assert all(got[f] == 0 for f, _ in TCUBE if f not in SHAPE_FIELDS), got
+        else:
+            assert block_dim == got["usedCoreNum"] == -(-m // p["single_core_m"]) * -(-n // p["single_core_n"])
+            assert (got["baseM"], got["singleCoreN"]) == (p["base_m"], p["single_core_n"])
