@@ -68,7 +68,7 @@ def test_ascendc_header_fills_tcubetiling(built):
     assert cli(["export", str(d / "table.json"), "--format", "ascendc", "-o", str(d / "tiling.h")]) == 0
     (d / "register").mkdir(exist_ok=True)
     (d / "register" / "tilingdata_base.h").write_text(STAND_IN)
-    fields = [f for f, _ in TCUBE]
+    fields = [f for f, _ in TCUBE] + ["unit"]  # matmul has two units: the entry's follows TCubeTiling
     prints = "\n".join(f'        printf(" %d", (int)t.get_{f}());' for f in fields)
     main = f"""
 #include <cstdio>
@@ -105,7 +105,7 @@ int main()
     assert lines[-1] == "none"  # no entry fits: the caller uses its default tiling
     for (m, n, k, dt), line in zip(queries[:-1], lines[:-1], strict=True):
         names, *values = line.split()
-        assert names.rstrip(",").split(",") == fields  # TCubeTiling's order, usedCoreNum to dbL0C
+        assert names.rstrip(",").split(",") == fields  # TCubeTiling's order, usedCoreNum to dbL0C, then unit
         block_dim, got = int(values[0]), dict(zip(fields, map(int, values[1:]), strict=True))
         p = look.find({"m": m, "n": n, "k": k}, dt).params
         want = {"M": m, "N": n, "Ka": k, "Kb": k, "singleCoreK": k,
@@ -115,7 +115,8 @@ int main()
                 "stepKa": p["step_ka"], "stepKb": p["step_kb"], "dbL0A": p["db_l0a"], "dbL0B": p["db_l0b"],
                 "dbL0C": p["db_l0c"], "iterateOrder": 0 if p["iterate_order"] == "m_first" else 1,
                 "usedCoreNum": -(-m // p["single_core_m"]) * -(-n // p["single_core_n"]),
-                "shareL0CSize": p["base_m"] * p["base_n"] * 4 * p["db_l0c"], "isBias": 0, "batchM": 1}
+                "shareL0CSize": p["base_m"] * p["base_n"] * 4 * p["db_l0c"], "isBias": 0, "batchM": 1,
+                "unit": 0}  # AUTOTILE_MATMUL_UNIT_CUBE
         assert {f: got[f] for f in want} == want
         assert block_dim == got["usedCoreNum"] <= look.table.hardware.cube_cores
 

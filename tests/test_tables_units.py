@@ -108,7 +108,7 @@ def test_ascendc_fills_vector_entries(mixed, tmp_path):
     assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
     (tmp_path / "register").mkdir()
     (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
-    fields = [f for f, _ in TCUBE] + ["tileM", "bufferNum", "cores"]
+    fields = [f for f, _ in TCUBE] + ["unit", "tileM", "bufferNum", "cores"]
     prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
     (tmp_path / "main.cc").write_text(f"""
 #include <cstdio>
@@ -141,11 +141,86 @@ int main()
         block_dim, *values = map(int, line.split())
         got = dict(zip(fields, values, strict=True))
         assert {f: got[f] for f in ("M", "N", "Ka", "Kb")} == {"M": m, "N": n, "Ka": k, "Kb": k}
+        assert got["unit"] == ("cube", "vector").index(py.unit)  # the C header's unit enum
         p = py.params
         if py.unit == "vector":
             assert block_dim == got["usedCoreNum"] == p["cores"]
             assert (got["tileM"], got["bufferNum"], got["cores"]) == (p["tile_m"], p["buffer_num"], p["cores"])
-            assert all(got[f] == 0 for f, _ in TCUBE if f not in SHAPE_FIELDS), got
+            assert all(got[f] == NA for f, _ in TCUBE if f not in SHAPE_FIELDS), got
         else:
             assert block_dim == got["usedCoreNum"] == -(-m // p["single_core_m"]) * -(-n // p["single_core_n"])
             assert (got["baseM"], got["singleCoreN"]) == (p["base_m"], p["single_core_n"])
+            assert (got["tileM"], got["bufferNum"], got["cores"]) == (NA, NA, NA)
+
+
+WS_SPEC = UNITS_SPEC.parent / "weighted_sum.yaml"
+NA = -(2**31)  # the headers' not-applicable value (INT32_MIN)
+
+
+@needs_gcc
+def test_headers_say_the_unit_and_mark_params_of_other_units(tmp_path):
+    """weighted_sum on vector (n=64), scalar (n=512) and cube: the Ascend C tiling data carries the
+    unit (the C header's enum) and a param the entry's unit lacks is NA, not a real code like 0."""
+    doc = default_table(WS_SPEC, lambda shape, dtype: {64: "vector", 512: "scalar"}.get(shape["n"], "cube"))
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "ws.h")]) == 0
+    header = (tmp_path / "ws.h").read_text()
+    assert "#define AUTOTILE_WEIGHTED_SUM_NA (-2147483647 - 1)" in header
+    (tmp_path / "main.c").write_text('#include "ws.h"\nint main(void) { return AUTOTILE_WEIGHTED_SUM_NA < 0 ? 0 : 1; }\n')
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "main.c"], tmp_path)
+    assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    fields = ["n", "unit", "tileLen", "bufferNum", "cores", "reduction", "accDtype", "cubeForm"]
+    prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
+    (tmp_path / "main.cc").write_text(f"""
+#include <cstdio>
+#include "tiling.h"
+
+int main()
+{{
+    long long n;
+    int dtype;
+    while (std::scanf("%lld %d", &n, &dtype) == 2) {{
+        const int64_t x[1] = {{n}};
+        optiling::WeightedSumTilingData t;
+        uint32_t blockDim = 0;
+        if (optiling::WeightedSumTilingFromTable(x, dtype, t, &blockDim) != 0)
+            return 1;
+        for (const std::string &name : t.names_)
+            std::printf("%s,", name.c_str());
+        std::printf(" %u", blockDim);
+{prints}
+        std::printf("\\n");
+    }}
+    return 0;
+}}
+""")
+    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], tmp_path)
+    op_units, op_dtypes = ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16")  # the enums' orders
+    codes = {"reduction": ("tree", "vmla"), "acc_dtype": ("fp16", "fp32"), "cube_form": ("trace", "naive")}
+    stdin = "".join(f"{e['shape']['n']} {op_dtypes.index(e['dtype'])}\n" for e in doc["entries"])
+    out = subprocess.run([str(tmp_path / "fill")], input=stdin, capture_output=True, text=True, check=True).stdout
+    seen = set()
+    for e, line in zip(doc["entries"], out.splitlines(), strict=True):
+        names, block_dim, *values = line.split()
+        assert names.rstrip(",").split(",") == fields
+        got = dict(zip(fields, map(int, values), strict=True))
+        p = e["params"]
+        want = {"n": e["shape"]["n"], "unit": op_units.index(e["unit"]), "tileLen": p["tile_len"],
+                "bufferNum": p["buffer_num"], "cores": p["cores"]}
+        for name, field in (("reduction", "reduction"), ("acc_dtype", "accDtype"), ("cube_form", "cubeForm")):
+            want[field] = codes[name].index(p[name]) if name in p else NA
+        assert got == want and int(block_dim) == p["cores"], (e, got)
+        seen.add(e["unit"])
+    assert seen == {"vector", "cube", "scalar"}
+
+
+def test_params_outside_int32_are_refused_not_confused_with_na(tmp_path, capsys):
+    doc = default_table()
+    doc["entries"][0]["params"]["base_m"] = NA  # would read as "not applicable"
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "entries[0].params.base_m: expected a value that fits int32" in err
+    assert not (tmp_path / "t.h").exists()

@@ -8,11 +8,14 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 For matmul the struct is TCubeTiling's fields (int32, in TCubeTiling's order, usedCoreNum to
 dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength, shareMode 0,
 batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling uses there.
-Then one field per param TCubeTiling has no place for (the vector kernel's). On an entry of
-another unit than cube only usedCoreNum and the shape (M, N, Ka, Kb) are filled: the cube-only
-fields are derived from cube params that entry does not have.
-Other ops get one int32 field per dim and per param. blockDim is, per unit, the cube's core
-blocks (matmul), else the ``cores`` param where the unit has one, else 1.
+Then ``unit`` and one field per param TCubeTiling has no place for (the vector kernel's). On an
+entry of another unit than cube only usedCoreNum and the shape (M, N, Ka, Kb) are filled: the
+cube-only fields are derived from cube params that entry does not have.
+Other ops get one int32 field per dim, ``unit`` when the op has several units, then one per
+param. ``unit`` is the C header's enum ``autotile_<op>_unit``; a field that does not apply to
+the entry's unit holds ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
+blockDim is, per unit, the cube's core blocks (matmul), else the ``cores`` param where the
+unit has one, else 1.
 """
 
 from __future__ import annotations
@@ -63,9 +66,12 @@ def render(table: Table) -> str:
     """The whole Ascend C header."""
     n = export_c.Names(table)
     cls = class_name(table.op)
-    fields = _fields(table)
+    fields = _fields(table, n)
     out = [export_c._banner(table, "ascendc"), "#pragma once", "",
            '#include "register/tilingdata_base.h"', "", export_c.body(table), "namespace optiling {", ""]
+    if _multi_unit(table):
+        out += ["/*", f" * unit: the entry's compute unit (enum autotile_{n.op}_unit). A field that does not apply",
+                f" * to that unit holds {n.na} (INT32_MIN), never a value or enum code.", " */"]
     out.append(f"BEGIN_TILING_DATA_DEF({cls}TilingData)")
     out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
     out += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)", ""]
@@ -99,12 +105,18 @@ inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {
     return "\n".join(out)
 
 
-def _fields(table: Table) -> list[tuple[str, str]]:
+def _multi_unit(table: Table) -> bool:
+    return len(table.spec.op.units) > 1
+
+
+def _fields(table: Table, n: export_c.Names) -> list[tuple[str, str]]:
+    """(field, C expression) in declaration order; params missing on a unit are NA in the entries."""
+    unit = [("unit", "e->unit")] if _multi_unit(table) else []
     if table.op == "matmul":
-        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : 0") for f, e in TCUBE]
+        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in TCUBE]
         read = {name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e)}
-        return out + [(camel(p.name), f"p->{p.name}") for p in table.spec.params if p.name not in read]
-    out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)]
+        return out + unit + [(camel(p.name), f"p->{p.name}") for p in table.spec.params if p.name not in read]
+    out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)] + unit
     out += [(camel(p.name), f"p->{p.name}") for p in table.spec.params]
     return out
 

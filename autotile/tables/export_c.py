@@ -2,7 +2,9 @@
 
 Names are prefixed ``autotile_<op>_`` / ``AUTOTILE_<OP>_`` so headers of several ops can be
 included together. Params become ``int32_t`` fields: integers as themselves, integer choices as
-themselves, other choices (text, bools, floats) as enum codes in the spec's choice order.
+themselves, other choices (text, bools, floats) as enum codes in the spec's choice order. The
+params struct has every unit's params; one the entry's unit does not have holds
+``AUTOTILE_<OP>_NA`` (INT32_MIN), which no param takes (entries must fit int32 above it).
 The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions
 (see :mod:`autotile.tables.region`) and returns NULL when no entry fits.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from autotile.errors import InputError
 from autotile.tables.ctext import comment
 from autotile.tables.region import describe_rule, region_of
 from autotile.tables.schema import Table
@@ -33,6 +36,7 @@ class Names:
         self.entries = f"AUTOTILE_{self.OP}_ENTRIES"
         self.count = f"AUTOTILE_{self.OP}_NENTRIES"
         self.lookup = f"autotile_{self.op}_lookup"
+        self.na = f"AUTOTILE_{self.OP}_NA"
 
     def dtype(self, d: str) -> str:
         return f"AUTOTILE_{self.OP}_{ident(d).upper()}"
@@ -87,6 +91,8 @@ def body(table: Table) -> str:
     out += ["};", "", "/* compute units */", f"enum autotile_{n.op}_unit {{"]
     out += [f"    {n.unit(u)} = {i}," for i, u in enumerate(spec.op.units)]
     out += ["};", ""]
+    out.append("/* A param the entry's unit does not have (INT32_MIN: no value nor enum code of a param). */")
+    out += [f"#define {n.na} (-2147483647 - 1)", ""]
     params = _all_params(table)
     for p in params:
         if p.kind != "int" and not _int_choices(p):
@@ -94,7 +100,8 @@ def body(table: Table) -> str:
             out.append(f"enum autotile_{n.op}_{ident(p.name).lower()} {{")
             out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
             out += ["};", ""]
-    out.append("/* One tiling: a field per param of the spec (every unit's params; 0 where a unit has none). */")
+    out.append(f"/* One tiling: a field per param of the spec (every unit's params; {n.na} where the "
+               "entry's unit has none). */")
     out.append(f"typedef struct {n.params_t} {{")
     width = max(len(p.name) for p in params) + 1
     for p in params:
@@ -102,6 +109,9 @@ def body(table: Table) -> str:
             note = p.description or ("one of " + ", ".join(str(c) for c in p.choices) if p.kind != "int" else "")
         else:
             note = f"enum autotile_{n.op}_{ident(p.name).lower()}"
+        only = [u for u in spec.units if p.units is not None and u in p.units]
+        if p.units is not None and len(only) < len(spec.units):
+            note = f"{note}; {', '.join(only) or 'no unit of this spec'} only".lstrip("; ")
         out.append((f"    int32_t {(p.name + ';').ljust(width)}" + (f" /* {comment(note)} */" if note else "")).rstrip())
     out += [f"}} {n.params_t};", ""]
     nd = len(dims)
@@ -152,7 +162,7 @@ def _entries(table: Table, n: Names, params) -> list[str]:
         zeros = ", ".join("0" for _ in table.dims)
         out.append(f"    /* no entries: a placeholder the lookup never reads ({n.count} is 0) */")
         out.append(f"    {{{{{zeros}}}, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in params)}}}}},")
-    for e in table.entries:
+    for i, e in enumerate(table.entries):
         r = region_of(table.op, e.unit, e.shape, e.params, e.dtype, hw)
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
@@ -162,9 +172,13 @@ def _entries(table: Table, n: Names, params) -> list[str]:
         vals = []
         for p in params:
             if p.name not in e.params:
-                vals.append("0")
+                vals.append(n.na)
                 continue
             v = encoded(p, e.params[p.name])
+            if not -2**31 < v < 2**31:
+                raise InputError(f"expected a value that fits int32 (above INT32_MIN, the header's "
+                                 f"not-applicable {n.na}), got {v}", file=table.file,
+                                 field=f"entries[{i}].params.{p.name}")
             vals.append(n.choice(p.name, e.params[p.name]) if p.kind != "int" and not _int_choices(p) else str(v))
         out.append(f"    {{{{{_ints(e.shape.values())}}}, {n.dtype(e.dtype)}, {n.unit(e.unit)},")
         out.append(f"     {{{_ints(r.lo)}}}, {{{_ints(r.hi)}}}, {{{_ints(r.split)}}}, {r.max_blocks},")
