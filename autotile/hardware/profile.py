@@ -99,17 +99,24 @@ class HardwareProfile:
         }
 
     def peak_flops(self, unit: str, dtype: str) -> float:
-        """Whole-chip peak FLOP/s (2 per MAC) of ``unit`` for ``dtype``."""
+        """Whole-chip peak FLOP/s (2 per MAC) of ``unit`` for ``dtype``: the fastest rate any of
+        its arithmetic instructions sustains, so no kernel can exceed it.
+
+        The vector peak is the best of ``VECTOR_FLOPS`` over the profile's costs (on the 910B2 a
+        VADDS or VMULS repeat, ~1 cycle; a VMLA takes 6, so a peak taken from it was a third of
+        what simple instructions reach). The scalar peak is one add or multiply per cycle and core.
+        """
         if unit == "cube":
             return 2.0 * self.cube.macs_per_cycle[dtype] * self.cube_cores * self.clock_ghz * 1e9
         if unit == "vector":
             lanes = self.vector_bytes_per_repeat // max(1, _dtype_bytes(dtype))
-            per_repeat = self.vector["vmla"].get(_sig3(dtype)) if "vmla" in self.vector else None
-            cyc = per_repeat.per_repeat if per_repeat else 1.0
-            # a multiply-add is 2 FLOPs per lane per repeat
-            return 2.0 * lanes / cyc * self.vector_cores * self.clock_ghz * 1e9
+            rates = [flops / cost.per_repeat for op, flops in VECTOR_FLOPS.items()
+                     if (cost := self.vector.get(op, {}).get(_sig3(dtype))) is not None and cost.per_repeat > 0]
+            per_lane = max(rates) if rates else 2.0  # no arithmetic costed for this dtype: one multiply-add a cycle
+            return per_lane * lanes * self.vector_cores * self.clock_ghz * 1e9
         if unit == "scalar":
-            return 1.0 / self.scalar.get("mul", 1.0) * self.vector_cores * self.clock_ghz * 1e9
+            cyc = min(self.scalar.get("add", 1.0), self.scalar.get("mul", 1.0))
+            return 1.0 / cyc * self.vector_cores * self.clock_ghz * 1e9
         raise KeyError(f"unknown unit {unit!r}")
 
     @property
@@ -144,6 +151,10 @@ class HardwareProfile:
             "content_hash": self.content_hash(),
             "path": self.path,
         }
+
+
+# FLOPs per lane of the vector instructions that do arithmetic (a multiply-add counts 2)
+VECTOR_FLOPS = {"vadd": 1, "vsub": 1, "vmul": 1, "vadds": 1, "vmuls": 1, "vmla": 2, "vaxpy": 2}
 
 
 def _dtype_bytes(dtype: str) -> int:

@@ -120,7 +120,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     runs, _, traces = _run(shape, p, dtype, hw, unit, kind, onchip, trace_capacity=trace_capacity)
     n, nin = shape["n"], KINDS[kind][0]
     res = assemble(op="elementwise", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
-                   useful_flops=float(n), peak_flops=hw.peak_flops(unit, dtype) / 2,
+                   useful_flops=float(n), peak_flops=hw.peak_flops(unit, dtype),
                    must_move_bytes=None if onchip else float((nin + 1) * n * C.BYTES[dtype]), l2_hit=0.0,
                    buffers=bufs)
     return (res, traces) if want_traces else res

@@ -238,7 +238,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         return (res, []) if want_traces else res
     runs, _, traces = _run(shape, p, dtype, hw, unit, trace_capacity=trace_capacity)
     n = shape["n"]
-    peak = hw.peak_flops(unit, dtype) / (2 if unit == "vector" else 1)  # an add is half a multiply-add
+    peak = hw.peak_flops(unit, dtype)
     res = assemble(op="global_sum", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=float(n), peak_flops=peak, must_move_bytes=float(n * C.BYTES[dtype]),
                    l2_hit=0.0, buffers=bufs)

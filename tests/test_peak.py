@@ -1,0 +1,65 @@
+"""% of peak is a share of what the unit can do: no tiling of any kernel exceeds 100."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotile.hardware import bundled_names, load_profile
+from autotile.kernels import registry
+
+ONE_D = {  # op -> option sets worth covering
+    "elementwise": [{"kind": k} for k in ("add", "mul", "relu")],
+    "sigmoid": [{}],
+    "weighted_sum": [{}],
+    "global_sum": [{}],
+}
+PROFILES = {name: load_profile(name) for name in bundled_names()}
+
+
+def _options(op, extra, on_chip):
+    info = registry.get(op)
+    opts = {k: v for k, v in extra.items() if v is not None and any(o.name == k for o in info.options)}
+    if on_chip and "on_chip" in info.placements:
+        opts["data"] = "on_chip"
+    return opts or None
+
+
+@settings(max_examples=150, deadline=None)
+@given(op=st.sampled_from(sorted(ONE_D)), data=st.data(), n=st.integers(1, 1 << 21), on_chip=st.booleans(),
+       hw_name=st.sampled_from(sorted(PROFILES)))
+def test_one_d_kernels_stay_at_or_under_peak(op, data, n, on_chip, hw_name):
+    hw = PROFILES[hw_name]
+    info = registry.get(op)
+    mod = registry.implementation(op)
+    unit = data.draw(st.sampled_from(info.units))
+    dtype = data.draw(st.sampled_from(info.dtypes))
+    extra = data.draw(st.sampled_from(ONE_D[op]))
+    params = mod.default_params({"n": n}, dtype, hw, unit)
+    params["cores"] = data.draw(st.integers(1, hw.cube_cores if unit == "cube" else hw.vector_cores))
+    params["tile_len"] = data.draw(st.sampled_from([16, 64, 256, 1024, 4096]))
+    res = mod.simulate({"n": n}, params, dtype, hw, unit=unit, options=_options(op, extra, on_chip))
+    if res.feasible:
+        assert 0 <= res.pct_of_peak <= 100.0 + 1e-9, (res.pct_of_peak, params)
+
+
+@pytest.mark.parametrize("shape,params", [
+    ({"m": 1000, "n": 48, "k": 64}, {"tile_m": 2, "cores": 48, "buffer_num": 2}),
+    ({"m": 1000, "n": 48, "k": 64}, None),
+    ({"m": 64, "n": 64, "k": 64}, None),
+])
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_vector_matmul_stays_under_peak(shape, params, dtype):
+    from autotile.kernels import matmul_vector
+
+    hw = load_profile()
+    p = params or matmul_vector.default_params(shape, dtype, hw)
+    res = matmul_vector.simulate(shape, p, dtype, hw)
+    assert res.feasible and 0 < res.pct_of_peak <= 100.0
+
+
+def test_vector_peak_is_the_fastest_arithmetic_instruction():
+    hw = load_profile()
+    lanes = hw.vector_bytes_per_repeat // 2
+    vadds = hw.vector["vadds"]["fp16_fp16_fp16"].per_repeat
+    per_core_cycle = hw.peak_flops("vector", "fp16") / (hw.vector_cores * hw.clock_ghz * 1e9)
+    assert per_core_cycle == pytest.approx(lanes / vadds)
