@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import zipfile
+import zlib
 from pathlib import Path
 
 from autotile import __version__
@@ -21,6 +23,11 @@ from autotile.errors import InputError
 from autotile.models.dataset import cache_dir
 
 FORMAT = "autotile-model/1"
+# what reading a damaged zip can raise besides BadZipFile: a broken deflate/bzip2/lzma stream
+# (zlib.error, OSError, EOFError, LZMAError), an encrypted member (RuntimeError) or an
+# unsupported compression method (NotImplementedError)
+CORRUPT = (OSError, EOFError, zipfile.BadZipFile, KeyError, ValueError, zlib.error, lzma.LZMAError, RuntimeError,
+           NotImplementedError)
 # Types skops does not trust by default that our fitted estimators carry (the tree arrays);
 # scikit-learn estimators and numpy arrays are trusted by skops itself. Nothing else loads.
 TRUSTED = [
@@ -67,7 +74,7 @@ def load(path, *, kind: str, hw_hash: str | None = None) -> tuple[dict, dict]:
         with zipfile.ZipFile(path) as z:
             meta = json.loads(z.read("meta.json"))
             blob = z.read("models.skops")
-    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except CORRUPT as exc:
         raise InputError(f"{path}: corrupt model file ({exc}); run `autotile train` again") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("kind") != kind:
         raise InputError(f"{path}: not an autotile {kind} model file")
