@@ -27,3 +27,80 @@ def test_a_broken_deflate_stream_is_a_corrupt_model_not_a_traceback(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(InputError, match="corrupt model file"):
         store.load(path, kind="units")
+
+
+@pytest.fixture(scope="module")
+def tiny_regressor():
+    """A matmul cost regressor fitted on a few configurations of one shape (seconds, not minutes)."""
+    from autotile.models import dataset as D
+    from autotile.models.regressor import CostRegressor
+    from autotile.space import load_spec
+    from tests.conftest import DATA
+
+    spec = load_spec(str(DATA / "matmul_small.yaml"))
+    rows = D.config_rows(spec.space({"m": 256, "n": 256, "k": 256}, "fp16", "cube"), 30, seed=0)
+    return CostRegressor("matmul").fit(rows)
+
+
+@pytest.fixture
+def table(tmp_path):
+    from tablekit import default_table
+
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(default_table()))
+    return path
+
+
+def _other_profile_model(tiny_regressor, models):
+    """A cost model saved for ascend910 at the path an ascend910b2 table reads."""
+    from autotile.hardware import load_profile
+
+    store.save_regressor(tiny_regressor, load_profile("ascend910"), "fp", models)
+    p = store.path_for("cost", "matmul", models, load_profile("ascend910"))
+    q = store.path_for("cost", "matmul", models, load_profile("ascend910b2"))
+    q.parent.mkdir(parents=True, exist_ok=True)
+    p.replace(q)
+
+
+@pytest.mark.parametrize("damage", ["other_profile", "corrupt"])
+def test_lookup_reads_the_model_only_when_it_falls_through_to_it(tmp_path, table, tiny_regressor, run_cli, damage):
+    models = tmp_path / "cache"
+    if damage == "other_profile":
+        _other_profile_model(tiny_regressor, models)
+    else:
+        p = store.path_for("cost", "matmul", models)
+        p.parent.mkdir(parents=True)
+        p.write_bytes(b"")
+    # a tuned shape: exact, without a word about the model
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=64,n=128,k=256", "--models", str(models), "--json")
+    assert (code, json.loads(out)["match"], err) == (0, "exact", "")
+    # an untuned shape: the model is needed, unusable, so the default answers with a one-line warning
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(models), "--json")
+    assert code == 0 and json.loads(out)["match"] == "default"
+    assert err.count("\n") == 1 and "warning" in err and "matmul.cost.zip" in err
+    assert ("profile" if damage == "other_profile" else "corrupt") in err
+
+
+def test_models_for_two_profiles_coexist(tmp_path, tiny_regressor):
+    from autotile.hardware import load_profile
+
+    b2, b4 = load_profile("ascend910b2"), load_profile("ascend910b4")
+    store.save_regressor(tiny_regressor, b2, "fp", tmp_path)
+    store.save_regressor(tiny_regressor, b4, "fp", tmp_path)
+    assert store.path_for("cost", "matmul", tmp_path, b2) != store.path_for("cost", "matmul", tmp_path, b4)
+    for hw in (b2, b4):
+        assert store.load_regressor("matmul", tmp_path, hw=hw).units == tiny_regressor.units
+
+
+def test_an_old_one_file_model_is_read_when_it_matches_and_named_when_not(tmp_path, tiny_regressor):
+    from autotile.hardware import load_profile
+
+    b2, b4 = load_profile("ascend910b2"), load_profile("ascend910b4")
+    old = store.legacy_path("cost", "matmul", tmp_path)
+    old.parent.mkdir(parents=True)
+    store.save_regressor(tiny_regressor, b2, "fp", path=old)
+    assert store.load_regressor("matmul", tmp_path, hw=b2).units == tiny_regressor.units
+    with pytest.raises(InputError, match="old one-file-per-op model.*--hw ascend910b4"):
+        store.load_regressor("matmul", tmp_path, hw=b4)
+    store.save_regressor(tiny_regressor, b4, "fp", tmp_path)  # the per-profile file wins from then on
+    assert store.load_regressor("matmul", tmp_path, hw=b4).units == tiny_regressor.units

@@ -181,6 +181,8 @@ def test_model_files_round_trip_and_refuse_mismatch(tmp_path, ws_rows, hw, monke
     from autotile.hardware import load_profile
 
     with pytest.raises(InputError, match="profile"):
+        store.load_selector("weighted_sum", load_profile("ascend910"), path=path)
+    with pytest.raises(InputError, match="no trained model"):  # its models live in their own folder
         store.load_selector("weighted_sum", load_profile("ascend910"), tmp_path)
     # another version
     monkeypatch.setattr(store, "__version__", "9.9.9")

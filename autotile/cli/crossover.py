@@ -110,7 +110,7 @@ def _learned(args, hw, framed: bool) -> dict:
     trained unit selector, if any."""
     from autotile.models import store
 
-    path = store.path_for("units", args.op, args.models)
+    path = store.locate("units", args.op, args.models, hw)
     if not path.exists():
         return {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None, "learned_end_to_end_windows": None,
                 "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}

@@ -1,5 +1,8 @@
 """Model files without pickle: a zip holding ``meta.json`` and the estimators in skops format.
 
+Files live in ``<cache>/models/<profile name>/<op>.<kind>.zip``, so models trained for two
+chips coexist; a file of the older one-file-per-op layout (``<cache>/models/<op>.<kind>.zip``)
+is still read when no per-profile file exists, and named as such when it does not match.
 ``meta.json`` records the kind (units or cost), the op, the autotile version, the hardware
 profile's content hash, the dataset fingerprint and the model's JSON state (feature names,
 units). ``load`` reads the metadata first and refuses a file built for another profile or
@@ -13,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import lzma
+import re
 import zipfile
 import zlib
 from pathlib import Path
@@ -41,8 +45,30 @@ def models_dir(out=None) -> Path:
     return cache_dir(out) / "models"
 
 
-def path_for(kind: str, op: str, out=None) -> Path:
+def profile_folder(hw) -> str:
+    """The folder name of ``hw``'s models: its profile name, made safe as a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", hw.name).lstrip(".") or "profile"
+
+
+def path_for(kind: str, op: str, out=None, hw=None) -> Path:
+    """Where the ``kind`` model of ``op`` for profile ``hw`` (default: the default profile) lives."""
+    if hw is None:
+        from autotile.hardware import load_profile
+
+        hw = load_profile(None)
+    return models_dir(out) / profile_folder(hw) / f"{op}.{kind}.zip"
+
+
+def legacy_path(kind: str, op: str, out=None) -> Path:
+    """The one-file-per-op path of models saved before they were kept per profile."""
     return models_dir(out) / f"{op}.{kind}.zip"
+
+
+def locate(kind: str, op: str, out=None, hw=None) -> Path:
+    """The file to read: the profile's, else an old one-file-per-op one, else the profile's (missing)."""
+    p = path_for(kind, op, out, hw)
+    old = legacy_path(kind, op, out)
+    return old if not p.exists() and old.exists() else p
 
 
 def save(path, *, kind: str, op: str, hw_hash: str, fingerprint: str, state: dict, models: dict,
@@ -63,8 +89,10 @@ def save(path, *, kind: str, op: str, hw_hash: str, fingerprint: str, state: dic
     return write_bytes(path, buf.getvalue())
 
 
-def load(path, *, kind: str, hw_hash: str | None = None) -> tuple[dict, dict]:
-    """(meta, estimators) of a model file, checked against ``kind``, the version and the profile."""
+def load(path, *, kind: str, hw_hash: str | None = None, retrain: str = "run `autotile train` again"
+         ) -> tuple[dict, dict]:
+    """(meta, estimators) of a model file, checked against ``kind``, the version and the profile;
+    ``retrain`` ends the message of a profile mismatch."""
     import skops.io as sio
 
     path = Path(path)
@@ -83,7 +111,7 @@ def load(path, *, kind: str, hw_hash: str | None = None) -> tuple[dict, dict]:
                          f"{__version__}; run `autotile train` again")
     if hw_hash is not None and meta.get("profile_hash") != hw_hash:
         raise InputError(f"{path}: model built for profile {meta.get('profile_hash')}, the current profile is "
-                         f"{hw_hash}; run `autotile train` again")
+                         f"{hw_hash}; {retrain}")
     try:
         models = sio.loads(blob, trusted=TRUSTED)
     except Exception as exc:  # skops raises several types for untrusted or broken content
@@ -94,7 +122,7 @@ def load(path, *, kind: str, hw_hash: str | None = None) -> tuple[dict, dict]:
 
 
 def save_selector(sel, hw, fingerprint: str, out=None, path=None) -> Path:
-    return save(path or path_for("units", sel.op, out), kind="units", op=sel.op, hw_hash=hw.content_hash(),
+    return save(path or path_for("units", sel.op, out, hw), kind="units", op=sel.op, hw_hash=hw.content_hash(),
                 fingerprint=fingerprint, state=sel.state(), models=sel.models)
 
 
@@ -102,8 +130,7 @@ def load_selector(op: str, hw=None, out=None, path=None):
     """The stored unit selector of ``op`` (checked against ``hw``'s content hash when given)."""
     from autotile.models.selector import UnitSelector
 
-    p = Path(path) if path else path_for("units", op, out)
-    meta, models = load(p, kind="units", hw_hash=hw.content_hash() if hw is not None else None)
+    p, (meta, models) = _read("units", op, out, hw, path)
     try:
         return UnitSelector.from_state(meta["state"], models)
     except (KeyError, TypeError, ValueError) as exc:
@@ -111,7 +138,7 @@ def load_selector(op: str, hw=None, out=None, path=None):
 
 
 def save_regressor(reg, hw, fingerprint: str, out=None, path=None) -> Path:
-    return save(path or path_for("cost", reg.op, out), kind="cost", op=reg.op, hw_hash=hw.content_hash(),
+    return save(path or path_for("cost", reg.op, out, hw), kind="cost", op=reg.op, hw_hash=hw.content_hash(),
                 fingerprint=fingerprint, state=reg.state(), models=reg.models)
 
 
@@ -119,9 +146,22 @@ def load_regressor(op: str, out=None, hw=None, path=None):
     """The stored cost regressor of ``op``."""
     from autotile.models.regressor import CostRegressor
 
-    p = Path(path) if path else path_for("cost", op, out)
-    meta, models = load(p, kind="cost", hw_hash=hw.content_hash() if hw is not None else None)
+    p, (meta, models) = _read("cost", op, out, hw, path)
     try:
         return CostRegressor.from_state(meta["state"], models)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{p}: corrupt model file ({exc})") from None
+
+
+def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict]]:
+    """``load`` of ``path``, else of the located file; an old-layout file that does not match
+    says so, since retraining writes the per-profile file and leaves it in place."""
+    h = hw.content_hash() if hw is not None else None
+    if path:
+        return Path(path), load(path, kind=kind, hw_hash=h)
+    p = locate(kind, op, out, hw)
+    if p != legacy_path(kind, op, out):
+        return p, load(p, kind=kind, hw_hash=h)
+    name = hw.name if hw is not None else "NAME"
+    return p, load(p, kind=kind, hw_hash=h, retrain=f"it is an old one-file-per-op model (models now live in "
+                                                     f"{p.parent}/<profile>/); run `autotile train --hw {name}`")

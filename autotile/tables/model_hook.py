@@ -1,28 +1,55 @@
 """The lookup's ``model`` fallback: the learned cost regressor ranks configurations of the
-table's own spec for a shape nobody tuned (``autotile train`` writes the model)."""
+table's own spec for a shape nobody tuned (``autotile train`` writes the model).
+
+The model file is read only when a lookup falls through to the model: an exact or nearest
+match never needs it, so a stale, corrupt or other-profile model cannot break those. When it
+is needed but unusable, ``warn`` gets one line naming the file and why, and the lookup goes on
+to its next method (the default tiling).
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from autotile.errors import InputError
 
-def regressor_hook(table, models_dir: str | Path | None = None) -> Callable | None:
-    """``model(op, shape, dtype) -> params or None`` from a trained cost model, or None if there
-    is no model file for the table's op (the lookup then goes on to the default heuristic)."""
+
+def warn_stderr(text: str) -> None:
+    print(f"autotile: warning: {text}", file=sys.stderr)
+
+
+def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[str], None] = warn_stderr
+                   ) -> Callable | None:
+    """``model(op, shape, dtype) -> {"unit", "params"} or None`` from a trained cost model,
+    or None if there is no model file for the table's op and profile."""
     from autotile.models import store
 
-    if not store.path_for("cost", table.op, models_dir).exists():
+    if not store.locate("cost", table.op, models_dir, table.hardware).exists():
         return None
-    reg = store.load_regressor(table.op, models_dir, hw=table.hardware)
+    loaded: list = []  # [regressor or None], filled on first use
+
+    def regressor():
+        if not loaded:
+            try:
+                loaded.append(store.load_regressor(table.op, models_dir, hw=table.hardware))
+            except InputError as exc:
+                warn(f"{exc}; the lookup falls back to the default tiling")
+                loaded.append(None)
+        return loaded[0]
 
     def model(op: str, shape: dict, dtype: str):
         from autotile.models.regressor import predict_params
 
+        reg = regressor()
+        if reg is None:
+            return None
         spec = table.spec
         for unit in spec.units:
             if unit in reg.units:
-                return predict_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
+                got = predict_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
+                return None if got is None else {"unit": unit, "params": got}
         return None
 
     return model
