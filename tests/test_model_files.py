@@ -104,3 +104,12 @@ def test_an_old_one_file_model_is_read_when_it_matches_and_named_when_not(tmp_pa
         store.load_regressor("matmul", tmp_path, hw=b4)
     store.save_regressor(tiny_regressor, b4, "fp", tmp_path)  # the per-profile file wins from then on
     assert store.load_regressor("matmul", tmp_path, hw=b4).units == tiny_regressor.units
+
+
+@pytest.mark.parametrize("command", ["lookup", "decide"])
+def test_a_models_folder_that_is_missing_or_a_file_is_an_error(tmp_path, table, run_cli, command):
+    (tmp_path / "afile").write_text("x")
+    for bad, why in ((tmp_path / "typo", "does not exist"), (tmp_path / "afile", "is not a folder")):
+        args = [str(table), "--shape", "m=20000,n=24,k=40"] if command == "lookup" else ["weighted_sum", "--shape", "n=300"]
+        code, out, err = run_cli(command, *args, "--models", str(bad))
+        assert code == 2 and err.count("\n") == 1 and f"--models: {bad} {why}" in err

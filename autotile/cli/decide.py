@@ -37,7 +37,7 @@ def run(args) -> int:
         raise InputError(f"--data: op {args.op} has no on-chip framing (its kernel always reads its inputs from "
                          f"GM); use --data gm")
     hw = load_profile(args.hw)
-    sel = store.load_selector(args.op, hw, args.models)
+    sel = store.load_selector(args.op, hw, store.given_dir(args.models))
     unit, cycles = sel.decide(shape, args.dtype, args.data)
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,
            "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda kv: kv[1])}}

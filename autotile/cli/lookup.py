@@ -22,7 +22,9 @@ def run(args) -> int:
     from autotile.tables.schema import load_table
 
     table = load_table(args.table)
-    model = regressor_hook(table, args.models)
+    from autotile.models.store import given_dir
+
+    model = regressor_hook(table, given_dir(args.models))
     m = lookup(table, parse_kv(args.shape, what="--shape", ints=True), args.dtype, model=model)
     if args.json:
         print_json(m.to_json())

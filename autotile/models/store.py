@@ -45,6 +45,15 @@ def models_dir(out=None) -> Path:
     return cache_dir(out) / "models"
 
 
+def given_dir(out, flag: str = "--models"):
+    """``out`` if it is None or an existing folder; else an InputError, so a typo is not
+    silently the same as having no models."""
+    if out is not None and not Path(out).is_dir():
+        what = "is not a folder" if Path(out).exists() else "does not exist"
+        raise InputError(f"{flag}: {out} {what} (expected the cache folder given to `autotile train -o`)")
+    return out
+
+
 def profile_folder(hw) -> str:
     """The folder name of ``hw``'s models: its profile name, made safe as a file name."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", hw.name).lstrip(".") or "profile"
