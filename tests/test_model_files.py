@@ -113,3 +113,11 @@ def test_a_models_folder_that_is_missing_or_a_file_is_an_error(tmp_path, table, 
         args = [str(table), "--shape", "m=20000,n=24,k=40"] if command == "lookup" else ["weighted_sum", "--shape", "n=300"]
         code, out, err = run_cli(command, *args, "--models", str(bad))
         assert code == 2 and err.count("\n") == 1 and f"--models: {bad} {why}" in err
+
+
+@pytest.mark.parametrize("op,shape", [("matmul", "m=64,n=64,k=64"), ("copy", "n=300"),
+                                      ("resize", "n=1,c=1,h_in=4,w_in=4,h_out=8,w_out=8")])
+def test_decide_names_the_ops_it_covers_for_an_op_without_a_selector(tmp_path, run_cli, op, shape):
+    code, out, err = run_cli("decide", op, "--shape", shape, "--models", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1
+    assert f"{op} has no unit selector" in err and "weighted_sum" in err and "autotile train" not in err

@@ -36,6 +36,7 @@ def run(args) -> int:
     if args.data not in info.placements:
         raise InputError(f"--data: op {args.op} has no on-chip framing (its kernel always reads its inputs from "
                          f"GM); use --data gm")
+    _has_selector(args.op)
     hw = load_profile(args.hw)
     sel = store.load_selector(args.op, hw, store.given_dir(args.models))
     unit, cycles = sel.decide(shape, args.dtype, args.data)
@@ -47,3 +48,13 @@ def run(args) -> int:
         pred = ", ".join(f"{u} {c:.1f}" for u, c in out["predicted_cycles"].items())
         print(f"{args.op} {args.dtype} {args.shape}: {unit} (predicted cycles: {pred})")
     return 0
+
+
+def _has_selector(op: str) -> None:
+    """An InputError for an op ``train`` builds no unit selector for (retraining would not help)."""
+    from autotile.models.training import trainable
+
+    if not trainable(op)["units"]:
+        covered = [o for o in registry.OPS if trainable(o)["units"]]
+        raise InputError(f"{op} has no unit selector (decide covers the 1-D ops with several units: "
+                         f"{', '.join(covered)})")
