@@ -121,3 +121,15 @@ def test_decide_names_the_ops_it_covers_for_an_op_without_a_selector(tmp_path, r
     code, out, err = run_cli("decide", op, "--shape", shape, "--models", str(tmp_path))
     assert code == 2 and err.count("\n") == 1
     assert f"{op} has no unit selector" in err and "weighted_sum" in err and "autotile train" not in err
+
+
+def test_train_flags_do_what_they_name_or_refuse(tmp_path, run_cli):
+    from autotile.models import training
+
+    # --cost naming an op outside --ops trains that op's cost regressor too, instead of dropping it
+    assert training.selection(["weighted_sum"], ["resize"]) == (["weighted_sum", "resize"], {"resize"})
+    assert training.selection(["weighted_sum"], "all") == (["weighted_sum"], {"weighted_sum"})
+    for flag, value in (("--ops", ","), ("--ops", ""), ("--ops", " , "), ("--cost", ","), ("--cost", "")):
+        code, out, err = run_cli("train", flag, value, "-o", str(tmp_path))
+        assert code == 2 and err.count("\n") == 1 and f"{flag}: expected comma-separated op names" in err, (flag, value)
+    assert not (tmp_path / "models").exists()

@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
     p.add_argument("--ops", default=None, help="comma-separated ops (default: every 1-D op with several units, "
                                                "for its unit selector, and matmul, for its cost regressor)")
     p.add_argument("--cost", default=None, help="cost regressors to train: all, none or comma-separated ops "
-                                                "(default: matmul, or every op named by --ops); all of them "
+                                                "(default: matmul, or every op named by --ops; an op named here but not in --ops is trained too, for its cost regressor only); all of them "
                                                 "take about 2.5 minutes on 2 cores instead of 1 (roi_align's "
                                                 "simulations are slow)")
     p.add_argument("-o", "--out", default=None, help="cache folder for datasets and models (default "
@@ -33,15 +33,19 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _names(text):
-    return [o.strip() for o in text.split(",") if o.strip()]
+def _names(text, flag):
+    """The op names of a comma-separated flag value; an empty list is an error, not 'all'."""
+    names = [o.strip() for o in text.split(",") if o.strip()]
+    if not names:
+        raise InputError(f"{flag}: expected comma-separated op names, got {text!r}")
+    return names
 
 
 def run(args) -> int:
     from autotile.models import training
 
-    cost = args.cost if args.cost in (None, "all", "none") else _names(args.cost)
-    ops, cost_ops = training.selection(_names(args.ops) if args.ops else None, cost)
+    cost = args.cost if args.cost in (None, "all", "none") else _names(args.cost, "--cost")
+    ops, cost_ops = training.selection(_names(args.ops, "--ops") if args.ops is not None else None, cost)
     hw = load_profile(args.hw)
 
     def log(op, entry):

@@ -57,6 +57,8 @@ def selection(ops=None, cost=None) -> tuple[list[str], set[str]]:
 
     ``ops``: names, or None for every op with a unit selector or a default cost regressor.
     ``cost``: "all", "none", names, or None: the named ``ops`` when given, else DEFAULT_COST.
+    With ``ops``, "all" means all of theirs; ops named by ``cost`` but not by ``ops`` are
+    trained too (their cost regressor only).
     Raises InputError for an unknown op or one with nothing to train under this choice.
     """
     from autotile.errors import InputError
@@ -96,7 +98,9 @@ def selection(ops=None, cost=None) -> tuple[list[str], set[str]]:
             why = "its cost regressor was not asked for (--cost)" if trainable(op)["cost"] else \
                 f"no kernel module, or not a 1-D op with several units and no studies/{op}.yaml"
             raise InputError(f"--ops: nothing to train for {op} ({why})")
-    return ops, cost_ops & set(ops)
+    if cost in (None, "all", "none"):
+        return ops, cost_ops & set(ops)
+    return ops + sorted(cost_ops - set(ops)), cost_ops
 
 
 def random_shapes(dims, count: int, seed: int, lo: float = 4.0, hi: float = 12.5) -> list[dict]:
