@@ -133,3 +133,61 @@ def test_train_flags_do_what_they_name_or_refuse(tmp_path, run_cli):
         code, out, err = run_cli("train", flag, value, "-o", str(tmp_path))
         assert code == 2 and err.count("\n") == 1 and f"{flag}: expected comma-separated op names" in err, (flag, value)
     assert not (tmp_path / "models").exists()
+
+
+def test_lookup_model_answer_on_a_huge_shape_is_bounded_and_says_how(tmp_path, table, tiny_regressor, run_cli):
+    """100000^3: simulating one candidate takes minutes; the lookup answers from the ranking."""
+    import signal
+    import time
+
+    from autotile.hardware import load_profile
+
+    store.save_regressor(tiny_regressor, load_profile("ascend910b2"), "fp", tmp_path)
+
+    def too_slow(*_):
+        raise TimeoutError("lookup took over 60 s")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(60)
+    try:
+        t0 = time.monotonic()
+        code, out, err = run_cli("lookup", str(table), "--shape", "m=100000,n=100000,k=100000", "--models",
+                                 str(tmp_path), "--json")
+        took = time.monotonic() - t0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    got = json.loads(out)
+    assert code == 0 and got["match"] == "model" and took < 30
+    assert "not verified" in got["how"] and "budget" in got["how"]
+    # a moderate shape is still settled on the simulator
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path))
+    assert code == 0 and "chosen as the fastest on the simulator of the model's top 8" in out
+
+
+def test_neighbours_of_a_huge_shape_do_not_list_its_domains():
+    """single_core_m of m = 3e9 allows ~2e8 values; neighbours used to build that list."""
+    import random
+    import signal
+
+    from autotile.models import dataset as D
+    from autotile.space import load_spec
+    from tests.conftest import ROOT
+
+    space = load_spec(str(ROOT / "studies" / "matmul.yaml")).space({"m": 3 * 10 ** 9, "n": 16, "k": 16}, "fp16", "cube")
+    rng = random.Random(0)
+    cfg = next(c for c in iter(lambda: D.random_config(space, rng), 0) if c and space.check(c) is None)
+
+    def too_slow(*_):
+        raise TimeoutError("neighbours took over 10 s")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(10)
+    try:
+        got = D.neighbours(space, cfg, rng)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert got and all(space.check(c) is None for c in got)
+    assert D._nearest(range(16, 10 ** 9, 16), 41) == 48 and D._nearest(range(16, 10 ** 9, 16), 40) == 32
+    assert D._nearest(range(16, 64, 16), 5) == 16 and D._nearest(range(16, 64, 16), 500) == 48

@@ -13,7 +13,7 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--models", help="folder of trained models (default: autotile train's cache); "
                                     "the cost model answers shapes no tuned tiling fits")
-    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params}")
+    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, for a model answer)")
 
 
 def run(args) -> int:
@@ -33,4 +33,6 @@ def run(args) -> int:
     via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" if m.matched_shape else ""
     print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}")
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
+    if m.how:
+        print(f"  chosen as {m.how}")
     return 0

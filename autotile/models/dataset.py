@@ -138,10 +138,21 @@ def _repair(space, cfg: dict, start: int) -> dict | None:
             return None
         v = cfg[p.name]
         if v not in dom:
-            v = min(dom, key=lambda d: abs(d - v)) if isinstance(v, (int, float)) and not isinstance(v, str) \
-                else dom[0]
+            v = _nearest(dom, v) if isinstance(v, (int, float)) and not isinstance(v, str) else dom[0]
         env[p.name] = v
     return env
+
+
+def _nearest(dom, v):
+    """The allowed value nearest ``v`` (the lower one on a tie); O(1) for a range, whose length
+    grows with the shape (single_core_m of m = 3e9 has ~2e8 values)."""
+    if not isinstance(dom, range) or dom.step < 0:
+        return min(dom, key=lambda d: abs(d - v))
+    if v <= dom[0] or v >= dom[-1]:
+        return dom[0] if v <= dom[0] else dom[-1]
+    lo = dom[int((v - dom.start) // dom.step)]
+    hi = lo + dom.step
+    return hi if hi in dom and abs(hi - v) < abs(lo - v) else lo
 
 
 def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:
@@ -151,11 +162,11 @@ def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[di
     for i, p in enumerate(space.params):
         dom = space.domain(p.name, env)
         env[p.name] = cfg[p.name]
-        values = list(dom)
+        values = dom if isinstance(dom, range) else list(dom)  # a range is never listed: it may be huge
         if len(values) > width:  # the nearest values in order, plus a few far ones
             j = values.index(cfg[p.name]) if cfg[p.name] in values else 0
             r = max(1, width // 4)
-            near = values[max(0, j - r):j + r + 1]
+            near = list(values[max(0, j - r):j + r + 1])
             values = near + rng.sample(values, max(0, width - len(near)))
         for v in values:
             if v == cfg[p.name]:

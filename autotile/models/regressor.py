@@ -13,6 +13,8 @@ table lookup for an untuned shape): the model's few best predictions, simulated,
 from __future__ import annotations
 
 import random
+import time
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone
@@ -192,29 +194,59 @@ def top_k(op: str, shape: dict, dtype: str, candidates_or_space, k: int = 10, *,
     return [(configs[i], float(pred[i])) for i in order]
 
 
+@dataclass(frozen=True)
+class Pick:
+    """The params the model picked and how (what was ranked, what was simulated)."""
+
+    params: dict
+    how: str
+
+
 def predict_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify: int = VERIFY,
                    **kw) -> dict | None:
-    """The params the model picks for a shape (None without candidates); ``top_k`` has the options.
+    """The params the model picks for a shape (None without candidates); see ``pick_params``."""
+    got = pick_params(op, shape, dtype, candidates_or_space, verify=verify, **kw)
+    return None if got is None else got.params
+
+
+def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify: int = VERIFY,
+                budget_s: float | None = None, **kw) -> Pick | None:
+    """The params the model picks for a shape, and how (None without candidates).
 
     Given a Space, the model's ``verify`` best predicted configurations are then scored by the
-    spec's backend (the simulator, ~0.2 ms a matmul configuration; recorded measurements for a
-    replay spec) and the fastest feasible one is returned: the model ranks a space of thousands,
-    the backend settles the last few, where a learned ranking is least sure. ``verify=1`` (or a
-    list of candidates) returns the top predicted configuration and scores nothing.
+    spec's backend (the simulator; recorded measurements for a replay spec) and the fastest
+    feasible one is returned: the model ranks a space of thousands, the backend settles the last
+    few, where a learned ranking is least sure. Only candidates whose estimated simulation time
+    (``sim_budget``) fits in what is left of ``budget_s`` are scored, so a huge shape answers in
+    seconds from the ranking alone. ``verify=1`` (or a list of candidates) scores nothing.
     """
+    from autotile.models import sim_budget
+
+    budget = sim_budget.BUDGET_S if budget_s is None else budget_s
     space = candidates_or_space if isinstance(candidates_or_space, Space) else None
     k = max(1, verify) if space is not None else 1
     best = top_k(op, shape, dtype, candidates_or_space, k, **kw)
     if not best:
         return None
     if k == 1:
-        return best[0][0]
+        return Pick(best[0][0], "the model's best predicted configuration (not simulated)")
     from autotile.tune.evaluate import make_evaluator
 
     ev = make_evaluator(space)
-    scored = []
+    scored, skipped, t0 = [], [], time.monotonic()
     for i, (p, _) in enumerate(best):
+        est = sim_budget.estimate_seconds(op, space.shape, dtype, space.unit, p, space.spec.backend)
+        if time.monotonic() - t0 + est > budget:
+            skipped.append(est)
+            continue
         out = ev.score(p)
         if out.feasible and "cycles" in out.values:
             scored.append((out.values["cycles"], i))
-    return best[min(scored)[1]][0] if scored else best[0][0]
+    over = f"~{min(skipped):.3g} s each or more, over the {budget:g} s budget" if skipped else ""
+    if not scored:
+        why = f"simulating them would take {over}" if skipped else "none was feasible on the simulator"
+        return Pick(best[0][0], f"the model's best predicted of its top {len(best)}, not verified ({why})")
+    if skipped:
+        return Pick(best[min(scored)[1]][0], f"the fastest on the simulator of the model's top {len(best)}: "
+                                             f"{len(best) - len(skipped)} simulated, {len(skipped)} not ({over})")
+    return Pick(best[min(scored)[1]][0], f"the fastest on the simulator of the model's top {len(best)}")

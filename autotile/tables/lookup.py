@@ -49,10 +49,12 @@ class Match:
     entry: int | None = None  # index into table.entries
     distance: float | None = None
     skipped: tuple[str, ...] = field(default=(), compare=False)  # why model/default were passed over
+    how: str | None = field(default=None, compare=False)  # model: how it chose (ranked, simulated)
 
     def to_json(self) -> dict:
-        return {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
-                "match": self.match, "unit": self.unit, "params": self.params}
+        out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
+               "match": self.match, "unit": self.unit, "params": self.params}
+        return {**out, "how": self.how} if self.how else out
 
 
 def distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -141,7 +143,8 @@ class Lookup:
                 continue
             why = self.reason(shape, params, dtype, unit)
             if why is None:
-                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped))
+                how = answer.get("how") if "params" in answer else None
+                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped), how=how)
             skipped.append(f"model ({unit}): {why}")
         if not units:
             skipped.append("model: its params fit no unit of the spec")

@@ -22,7 +22,7 @@ def warn_stderr(text: str) -> None:
 
 def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[str], None] = warn_stderr
                    ) -> Callable | None:
-    """``model(op, shape, dtype) -> {"unit", "params"} or None`` from a trained cost model,
+    """``model(op, shape, dtype) -> {"unit", "params", "how"} or None`` from a trained cost model,
     or None if there is no model file for the table's op and profile."""
     from autotile.models import store
 
@@ -40,7 +40,7 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         return loaded[0]
 
     def model(op: str, shape: dict, dtype: str):
-        from autotile.models.regressor import predict_params
+        from autotile.models.regressor import pick_params
 
         reg = regressor()
         if reg is None:
@@ -48,8 +48,8 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         spec = table.spec
         for unit in spec.units:
             if unit in reg.units:
-                got = predict_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
-                return None if got is None else {"unit": unit, "params": got}
+                got = pick_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
+                return None if got is None else {"unit": unit, "params": got.params, "how": got.how}
         return None
 
     return model
