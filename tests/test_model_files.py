@@ -191,3 +191,17 @@ def test_neighbours_of_a_huge_shape_do_not_list_its_domains():
     assert got and all(space.check(c) is None for c in got)
     assert D._nearest(range(16, 10 ** 9, 16), 41) == 48 and D._nearest(range(16, 10 ** 9, 16), 40) == 32
     assert D._nearest(range(16, 64, 16), 5) == 16 and D._nearest(range(16, 64, 16), 500) == 48
+
+
+def test_decide_warns_outside_the_training_range(tmp_path, run_cli, hw):
+    from autotile.models import dataset as D
+    from autotile.models.selector import UnitSelector
+
+    rows = D.unit_rows("weighted_sum", ("fp16",), hw, sizes=[256, 1024, 4096], placements=("gm",))
+    store.save_selector(UnitSelector("weighted_sum").fit(rows), hw, "fp", tmp_path)
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=1000", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["warning"] is None
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=1000000000000", "--models", str(tmp_path), "--json")
+    assert code == 0 and "n=1000000000000 (trained on 256..4096)" in json.loads(out)["warning"]
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=16", "--models", str(tmp_path))
+    assert code == 0 and "warning: outside the training range for data gm: n=16" in out

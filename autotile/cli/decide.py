@@ -41,12 +41,18 @@ def run(args) -> int:
     sel = store.load_selector(args.op, hw, store.given_dir(args.models))
     unit, cycles = sel.decide(shape, args.dtype, args.data)
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,
-           "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda kv: kv[1])}}
+           "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda kv: kv[1])},
+           "warning": None}
+    far = sel.outside(shape, args.data)
+    if far:
+        out["warning"] = f"{far}; the prediction extrapolates"
     if args.json:
         print_json(out)
     else:
         pred = ", ".join(f"{u} {c:.1f}" for u, c in out["predicted_cycles"].items())
         print(f"{args.op} {args.dtype} {args.shape}: {unit} (predicted cycles: {pred})")
+        if far:
+            print(f"  warning: {out['warning']}")
     return 0
 
 

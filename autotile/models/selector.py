@@ -47,6 +47,7 @@ class UnitSelector:
         self.names: list[str] = []
         self.models: dict = {}
         self.n_rows = 0
+        self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
 
     def fit(self, rows) -> UnitSelector:
         """Fit one regressor per unit on the best cycles of each problem in ``rows``."""
@@ -63,7 +64,23 @@ class UnitSelector:
             y = np.log2([c for c, _ in sub])
             self.models[u] = clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
         self.n_rows = len(best)
+        self.ranges = {}
+        for _, r in best:
+            span = self.ranges.setdefault(r.data, {})
+            for d, v in r.shape.items():
+                lo, hi = span.get(d, (v, v))
+                span[d] = [min(lo, v), max(hi, v)]
         return self
+
+    def outside(self, shape: dict, data: str = "gm") -> str | None:
+        """Why ``shape`` lies outside the training shapes of ``data`` (the prediction then
+        extrapolates), or None; None too for a model saved without its ranges."""
+        span = self.ranges.get(data)
+        if not span:
+            return None
+        out = [f"{d}={v} (trained on {span[d][0]}..{span[d][1]})" for d, v in shape.items()
+               if d in span and not span[d][0] <= v <= span[d][1]]
+        return f"outside the training range for data {data}: {', '.join(out)}" if out else None
 
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
@@ -100,12 +117,14 @@ class UnitSelector:
 
     # -- persistence (see store.py): JSON state + estimators
     def state(self) -> dict:
-        return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows}
+        return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
+                "ranges": self.ranges}
 
     @classmethod
     def from_state(cls, state: dict, models: dict) -> UnitSelector:
         sel = cls(state["op"])
         sel.units, sel.names, sel.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
+        sel.ranges = {k: {d: [int(a), int(b)] for d, (a, b) in v.items()} for k, v in state.get("ranges", {}).items()}
         sel.models = dict(models)
         if set(sel.models) != set(sel.units):
             raise ValueError("unit models do not match the units")
