@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from autotile.atomic import write_text
+from autotile.errors import InputError
 from autotile.tune import ktcache
 from autotile.tune.measurements import norm
 
@@ -106,11 +107,24 @@ def import_cache(cache: str | Path, out: str | Path) -> dict:
     'replay'
     """
     cache, out = Path(cache), Path(out)
+    refuse_overwrite(cache, out)
     doc = ktcache.read_cache(cache)
     rel = os.path.relpath(cache.resolve(), out.resolve().parent)
     spec = spec_dict(doc, rel, name=str(cache))
     write_spec(spec, out)
     return spec
+
+
+def refuse_overwrite(cache: Path, out: Path) -> None:
+    """Refuse an output that is the cache itself (same path, symlink or hard link): writing the
+    spec there would destroy the measurements it points at."""
+    try:
+        same = out.exists() and cache.exists() and os.path.samefile(cache, out)
+    except OSError:
+        same = False
+    if same:
+        raise InputError(f"-o {out}: is the Kernel Tuner cache being imported; expected another file "
+                         "(writing the spec there would destroy the measurements)", file=str(cache))
 
 
 def write_spec(spec: dict, out: str | Path) -> Path:

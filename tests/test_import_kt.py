@@ -1,0 +1,44 @@
+"""``import-kt`` guards: never overwrite the cache it reads, never leave a spec that cannot load."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from autotile.cli import run as cli
+
+DOC = {"device_name": "G", "kernel_name": "k", "problem_size": [64, 32],
+       "tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, 32], "t": [1, 2]},
+       "objective": "time",
+       "cache": {f"{b},{t}": {"bx": b, "t": t, "time": 1.0 + b / 100 + t, "times": [1.0]}
+                 for b in (16, 32) for t in (1, 2)}}
+
+
+@pytest.fixture
+def cache(tmp_path):
+    path = tmp_path / "kt.json"
+    path.write_text(json.dumps(DOC))
+    return path
+
+
+@pytest.mark.parametrize("how", ["same", "symlink", "hardlink"])
+def test_output_that_is_the_cache_is_refused(cache, tmp_path, how, capsys):
+    before = cache.read_bytes()
+    out = cache
+    if how == "symlink":
+        out = tmp_path / "link.yaml"
+        out.symlink_to(cache)
+    elif how == "hardlink":
+        out = tmp_path / "hard.yaml"
+        os.link(cache, out)
+    assert cli(["import-kt", str(cache), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Kernel Tuner cache being imported" in err and "Traceback" not in err
+    assert cache.read_bytes() == before
+
+
+def test_other_output_still_written(cache, tmp_path):
+    assert cli(["import-kt", str(cache), "-o", str(tmp_path / "s.yaml")]) == 0
+    assert (tmp_path / "s.yaml").read_text().startswith("description:")
