@@ -42,3 +42,26 @@ def test_output_that_is_the_cache_is_refused(cache, tmp_path, how, capsys):
 def test_other_output_still_written(cache, tmp_path):
     assert cli(["import-kt", str(cache), "-o", str(tmp_path / "s.yaml")]) == 0
     assert (tmp_path / "s.yaml").read_text().startswith("description:")
+
+
+def _doc_with(name: str, values: list) -> dict:
+    return {"problem_size": [8], "tune_params_keys": [name, "a"], "tune_params": {name: values, "a": [1, 2]},
+            "cache": {f"{values[0]},1": {name: values[0], "a": 1, "time": 1.0, "times": [1.0]}}}
+
+
+@pytest.mark.parametrize("name, values, expect", [
+    ("block size x", [1, 2], "'block size x' is not a valid name"),
+    ("shape", [1, 2], "shadows the shape namespace"),
+    ("p", [1, 2**70], "larger than 2**62"),
+])
+def test_unloadable_spec_is_never_written(tmp_path, capsys, name, values, expect):
+    cache = tmp_path / "kt.json"
+    cache.write_text(json.dumps(_doc_with(name, values)))
+    out = tmp_path / "s.yaml"
+    assert cli(["import-kt", str(cache), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"autotile: error: {cache}: tune_params.{name}: ") and expect in err
+    assert "\n" not in err and not out.exists()
+    out.write_text("old\n")  # an existing output is kept as it was
+    assert cli(["import-kt", str(cache), "-o", str(out)]) == 2
+    assert out.read_text() == "old\n"

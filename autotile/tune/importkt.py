@@ -11,7 +11,9 @@ The spec uses the generic op ``replay`` with the cache's ``problem_size`` as its
 ``x``, ``y``, ``z`` as Kernel Tuner names them; ``problem: 1`` when it is not positive
 integers), the objective ``time_us`` and ``backend: replay`` with the cache as measurements
 (a path relative to the spec). Configurations the cache lacks (Kernel Tuner restrictions)
-are simply infeasible when tuning.
+are simply infeasible when tuning. The spec is loaded in memory before it is written: a cache
+whose names or values a spec cannot hold (``block size x``, ``shape``, 2**70) is an error naming
+the cache and the parameter, and nothing is written.
 """
 
 from __future__ import annotations
@@ -111,8 +113,32 @@ def import_cache(cache: str | Path, out: str | Path) -> dict:
     doc = ktcache.read_cache(cache)
     rel = os.path.relpath(cache.resolve(), out.resolve().parent)
     spec = spec_dict(doc, rel, name=str(cache))
-    write_spec(spec, out)
+    # checked with the cache's absolute path: the output's folder may not exist yet
+    check_loads(dump({**spec, "measurements": str(cache.resolve())}), out, cache, list(spec["params"]))
+    write_text(out, dump(spec))
     return spec
+
+
+def check_loads(text: str, out: Path, cache: Path, names: list) -> None:
+    """Load the spec text in memory; a failure is an error about the cache (and its parameter),
+    raised before anything is written.
+
+    Names are not renamed: a replay spec matches the cache's entries by parameter name, so a
+    renamed parameter would no longer find its measurements.
+    """
+    from autotile.space import load_spec_text
+
+    try:
+        load_spec_text(text, str(out))
+    except InputError as exc:
+        field = exc.field or ""
+        name = next((n for n in names if field == f"params.{n}" or field.startswith(f"params.{n}.")), None)
+        if name is None:
+            raise InputError(f"cannot make a loadable spec: {exc}", file=str(cache)) from None
+        hint = (" (rename it in the cache: a replay spec keeps the cache's names)"
+                if field == f"params.{name}" else "")
+        raise InputError(f"cannot import parameter {name!r}: {exc.message}{hint}", file=str(cache),
+                         field=f"tune_params.{name}") from None
 
 
 def refuse_overwrite(cache: Path, out: Path) -> None:
