@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from autotile.errors import InputError
@@ -42,6 +43,9 @@ def _value(raw: str, *, what: str, ints: bool):
     if low in ("true", "false"):
         return low == "true"
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         return raw
+    if not math.isfinite(value):
+        raise InputError(f"{what}: expected a finite number, got {raw!r}")
+    return value

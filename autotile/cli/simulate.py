@@ -28,7 +28,10 @@ def run(args) -> int:
     shape = parse_kv(args.shape, what="--shape", ints=True)
     space = spec.space(shape, args.dtype, args.unit)
     spec.require_kernel_params(space.unit)
-    kernel = registry.implementation(spec.op.name)
+    try:
+        kernel = registry.implementation(spec.op.name)
+    except InputError as exc:
+        raise exc.located(file=args.spec) from None
     params = space.project({k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware,
                                                                    space.unit).items() if k in space.names})
     given = parse_kv(args.set_, what="--set")

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from types import ModuleType
 
+from autotile.errors import InputError
+
 
 class OptionError(ValueError):
     """A bad value in an op's ``inputs:`` mapping; ``key`` names the option."""
@@ -177,7 +179,9 @@ def get(name: str) -> OpInfo:
 
 
 def implementation(name: str) -> ModuleType:
-    """Import and return the kernel module of operator ``name``."""
+    """Import and return the kernel module of operator ``name``; an op without one (``replay``)
+    is an input error, since only a spec can name it."""
     if not get(name).module:
-        raise KeyError(f"op {name!r} has no kernel: it can only be replayed from measurements")
+        raise InputError(f"op {name!r} has no kernel to simulate: it can only be replayed from "
+                         "its measurements (tune it with backend: replay)", field="op")
     return importlib.import_module(f"autotile.kernels.{get(name).module}")

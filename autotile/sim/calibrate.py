@@ -113,9 +113,14 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     """Parse and validate a measurements CSV strictly (errors name file, line and column)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise InputError(f"cannot read measurements: {exc.strerror or exc}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x}): expected a CSV file",
+                         file=str(path), line=line) from None
     reader = csv.reader(text.splitlines())
     try:
         header = [h.strip() for h in next(reader)]

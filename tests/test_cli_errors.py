@@ -1,0 +1,51 @@
+"""Bad command-line input is one line on stderr with exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotile.cli import run as cli
+
+
+def _fails(capsys, argv, needle):
+    assert cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("autotile: error:") and "\n" not in err, err
+    assert needle in err, err
+    return err
+
+
+def test_simulate_on_a_replay_spec(tmp_path, capsys):
+    cache = tmp_path / "kt.json"
+    cache.write_text(json.dumps({"problem_size": [64], "tune_params_keys": ["a"], "tune_params": {"a": [1, 2]},
+                                 "cache": {"1": {"a": 1, "time": 1.0, "times": [1.0]}}}))
+    spec = tmp_path / "s.yaml"
+    assert cli(["import-kt", str(cache), "-o", str(spec)]) == 0
+    capsys.readouterr()
+    err = _fails(capsys, ["simulate", str(spec), "--shape", "x=64"], "has no kernel to simulate")
+    assert f"{spec}: op:" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999"])
+def test_simulate_set_non_finite(capsys, value):
+    _fails(capsys, ["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64",
+                    "--set", f"base_m={value}"], "--set base_m: expected a finite number")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["micro", "mmad", "m=99999999999999999999999,k=16,n=16"], "m=99999999999999999999999: expected a positive"),
+    (["micro", "vector", "op=vadd,elems=99999999999999999999999"], "elems="),
+    (["micro", "copy", "path=gm_ub,bytes=4294967296"], "bytes="),
+    (["micro", "mmad", "m=16,k=16,n=16,repeat=99999999"], "repeat=99999999: expected a positive integer up to"),
+])
+def test_micro_huge_values(capsys, argv, needle):
+    _fails(capsys, argv, needle)
+
+
+@pytest.mark.parametrize("data, line", [(b"\xff\xfe bin", 1), (b"chip,op\n\xff\n", 2)])
+def test_calibrate_non_utf8(tmp_path, capsys, data, line):
+    path = tmp_path / "m.csv"
+    path.write_bytes(data)
+    _fails(capsys, ["calibrate", "--measurements", str(path)], f"{path}:{line}: not UTF-8 text")
