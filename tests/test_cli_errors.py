@@ -49,3 +49,23 @@ def test_calibrate_non_utf8(tmp_path, capsys, data, line):
     path = tmp_path / "m.csv"
     path.write_bytes(data)
     _fails(capsys, ["calibrate", "--measurements", str(path)], f"{path}:{line}: not UTF-8 text")
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "studies/elementwise.yaml", "--shape", "n={v}"],
+    ["space", "studies/elementwise.yaml", "--shape", "n={v}"],
+    ["decide", "elementwise", "--shape", "n={v}"],
+])
+@pytest.mark.parametrize("value, needle", [
+    ("99999999999999999999", "--shape n: expected at most 2147483647, got 99999999999999999999"),
+    ("2147483648", "--shape n: expected at most 2147483647"),
+    ("-3", "--shape n: expected a positive integer, got -3"),
+])
+def test_shape_has_the_spec_bounds(capsys, argv, value, needle):
+    _fails(capsys, [a.format(v=value) for a in argv], needle)
+
+
+def test_parse_shape_accepts_the_largest_dimension():
+    from autotile.cli.common import parse_shape
+
+    assert parse_shape("m=2147483647,n=1") == {"m": 2**31 - 1, "n": 1}

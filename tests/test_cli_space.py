@@ -67,7 +67,9 @@ def test_bad_command_line_values(run_cli):
     cases = [
         (("--shape", "m=16,n=48"), "autotile: error: --shape: missing dimension 'k', expected m, n, k\n"),
         (("--shape", "m=16,n=48,k=32,q=1"), "autotile: error: --shape: unknown dimension 'q' of matmul, expected m, n, k\n"),
-        (("--shape", "m=0,n=48,k=32"), "autotile: error: --shape: m must be a positive integer, got 0\n"),
+        (("--shape", "m=0,n=48,k=32"), "autotile: error: --shape m: expected a positive integer, got 0\n"),
+        (("--shape", "m=16,n=48,k=99999999999999999999"),
+         "autotile: error: --shape k: expected at most 2147483647, got 99999999999999999999\n"),
         (("--dtype", "fp64"), "autotile: error: dtype: unknown dtype 'fp64' for matmul, expected one of fp16, bf16, fp32, int8, did you mean fp16?\n"),
         (("--unit", "scalar"), "autotile: error: unit: 'scalar' is not a unit of this spec, expected one of cube, vector\n"),
     ]

@@ -32,6 +32,20 @@ def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
     return out
 
 
+def parse_shape(text: str) -> dict:
+    """``--shape m=1024,n=2048``: every dimension an integer within the bounds spec shapes have
+    (1 .. 2**31-1), so a typo of a few digits is an error, not an hour-long simulation."""
+    from autotile.space.loader import MAX_DIM
+
+    shape = parse_kv(text, what="--shape", ints=True)
+    for key, value in shape.items():
+        if value < 1:
+            raise InputError(f"--shape {key}: expected a positive integer, got {value}")
+        if value > MAX_DIM:
+            raise InputError(f"--shape {key}: expected at most {MAX_DIM}, got {value}")
+    return shape
+
+
 def _value(raw: str, *, what: str, ints: bool):
     try:
         return int(raw)

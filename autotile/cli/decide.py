@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_kv, print_json
+from autotile.cli.common import parse_shape, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -28,7 +28,7 @@ def run(args) -> int:
         info = registry.get(args.op)
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from None
-    shape = parse_kv(args.shape, what="--shape", ints=True)
+    shape = parse_shape(args.shape)
     if set(shape) != set(info.dims) or any(v <= 0 for v in shape.values()):
         raise InputError(f"--shape: {args.op} needs positive {', '.join(info.dims)}, got {args.shape!r}")
     if args.dtype not in info.dtypes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_kv, print_json
+from autotile.cli.common import parse_shape, print_json
 
 HELP = "look a shape up in a tiling table (exact, nearest, model or default)"
 
@@ -25,7 +25,7 @@ def run(args) -> int:
     from autotile.models.store import given_dir
 
     model = regressor_hook(table, given_dir(args.models))
-    m = lookup(table, parse_kv(args.shape, what="--shape", ints=True), args.dtype, model=model)
+    m = lookup(table, parse_shape(args.shape), args.dtype, model=model)
     if args.json:
         print_json(m.to_json())
         return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_kv, print_json
+from autotile.cli.common import parse_kv, parse_shape, print_json
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
@@ -25,7 +25,7 @@ def run(args) -> int:
     from autotile.space import load_spec
 
     spec = load_spec(args.spec)
-    shape = parse_kv(args.shape, what="--shape", ints=True)
+    shape = parse_shape(args.shape)
     space = spec.space(shape, args.dtype, args.unit)
     spec.require_kernel_params(space.unit)
     try:

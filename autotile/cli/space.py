@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_kv, print_json
+from autotile.cli.common import parse_shape, print_json
 from autotile.errors import InputError
 from autotile.space import load_spec
 
@@ -62,7 +62,7 @@ def run(args) -> int:
 
 
 def _shape(spec, text: str) -> dict:
-    shape = parse_kv(text, what="--shape", ints=True)
+    shape = parse_shape(text)
     dims = spec.op.dims
     unknown = [k for k in shape if k not in dims]
     if unknown:
@@ -71,7 +71,4 @@ def _shape(spec, text: str) -> dict:
     missing = [d for d in dims if d not in shape]
     if missing:
         raise InputError(f"--shape: missing dimension {missing[0]!r}, expected {', '.join(dims)}")
-    bad = [k for k, v in shape.items() if v <= 0]
-    if bad:
-        raise InputError(f"--shape: {bad[0]} must be a positive integer, got {shape[bad[0]]}")
     return {d: shape[d] for d in dims}
