@@ -156,3 +156,33 @@ def test_ops_without_an_on_chip_framing_have_only_the_gm_crossover(run_cli):
     rows = unit_rows("global_sum", ("fp16",), HW, sizes=[256])
     assert rows and {r.data for r in rows} == {"gm"}
     assert {r.data for r in unit_rows("weighted_sum", ("fp16",), HW, sizes=[256])} == {"gm", "on_chip"}
+
+
+def test_grid_is_printed_in_text_mode(capsys):
+    assert run(["crossover", "weighted_sum", "--grid"]) == 0
+    out = capsys.readouterr().out
+    assert "best cycles per size:" in out
+    head = next(line for line in out.splitlines() if line.strip().startswith("n "))
+    assert head.split() == ["n", "vector", "(on", "chip)", "cube", "(on", "chip)", "vector", "(GM)", "cube", "(GM)"]
+    assert any(line.split()[0] == "16,384" for line in out.splitlines() if line.strip())
+
+
+def test_grid_lines_merge_the_framings():
+    from autotile.cli.crossover import _grid_lines
+
+    lines = _grid_lines([{"n": 16, "vector": 1.0, "cube": 2.0}],
+                        [{"n": 16, "vector": 3.0, "cube": 4.0}, {"n": 24, "vector": 5.0, "cube": 6.25}],
+                        ("vector", "cube"))
+    assert [line.split() for line in lines[2:]] == [["16", "1.0", "2.0", "3.0", "4.0"],
+                                                    ["24", "-", "-", "5.0", "6.2"]]
+    assert _grid_lines([], [{"n": 16, "vector": 3.0, "cube": 4.0}], ("vector", "cube"))[1].split() == \
+        ["n", "vector", "(GM)", "cube", "(GM)"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--models", "/nonexistent/models"], "--models /nonexistent/models: folder not found"),
+    (["--small-unit", "vector", "--large-unit", "vector"], "both 'vector': expected two different units"),
+])
+def test_cli_refuses_a_missing_models_folder_and_one_unit_twice(run_cli, argv, needle):
+    code, out, err = run_cli("crossover", "weighted_sum", *argv)
+    assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1

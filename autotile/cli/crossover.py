@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from autotile.cli.common import print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
@@ -18,7 +20,7 @@ def add_arguments(p) -> None:
     p.add_argument("--small-unit", default="vector")
     p.add_argument("--large-unit", default="cube")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--grid", action="store_true", help="also print the per-size best cycles")
+    p.add_argument("--grid", action="store_true", help="also print the per-size best cycles of each unit")
     p.add_argument("--models", default=None, help="cache folder given to `autotile train -o` (for learned_n)")
 
 
@@ -35,6 +37,12 @@ def run(args) -> int:
     for u in (args.small_unit, args.large_unit):
         if u not in info.units:
             raise InputError(f"op {args.op} has no unit {u!r} (has {', '.join(info.units)})")
+    if args.small_unit == args.large_unit:
+        raise InputError(f"--small-unit and --large-unit are both {args.small_unit!r}: expected two "
+                         "different units to compare")
+    if args.models is not None and not Path(args.models).is_dir():
+        raise InputError(f"--models {args.models}: folder not found (expected the folder given to "
+                         "`autotile train -o`)")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     hw = load_profile(args.hw)
@@ -81,10 +89,32 @@ def run(args) -> int:
             print(f"  {line}")
         if not framed:
             print(f"  {out['simulated_note']}")
+        if out.get("learned_note"):
+            print(f"  learned: {out['learned_note']}")
         for framing, items in why.items():
             for e in items:
                 print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
+        if args.grid:
+            for line in _grid_lines(on["grid"], e2e["grid"], (args.small_unit, args.large_unit)):
+                print(f"  {line}")
     return 0
+
+
+def _grid_lines(on_chip: list, gm: list, units: tuple) -> list[str]:
+    """The per-size best cycles of each unit as a text table, one row per probed n (a column
+    set per framing; an op without the on-chip framing has only the GM columns)."""
+    rows: dict = {}
+    cols = []
+    for where, grid in (("on chip", on_chip), ("GM", gm)):
+        if not grid:
+            continue
+        cols += [(where, u) for u in units]
+        for r in grid:
+            rows.setdefault(r["n"], {}).update({(where, u): r[u] for u in units})
+    head = ["n"] + [f"{u} ({where})" for where, u in cols]
+    body = [[f"{n:,}"] + [f"{rows[n][c]:,.1f}" if c in rows[n] else "-" for c in cols] for n in sorted(rows)]
+    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+    return ["best cycles per size:"] + ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + body]
 
 
 def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
