@@ -36,7 +36,7 @@ def test_copy_reports_bandwidth(capsys):
 
 
 def test_vector_cli_with_signature(capsys):
-    out = _json(capsys, ["micro", "vector", "op=vmla,elems=1024,repeat=15", "--dtype", "fp16_fp16_fp32", "--json"])
+    out = _json(capsys, ["micro", "vector", "op=vmla,elems=1920,repeat=15", "--dtype", "fp16_fp16_fp32", "--json"])
     assert out["signature"] == "fp16_fp16_fp32" and out["params"]["repeat"] == 15
     assert out["cycles"] == pytest.approx(75.0, rel=0.02)
 
@@ -61,6 +61,8 @@ def test_repeat_derived_from_elems(hw):
     ["micro", "copy", "path=gm_ub,bytes=-4"],
     ["micro", "vector", "op=vnope,elems=128"],
     ["micro", "vector", "op=vadd,elems=128", "--dtype", "fp64"],
+    ["micro", "copy", "path=gm_ub,bytes=16384", "--dtype", "xx"],
+    ["micro", "vector", "op=vadd,elems=2048,repeat=5"],
 ])
 def test_bad_arguments_exit_2_one_line(capsys, argv):
     assert run(argv) == 2
@@ -71,3 +73,16 @@ def test_bad_arguments_exit_2_one_line(capsys, argv):
 def test_api_raises_input_error(hw):
     with pytest.raises(InputError):
         micro("vector", {"op": "vadd", "repeat": 0}, "fp16", hw)
+
+
+def test_consistent_elems_and_repeat_are_accepted(hw):
+    r = micro("vector", {"op": "vadd", "elems": 2000, "repeat": 16}, "fp16", hw)
+    assert r.params == {"op": "vadd", "elems": 2000, "repeat": 16}
+
+
+def test_a_signature_fallback_is_said_in_text_output(capsys):
+    assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp32_fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "no vadd cost for fp16_fp32_fp16: costed as fp16_fp16_fp16" in out
+    assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp16_fp16"]) == 0
+    assert "note" not in capsys.readouterr().out

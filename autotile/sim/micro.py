@@ -167,9 +167,11 @@ def _micro_copy(params, dtype, hw) -> MicroResult:
     path = params["path"]
     if path not in E.PATH_NAMES:
         raise InputError(f"copy path {path!r}: expected one of {', '.join(E.PATH_NAMES)}")
+    if dtype not in DTYPES:
+        raise InputError(f"copy dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     nbytes = _positive_int(params, "bytes")
     repeat = _positive_int(params, "repeat", 1)
-    cost = cost_vector(hw, dtype if dtype in DTYPES else "fp16")
+    cost = cost_vector(hw, dtype)
     cycles, per_op = run_copy(cost, E.PATH_NAMES.index(path), nbytes, repeat)
     bpc = nbytes / per_op
     rate = cost[3 * E.PATH_NAMES.index(path)]
@@ -195,6 +197,9 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
     repeat = _positive_int(params, "repeat") if "repeat" in params else -(-elems // per)
     if elems is None:
         elems = repeat * per
+    elif -(-elems // per) != repeat:
+        raise InputError(f"micro vector: elems={elems} takes {-(-elems // per)} repeats of {per} {sig} "
+                         f"lanes, not repeat={repeat}: give elems or repeat, or both consistent")
     vc = hw.vector[op][sig]
     cost = cost_vector(hw, "fp16")
     cycles, instructions = run_vector(cost, np.array([vc.startup, vc.per_repeat, vc.min_cycles]), repeat)
@@ -202,6 +207,8 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
                        cycles / instructions, {
                            "signature": sig,
                            "signature_exact": exact,
+                           **({} if exact else {"note": f"{hw.name} has no {op} cost for {dtype}: "
+                                                        f"costed as {sig}"}),
                            "instructions": instructions,
                            "cycles_per_repeat": round(cycles / repeat, 4),
                            "lanes_per_repeat": per,
