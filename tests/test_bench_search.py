@@ -150,3 +150,22 @@ def test_tpe_beats_random_on_the_needle(needle_spec):
     tpe, rand = (s["results"][0] for s in out["spaces"][0]["samplers"])
     assert tpe["median_fraction"] > rand["median_fraction"]
     assert tpe["reached"] > rand["reached"]
+
+
+def test_runs_stop_once_the_space_is_exhausted(tmp_path, capsys):
+    """15 feasible configurations and a budget of 1000: each run stops at the 15th, not at the
+    cap of 5000 trials, and the output says the space was exhausted."""
+    spec = tmp_path / "ew.yaml"
+    spec.write_text("op: elementwise\nshapes: [{n: 256}]\ninputs: {kind: add, data: gm}\nparams:\n"
+                    "  tile_len: {type: int, low: 16, high: shape.n, pow2: true}\n"
+                    "  buffer_num: {type: fixed, value: 2}\n"
+                    "  cores: {type: int, low: 1, high: 4, pow2: true}\n")
+    space = load_spec(spec).space(load_spec(spec).shapes[0])
+    points = benchsearch.trace(space, "random", 0, 1000, "cycles", make_evaluator(space, ("cycles",)), feasible=15)
+    assert points[-1][0] == 15 and points[-2][0] < 15
+    assert benchsearch.at_budget(points, 1000, 15) == (points[-1][1], points)
+    assert cli(["bench-search", str(spec), "--samplers", "random", "--budgets", "5,1000", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line for line in out.splitlines() if line.split()[:1] == ["random"]}
+    assert rows["1000"].endswith("(space exhausted)") and "exhausted" not in rows["5"]
+    assert "a budget of 15 or more measures every feasible config" in out

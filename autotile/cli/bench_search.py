@@ -66,7 +66,11 @@ def format_bench(out: dict) -> str:
             for r in row["results"]:
                 to = "-" if r["median_trials_to_within"] is None else f"{r['median_trials_to_within']:g}"
                 lines.append(f"  {row['sampler']:8} {r['budget']:>6} {r['median_fraction']:>9.3f} "
-                             f"{to:>8} {r['reached']:>5}/{out['seeds']}")
+                             f"{to:>8} {r['reached']:>5}/{out['seeds']}"
+                             + ("  (space exhausted)" if r.get("space_exhausted") else ""))
+        if any(r.get("space_exhausted") for row in sp["samplers"] if row["available"] for r in row["results"]):
+            lines.append(f"  (space exhausted: a budget of {sp['feasible_configs']} or more measures every "
+                         "feasible config; those runs stop there)")
     return "\n".join(lines)
 
 

@@ -6,7 +6,9 @@ runs one study per seed through the tuner's own loop (``runner.run`` with a ``St
 in-memory storage), with the largest budget; a smaller budget B is the prefix of that run where
 the tuner would have stopped (B distinct feasible configurations, or the cap of
 ``runner.CAP_FACTOR`` x B trials), which is exactly what a run with budget B does, since a
-seeded sampler's proposals do not depend on when the study will stop.
+seeded sampler's proposals do not depend on when the study will stop. A run stops early once it
+has measured every feasible configuration (nothing is left to find; a budget at or above that
+count is marked ``space_exhausted``).
 
 Per sampler and budget: the median over seeds of the best found as a fraction of the optimum's
 performance (optimum / found, 1.0 = found it, 0.0 = nothing feasible found), and the median
@@ -73,11 +75,14 @@ def optimum(space: Space, objective: str, within: float = WITHIN) -> Optimum:
     return Optimum(best_p, best_v, len(vals), near)
 
 
-def trace(space: Space, sampler: str, seed: int, budget: int, objective: str, evaluator) -> list:
-    """One seeded study with ``budget``: per trial, (distinct feasible configs, best so far)."""
+def trace(space: Space, sampler: str, seed: int, budget: int, objective: str, evaluator,
+          feasible: int | None = None) -> list:
+    """One seeded study with ``budget``: per trial, (distinct feasible configs, best so far).
+    With ``feasible`` (the space's count) the study stops once it has measured every one."""
     storage = optuna.storages.InMemoryStorage()
     plan = runner.StudyPlan(name=f"bench/{sampler}/{seed}", space=space, objectives=(objective,),
-                            sampler=sampler, seed=seed, budget=budget, timeout_s=None, baseline=None)
+                            sampler=sampler, seed=seed, budget=budget, timeout_s=None, baseline=None,
+                            feasible=feasible)
     with warnings.catch_warnings():  # CmaEsSampler: "constraints set but not used", every run
         warnings.simplefilter("ignore", UserWarning)
         runner.run(plan, storage, evaluator=evaluator)
@@ -91,22 +96,25 @@ def trace(space: Space, sampler: str, seed: int, budget: int, objective: str, ev
     return out
 
 
-def at_budget(points: list, budget: int) -> tuple[float, list]:
-    """Best so far where a run with ``budget`` stops, and the points up to there."""
+def at_budget(points: list, budget: int, feasible: int | None = None) -> tuple[float, list]:
+    """Best so far where a run with ``budget`` stops (or once all ``feasible`` configurations
+    are measured), and the points up to there."""
     cap = runner.CAP_FACTOR * budget
+    goal = budget if feasible is None else min(budget, feasible)
     for i, (unique, best) in enumerate(points, 1):
-        if unique >= budget or i >= cap:
+        if unique >= goal or i >= cap:
             return best, points[:i]
     return (points[-1][1] if points else math.inf), points
 
 
-def summarize(traces: list, budgets, opt: float, within: float) -> list[dict]:
-    """Per budget: fractions of the optimum and trials to within ``within``, with medians."""
+def summarize(traces: list, budgets, opt: float, within: float, feasible: int | None = None) -> list[dict]:
+    """Per budget: fractions of the optimum and trials to within ``within``, with medians;
+    ``space_exhausted`` when the budget reaches the ``feasible`` count (runs stop there)."""
     out = []
     for b in budgets:
         fractions, reach = [], []
         for points in traces:
-            best, prefix = at_budget(points, b)
+            best, prefix = at_budget(points, b, feasible)
             fractions.append(opt / best if best > 0 and math.isfinite(best) else 0.0 if best > 0 else 1.0)
             hit = next((u for u, v in prefix if v <= opt * (1 + within)), None)
             reach.append(hit)
@@ -115,7 +123,8 @@ def summarize(traces: list, budgets, opt: float, within: float) -> list[dict]:
                     "fractions": [round(f, 4) for f in fractions],
                     "median_trials_to_within": None if math.isinf(med) else med,
                     "trials_to_within": reach,
-                    "reached": sum(r is not None for r in reach)})
+                    "reached": sum(r is not None for r in reach),
+                    "space_exhausted": feasible is not None and b >= feasible})
     return out
 
 
@@ -157,12 +166,13 @@ def bench(spec, samplers=DEFAULT_SAMPLERS, budgets=DEFAULT_BUDGETS, seeds: int =
                     t0 = time.monotonic()
                     traces = []
                     for i in range(seeds):
-                        traces.append(trace(space, name, spec.seed + i, budgets[-1], objective, ev))
+                        traces.append(trace(space, name, spec.seed + i, budgets[-1], objective, ev,
+                                            feasible=opt.feasible))
                         if progress is not None:
                             progress(name, i)
                     rows.append({"sampler": name, "available": True,
                                  "elapsed_s": round(time.monotonic() - t0, 2),
-                                 "results": summarize(traces, budgets, opt.value, within)})
+                                 "results": summarize(traces, budgets, opt.value, within, opt.feasible)})
                 spaces.append({"shape": space.shape, "dtype": dtype, "unit": unit,
                                "optimum": {"params": opt.params, "value": opt.value},
                                "feasible_configs": opt.feasible, "near_optimal_configs": opt.near,

@@ -43,6 +43,7 @@ class StudyPlan:
     timeout_s: float | None
     baseline: dict | None
     warm: tuple = ()  # configurations to enqueue after the baseline
+    feasible: int | None = None  # feasible configurations, if known: none is left after that many
 
 
 @dataclass
@@ -132,6 +133,7 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
 def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progress) -> StudyOutcome:
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
+    goal = plan.budget if plan.feasible is None else min(plan.budget, plan.feasible)
 
     def objective(trial: optuna.Trial):
         params, reason = suggest(trial, plan.space)
@@ -153,12 +155,12 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         done = _unique_complete(study)
         if progress is not None:
             progress(study, trial, done)
-        if _Stop.requested or done >= plan.budget or len(study.get_trials(deepcopy=False)) >= cap:
+        if _Stop.requested or done >= goal or len(study.get_trials(deepcopy=False)) >= cap:
             study.stop()
         elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
             study.stop()
 
-    if _unique_complete(study) < plan.budget and not _Stop.requested:
+    if _unique_complete(study) < goal and not _Stop.requested:
         study.optimize(objective, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
 
