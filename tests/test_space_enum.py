@@ -243,3 +243,17 @@ def test_merging_keeps_counts_exact_far_beyond_the_row_limit(write_spec):
     assert raw > 5e7
     assert (count.method, count.raw_size, count.feasible_size) == ("exact", raw, feasible)
     assert count.top_removes == raw - feasible
+
+
+@pytest.mark.parametrize("dom, text", [
+    ([1, 2, 3, 4, 6, 8, 12, 16, 24, 48], "[1, 2, 3, 4, 6, 8, 12, 16, 24, 48]"),  # divisors: in full
+    ([1, 2, 4, 8, 16, 32, 64], "[1, 2, 4, 8, 16, 32, 64]"),
+    ([2**i for i in range(13)], "[1, 2, 4, ..., 4096] (13 values)"),
+    (list(range(16, 257, 16)), "[16, 32, 48, ..., 256] (16 values)"),
+    ([d for d in range(1, 721) if 720 % d == 0], "[1, 2, 3, 4, 5, ..., 360, 720] (30 values)"),
+    ([], "(empty)"),
+])
+def test_describe_shows_the_domain_pattern(dom, text):
+    from autotile.space.space import describe
+
+    assert describe(dom) == text

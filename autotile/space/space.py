@@ -126,7 +126,7 @@ class Space:
         """None if ``params`` is feasible, else the first reason it is not, with the numbers.
 
         >>> space.check({..., "base_k": 48, ...})  # doctest: +SKIP
-        'base_k=48 outside its domain [16, 32, ..., 256]'
+        'base_k=48 outside its domain [16, 32, 64, 128, 256]'
         """
         env = self._env(params)
         for p in self.params:
@@ -191,12 +191,33 @@ def _numbers(c: Constraint, env: dict) -> str:
 
 
 def describe(dom: Sequence) -> str:
-    """A short text for a domain: ``[16, 32, ..., 256]``."""
+    """A short text for a domain that shows its pattern: up to 12 values in full; a longer
+    progression as its first three values, "..." and the last; anything else as its first five
+    and last two. A long domain says how many values it has, so ``...`` never reads as "every
+    integer in between" when it is not.
+
+    >>> describe([1, 2, 3, 4, 6, 8, 12, 16, 24, 48])
+    '[1, 2, 3, 4, 6, 8, 12, 16, 24, 48]'
+    >>> describe([2**i for i in range(13)])
+    '[1, 2, 4, ..., 4096] (13 values)'
+    """
     if len(dom) == 0:
         return "(empty)"
-    if len(dom) <= 6:
+    if len(dom) <= 12:
         return "[" + ", ".join(_fmt(v) for v in dom) + "]"
-    return f"[{_fmt(dom[0])}, {_fmt(dom[1])}, ..., {_fmt(dom[-1])}]"
+    head = 3 if _progression(dom) else 5
+    tail = [dom[-1]] if head == 3 else list(dom[-2:])
+    shown = [_fmt(v) for v in dom[:head]] + ["..."] + [_fmt(v) for v in tail]
+    return f"[{', '.join(shown)}] ({len(dom)} values)"
+
+
+def _progression(dom: Sequence) -> bool:
+    """True for numbers with a constant step or a constant ratio."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in dom):
+        return False
+    steps = {b - a for a, b in zip(dom, dom[1:])}
+    ratios = {b / a for a, b in zip(dom, dom[1:])} if all(dom) else set()
+    return len(steps) == 1 or len(ratios) == 1
 
 
 def _is_num(v) -> bool:
