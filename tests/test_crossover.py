@@ -180,7 +180,7 @@ def test_grid_lines_merge_the_framings():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--models", "/nonexistent/models"], "--models /nonexistent/models: folder not found"),
+    (["--models", "/nonexistent/models"], "--models: /nonexistent/models does not exist"),
     (["--small-unit", "vector", "--large-unit", "vector"], "both 'vector': expected two different units"),
 ])
 def test_cli_refuses_a_missing_models_folder_and_one_unit_twice(run_cli, argv, needle):

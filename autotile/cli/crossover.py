@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from autotile.cli.common import print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
@@ -40,9 +38,9 @@ def run(args) -> int:
     if args.small_unit == args.large_unit:
         raise InputError(f"--small-unit and --large-unit are both {args.small_unit!r}: expected two "
                          "different units to compare")
-    if args.models is not None and not Path(args.models).is_dir():
-        raise InputError(f"--models {args.models}: folder not found (expected the folder given to "
-                         "`autotile train -o`)")
+    from autotile.models.store import given_dir
+
+    given_dir(args.models)
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     hw = load_profile(args.hw)
@@ -131,7 +129,7 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
                for u in (args.small_unit, args.large_unit)}
         parts = "; ".join(f"{u} {a:.1f} -> {b:.1f}" for u, (a, b) in cyc.items())
         out.append(f"{where}: cycles at n={n:,} -> n={m:,}: {parts}"
-                   + (" (the cube zero-fills its partial last fractal)" if "cube" in cyc else ""))
+                   + (" (the cube zero-fills its partial last fractal)" if on_chip and "cube" in cyc else ""))
     return out
 
 
