@@ -46,3 +46,32 @@ def test_vector_rejects_int8_and_overflow():
                                      unit="vector").reason
     r = mm.simulate({"m": 64, "n": 512, "k": 512}, {"tile_m": 8, "buffer_num": 2, "cores": 8}, "fp16", HW, unit="vector")
     assert not r.feasible and "UB overflow" in r.reason
+
+
+def _int8_spec(tmp_path, units="[cube, vector]"):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "studies" / "matmul_small.yaml").read_text()
+    text = text.replace("dtypes: [fp16]", "dtypes: [int8, fp16]").replace("units: [cube, vector]", f"units: {units}")
+    path = tmp_path / "mm.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_int8_has_no_vector_kernel_and_no_vector_space(tmp_path):
+    """The vector matmul computes in fp16/bf16/fp32 only: int8 pairs with the cube and nothing else,
+    instead of a vector space whose every configuration fails in simulate."""
+    import pytest
+
+    from autotile.errors import InputError
+    from autotile.space import load_spec
+    from autotile.tune import driver
+
+    spec = load_spec(str(_int8_spec(tmp_path)))
+    assert spec.op.supports("cube", "int8") and not spec.op.supports("vector", "int8")
+    with pytest.raises(InputError, match="matmul kernel on vector computes in fp16, bf16, fp32, not int8"):
+        spec.space(spec.shapes[0], "int8", "vector")
+    pairs = {(p.space.dtype, p.space.unit) for p in driver.plans(spec, driver.Options(warm_start=False), None)}
+    assert pairs == {("int8", "cube"), ("fp16", "cube"), ("fp16", "vector")}
+    with pytest.raises(InputError, match=r"dtypes\[0\]: no unit of this spec computes matmul in int8"):
+        load_spec(str(_int8_spec(tmp_path, units="[vector]")))

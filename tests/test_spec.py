@@ -421,6 +421,8 @@ def _spec(draw):
     if numeric:
         spec["derived"] = {"total_x": " + ".join(numeric)}
         spec["constraints"] = [{"expr": f"total_x >= {draw(st.integers(-3, 3))}", "message": "low"}]
+    if "int8" in spec["dtypes"] and "cube" not in spec["units"]:
+        spec["units"].append("cube")  # only the cube computes matmul in int8
     return spec
 
 

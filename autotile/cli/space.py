@@ -22,12 +22,14 @@ def run(args) -> int:
     shapes = [_shape(spec, args.shape)] if args.shape else list(spec.shapes)
     dtypes = [args.dtype] if args.dtype else list(spec.dtypes)
     units = [args.unit] if args.unit else list(spec.units)
+    pairs = [(d, u) for d in dtypes for u in units]
+    if not args.unit:  # e.g. int8 on the vector matmul: no kernel, so no space (unless nothing else is left)
+        pairs = [(d, u) for d, u in pairs if spec.op.supports(u, d)] or pairs
     rows = []
     for shape in shapes:
-        for dtype in dtypes:
-            for unit in units:
-                count = spec.count(shape, dtype, unit)
-                rows.append({"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()})
+        for dtype, unit in pairs:
+            count = spec.count(shape, dtype, unit)
+            rows.append({"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()})
     first = rows[0]
     if args.json:
         print_json({

@@ -83,6 +83,11 @@ class OpInfo:
     summary: str
     params: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, params its kernel reads)
     options: tuple[Option, ...] = ()  # the keys its ``inputs:`` mapping may hold
+    unit_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, dtypes) where a unit has fewer
+
+    def supports(self, unit: str, dtype: str) -> bool:
+        """Whether the kernel on ``unit`` computes in ``dtype`` (``dtypes`` unless ``unit_dtypes`` narrows it)."""
+        return dtype in dict(self.unit_dtypes).get(unit, self.dtypes)
 
     def check_options(self, values: dict | None) -> dict:
         """``values`` (a spec's ``inputs:``) completed with the defaults; OptionError names the
@@ -130,7 +135,8 @@ OPS: dict[str, OpInfo] = {
                (("cube", ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "depth_a1",
                           "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m",
                           "single_core_n")),
-                ("vector", ("tile_m", "buffer_num", "cores")))),
+                ("vector", ("tile_m", "buffer_num", "cores"))),
+               unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),)),
         OpInfo("copy", ("n",), ("vector",), ("int8", "fp16", "bf16", "fp32"),
                "copy", "out = x streamed GM -> UB -> GM (n elements; bytes for int8)",
                (("vector", ("block_dim", "tile_bytes", "depth")),)),

@@ -147,7 +147,7 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     rows = []
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
-            for unit in spec.units:
+            for unit in (u for u in spec.units if spec.op.supports(u, dtype)):
                 space = spec.space(s, dtype, unit)
                 sample = D.config_rows(space, configs, seed=seed + i)
                 rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds)

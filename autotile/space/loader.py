@@ -128,6 +128,11 @@ class _Parser:
                   if "dtypes" in top else op.dtypes[:1])
         units = (self.names_list(("units",), top["units"], op.units, "unit", f" for {op.name}")
                  if "units" in top else op.units[:1])
+        for i, d in enumerate(dtypes):
+            if not any(op.supports(u, d) for u in units):
+                at = ("dtypes", i) if isinstance(top.get("dtypes"), list) else ("dtypes",)
+                raise self.err(at, f"no unit of this spec computes {op.name} in {d} "
+                                   f"(units: {', '.join(units)}; add one that does, or drop {d})")
         shapes = self.shapes(op, top["shapes"])
         ns = namespaces(op, hw)
         later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()

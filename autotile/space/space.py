@@ -51,6 +51,10 @@ class Space:
         if unit not in spec.units:
             raise InputError(f"unit: {unit!r} is not a unit of this spec, expected one of "
                              f"{', '.join(spec.units)}" + suggest(unit, spec.units))
+        if not spec.op.supports(unit, dtype):
+            has = dict(spec.op.unit_dtypes)[unit]
+            raise InputError(f"dtype: the {spec.op.name} kernel on {unit} computes in {', '.join(has)}, "
+                             f"not {dtype}")
         params = tuple(p.for_unit(unit) if isinstance(p, ChoiceParam) else p
                        for p in spec.params if p.units is None or unit in p.units)
         bound = {p.name for p in params}

@@ -61,7 +61,7 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
     out = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
-            for unit in spec.units:
+            for unit in (u for u in spec.units if spec.op.supports(u, dtype)):
                 space = spec.space(shape, dtype, unit)
                 name = study_name(spec.op.name, spec.hardware.name, dtype, space.shape, unit)
                 base = _baseline(kernel, space) if kernel is not None else None
