@@ -205,3 +205,35 @@ def test_decide_warns_outside_the_training_range(tmp_path, run_cli, hw):
     assert code == 0 and "n=2000000000 (trained on 256..4096)" in json.loads(out)["warning"]
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=16", "--models", str(tmp_path))
     assert code == 0 and "warning: outside the training range for data gm: n=16" in out
+
+
+def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
+    """A multi-unit table asks the cost model about each unit and takes the fewest cycles (it used
+    to answer with the spec's first unit the model had, whatever the others cost)."""
+    from pathlib import Path
+
+    from tablekit import default_table
+
+    from autotile.hardware import load_profile
+    from autotile.models import regressor as R
+    from autotile.tables.model_hook import regressor_hook
+    from autotile.tables.schema import load_table
+
+    spec = Path(__file__).resolve().parents[1] / "studies" / "weighted_sum.yaml"
+    table = load_table(default_table(spec))
+    path = store.path_for("cost", "weighted_sum", tmp_path, load_profile(table.hardware.name))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"stand-in")
+
+    class Reg:
+        units = ("vector", "cube", "scalar")
+
+    monkeypatch.setattr(store, "load_regressor", lambda *a, **k: Reg())
+    cost = {"vector": 900.0, "cube": 400.0, "scalar": 5000.0}
+
+    def pick(op, shape, dtype, space, *, model, unit):
+        return R.Pick({"tile_len": 256}, f"{unit} pick", cost[unit])
+
+    monkeypatch.setattr(R, "pick_params", pick)
+    got = regressor_hook(table, tmp_path)("weighted_sum", {"n": 777}, "fp16")
+    assert got["unit"] == "cube" and "cube 400" in got["how"] and "vector 900" in got["how"]

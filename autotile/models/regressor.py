@@ -200,6 +200,7 @@ class Pick:
 
     params: dict
     how: str
+    cycles: float | None = None  # simulated when the pick was simulated, else the model's prediction
 
 
 def predict_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify: int = VERIFY,
@@ -229,7 +230,7 @@ def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify
     if not best:
         return None
     if k == 1:
-        return Pick(best[0][0], "the model's best predicted configuration (not simulated)")
+        return Pick(best[0][0], "the model's best predicted configuration (not simulated)", best[0][1])
     from autotile.tune.evaluate import make_evaluator
 
     ev = make_evaluator(space)
@@ -245,8 +246,11 @@ def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify
     over = f"~{min(skipped):.3g} s each or more, over the {budget:g} s budget" if skipped else ""
     if not scored:
         why = f"simulating them would take {over}" if skipped else "none was feasible on the simulator"
-        return Pick(best[0][0], f"the model's best predicted of its top {len(best)}, not verified ({why})")
+        return Pick(best[0][0], f"the model's best predicted of its top {len(best)}, not verified ({why})",
+                    best[0][1])
     if skipped:
         return Pick(best[min(scored)[1]][0], f"the fastest on the simulator of the model's top {len(best)}: "
-                                             f"{len(best) - len(skipped)} simulated, {len(skipped)} not ({over})")
-    return Pick(best[min(scored)[1]][0], f"the fastest on the simulator of the model's top {len(best)}")
+                                             f"{len(best) - len(skipped)} simulated, {len(skipped)} not ({over})",
+                    min(scored)[0])
+    return Pick(best[min(scored)[1]][0], f"the fastest on the simulator of the model's top {len(best)}",
+                min(scored)[0])

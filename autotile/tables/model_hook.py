@@ -46,10 +46,18 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         if reg is None:
             return None
         spec = table.spec
+        picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         for unit in spec.units:
-            if unit in reg.units:
+            if unit in reg.units and spec.op.supports(unit, dtype):
                 got = pick_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
-                return None if got is None else {"unit": unit, "params": got.params, "how": got.how}
-        return None
+                if got is not None:
+                    picks.append((got.cycles if got.cycles is not None else float("inf"), unit, got))
+        if not picks:
+            return None
+        cycles, unit, got = min(picks, key=lambda t: t[0])
+        how = got.how if len(picks) == 1 else (
+            f"{unit} of {', '.join(u for _, u, _ in picks)} (fewest cycles: "
+            + ", ".join(f"{u} {c:,.0f}" for c, u, _ in picks) + f"); {got.how}")
+        return {"unit": unit, "params": got.params, "how": how}
 
     return model
