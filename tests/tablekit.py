@@ -74,3 +74,41 @@ def default_table(spec_path=SMALL_SPEC, unit_of=None) -> dict:
                             "cycles": 1000.0, "time_us": 1.0, "pct_of_peak": 50.0, "verified": False,
                             "study": f"test/{dtype}", "trial": 0, "chosen": True})
     return build_table(spec, {"results": results}, created="2026-01-01T00:00:00+00:00")
+
+
+def ascendc_fill(cwd: Path, op_class: str, ndims: int, fields) -> Path:
+    """Compile a program over ``tiling.h`` (in ``cwd``, with the CANN stand-in beside it) that reads
+    lines of ``ndims`` sizes and a dtype code and prints, per line, ``none`` when no entry fits, else
+    the TilingData's field names, blockDim and ``fields``' values; returns the executable."""
+    (cwd / "register").mkdir(exist_ok=True)
+    (cwd / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    dims = ", ".join(f"x{i}" for i in range(ndims))
+    reads = ", ".join(f"&x{i}" for i in range(ndims))
+    prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
+    (cwd / "main.cc").write_text(f"""
+#include <cstdio>
+#include "tiling.h"
+
+int main()
+{{
+    long long {dims};
+    int dtype;
+    while (std::scanf("{' '.join(['%lld'] * ndims)} %d", {reads}, &dtype) == {ndims + 1}) {{
+        const int64_t x[{ndims}] = {{{dims}}};
+        optiling::{op_class}TilingData t;
+        uint32_t blockDim = 0;
+        if (optiling::{op_class}TilingFromTable(x, dtype, t, &blockDim) != 0) {{
+            std::printf("none\\n");
+            continue;
+        }}
+        for (const std::string &name : t.names_)
+            std::printf("%s,", name.c_str());
+        std::printf(" %u", blockDim);
+{prints}
+        std::printf("\\n");
+    }}
+    return 0;
+}}
+""")
+    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], cwd)
+    return cwd / "fill"

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import C_MAIN, STAND_IN, compile_ok, default_table
+from tablekit import C_MAIN, STAND_IN, ascendc_fill, compile_ok, default_table
 
 from autotile.cli import run as cli
 from autotile.tables.export_ascendc import TCUBE
@@ -66,41 +66,12 @@ def test_c_header_agrees_with_python_on_random_shapes(built):
 def test_ascendc_header_fills_tcubetiling(built):
     d, doc, look = built
     assert cli(["export", str(d / "table.json"), "--format", "ascendc", "-o", str(d / "tiling.h")]) == 0
-    (d / "register").mkdir(exist_ok=True)
-    (d / "register" / "tilingdata_base.h").write_text(STAND_IN)
     fields = [f for f, _ in TCUBE] + ["unit"]  # matmul has two units: the entry's follows TCubeTiling
-    prints = "\n".join(f'        printf(" %d", (int)t.get_{f}());' for f in fields)
-    main = f"""
-#include <cstdio>
-#include "tiling.h"
-
-int main()
-{{
-    long long m, n, k;
-    int dtype;
-    while (std::scanf("%lld %lld %lld %d", &m, &n, &k, &dtype) == 4) {{
-        const int64_t x[3] = {{m, n, k}};
-        optiling::MatmulTilingData t;
-        uint32_t blockDim = 0;
-        if (optiling::MatmulTilingFromTable(x, dtype, t, &blockDim) != 0) {{
-            std::printf("none\\n");
-            continue;
-        }}
-        for (const std::string &name : t.names_)
-            std::printf("%s,", name.c_str());
-        std::printf(" %u", blockDim);
-{prints}
-        std::printf("\\n");
-    }}
-    return 0;
-}}
-"""
-    (d / "main.cc").write_text(main)
-    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], d)
+    fill = ascendc_fill(d, "Matmul", 3, fields)
     queries = [tuple(e["shape"].values()) + (e["dtype"],) for e in doc["entries"]]
     queries += [(900, 1000, 1200, "fp16"), (40000, 2048, 4096, "fp16")]
     stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for m, n, k, dt in queries)
-    out = subprocess.run([str(d / "fill")], input=stdin, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert lines[-1] == "none"  # no entry fits: the caller uses its default tiling
     for (m, n, k, dt), line in zip(queries[:-1], lines[:-1], strict=True):

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import C_MAIN, STAND_IN, UNITS_SPEC, compile_ok, default_table
+from tablekit import C_MAIN, UNITS_SPEC, ascendc_fill, compile_ok, default_table
 
 from autotile.cli import run as cli
 from autotile.tables.export import region_mismatches
@@ -106,40 +106,16 @@ def test_ascendc_fills_vector_entries(mixed, tmp_path):
     doc, look = mixed
     write_table(tmp_path / "table.json", doc)
     assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
-    (tmp_path / "register").mkdir()
-    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
     fields = [f for f, _ in TCUBE] + ["unit", "tileM", "bufferNum", "cores"]
-    prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
-    (tmp_path / "main.cc").write_text(f"""
-#include <cstdio>
-#include "tiling.h"
-
-int main()
-{{
-    long long m, n, k;
-    while (std::scanf("%lld %lld %lld", &m, &n, &k) == 3) {{
-        const int64_t x[3] = {{m, n, k}};
-        optiling::MatmulTilingData t;
-        uint32_t blockDim = 0;
-        if (optiling::MatmulTilingFromTable(x, {FP16}, t, &blockDim) != 0) {{
-            std::printf("none\\n");
-            continue;
-        }}
-        std::printf("%u", blockDim);
-{prints}
-        std::printf("\\n");
-    }}
-    return 0;
-}}
-""")
-    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], tmp_path)
+    fill = ascendc_fill(tmp_path, "Matmul", 3, fields)
     queries = [(4, 4, 16), (5, 5, 17), (16, 16, 16), (64, 64, 64), (70, 64, 64)]
-    out = subprocess.run([str(tmp_path / "fill")], input="".join(f"{m} {n} {k}\n" for m, n, k in queries),
+    out = subprocess.run([str(fill)], input="".join(f"{m} {n} {k} {FP16}\n" for m, n, k in queries),
                          capture_output=True, text=True, check=True).stdout
     for (m, n, k), line in zip(queries, out.splitlines(), strict=True):
         py = look.find({"m": m, "n": n, "k": k})
-        block_dim, *values = map(int, line.split())
-        got = dict(zip(fields, values, strict=True))
+        _, block_dim, *values = line.split()
+        block_dim = int(block_dim)
+        got = dict(zip(fields, map(int, values), strict=True))
         assert {f: got[f] for f in ("M", "N", "Ka", "Kb")} == {"M": m, "N": n, "Ka": k, "Kb": k}
         assert got["unit"] == ("cube", "vector").index(py.unit)  # the C header's unit enum
         p = py.params
@@ -169,38 +145,12 @@ def test_headers_say_the_unit_and_mark_params_of_other_units(tmp_path):
     (tmp_path / "main.c").write_text('#include "ws.h"\nint main(void) { return AUTOTILE_WEIGHTED_SUM_NA < 0 ? 0 : 1; }\n')
     compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "main.c"], tmp_path)
     assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
-    (tmp_path / "register").mkdir()
-    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
     fields = ["n", "unit", "tileLen", "bufferNum", "cores", "reduction", "accDtype", "cubeForm"]
-    prints = "\n".join(f'        std::printf(" %d", (int)t.get_{f}());' for f in fields)
-    (tmp_path / "main.cc").write_text(f"""
-#include <cstdio>
-#include "tiling.h"
-
-int main()
-{{
-    long long n;
-    int dtype;
-    while (std::scanf("%lld %d", &n, &dtype) == 2) {{
-        const int64_t x[1] = {{n}};
-        optiling::WeightedSumTilingData t;
-        uint32_t blockDim = 0;
-        if (optiling::WeightedSumTilingFromTable(x, dtype, t, &blockDim) != 0)
-            return 1;
-        for (const std::string &name : t.names_)
-            std::printf("%s,", name.c_str());
-        std::printf(" %u", blockDim);
-{prints}
-        std::printf("\\n");
-    }}
-    return 0;
-}}
-""")
-    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "fill"], tmp_path)
+    fill = ascendc_fill(tmp_path, "WeightedSum", 1, fields)
     op_units, op_dtypes = ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16")  # the enums' orders
     codes = {"reduction": ("tree", "vmla"), "acc_dtype": ("fp16", "fp32"), "cube_form": ("trace", "naive")}
     stdin = "".join(f"{e['shape']['n']} {op_dtypes.index(e['dtype'])}\n" for e in doc["entries"])
-    out = subprocess.run([str(tmp_path / "fill")], input=stdin, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
     seen = set()
     for e, line in zip(doc["entries"], out.splitlines(), strict=True):
         names, block_dim, *values = line.split()

@@ -29,7 +29,7 @@ def run(args) -> int:
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from None
     shape = parse_shape(args.shape)
-    if set(shape) != set(info.dims) or any(v <= 0 for v in shape.values()):
+    if set(shape) != set(info.dims):
         raise InputError(f"--shape: {args.op} needs positive {', '.join(info.dims)}, got {args.shape!r}")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")

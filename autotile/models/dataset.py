@@ -146,13 +146,9 @@ def _repair(space, cfg: dict, start: int) -> dict | None:
 def _nearest(dom, v):
     """The allowed value nearest ``v`` (the lower one on a tie); O(1) for a range, whose length
     grows with the shape (single_core_m of m = 3e9 has ~2e8 values)."""
-    if not isinstance(dom, range) or dom.step < 0:
-        return min(dom, key=lambda d: abs(d - v))
-    if v <= dom[0] or v >= dom[-1]:
-        return dom[0] if v <= dom[0] else dom[-1]
-    lo = dom[int((v - dom.start) // dom.step)]
-    hi = lo + dom.step
-    return hi if hi in dom and abs(hi - v) < abs(lo - v) else lo
+    from autotile.space.space import near_values
+
+    return min(near_values(dom, v), key=lambda d: (abs(d - v), d))
 
 
 def neighbours(space, cfg: dict, rng: random.Random, width: int = 12) -> list[dict]:

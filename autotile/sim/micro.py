@@ -29,7 +29,6 @@ KEYS = {
     "copy": {"path": True, "bytes": True, "repeat": False},
     "vector": {"op": True, "elems": False, "repeat": False},
 }
-MAX_VALUE = 2**31 - 1  # sizes, as spec shapes
 MAX_REPEAT = 1_000_000  # back-to-back operations (the schedule records each)
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int16": 2, "int32": 4, "uint8": 1}
 
@@ -92,8 +91,10 @@ def _steady(st, repeat: int, done: float) -> float:
 def _positive_int(params: dict, key: str, default=None) -> int:
     """A positive integer no larger than the engine handles (``repeat`` also bounds the trace
     the schedule keeps, so it is capped lower)."""
+    from autotile.space.loader import MAX_DIM  # sizes: as spec shapes
+
     v = params.get(key, default)
-    top = MAX_REPEAT if key == "repeat" else MAX_VALUE
+    top = MAX_REPEAT if key == "repeat" else MAX_DIM
     if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or not 1 <= v <= top:
         raise InputError(f"{key}={v!r}: expected a positive integer up to {top}")
     return int(v)

@@ -160,7 +160,7 @@ class Space:
                 break
             if v is None or not len(dom) or _contains(dom, v):
                 continue
-            numeric = [d for d in _near(dom, v)] if _is_num(v) and not isinstance(p, ChoiceParam) else []
+            numeric = near_values(dom, v) if _is_num(v) and not isinstance(p, ChoiceParam) else []
             out[p.name] = min(numeric, key=lambda d: (_distance(d, v), d)) if numeric else dom[0]
             env[p.name] = out[p.name]
         return out
@@ -228,9 +228,10 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _near(dom: Sequence, v) -> list:
-    """The values of ``dom`` that can be nearest to ``v``: a range's two neighbours of v, else all."""
-    if isinstance(dom, range):
+def near_values(dom: Sequence, v) -> list:
+    """The values of ``dom`` that can be nearest to ``v``, by any measure that grows with the gap:
+    an increasing range's two neighbours of v (a range may hold ~1e8 values), else every number."""
+    if isinstance(dom, range) and dom.step > 0:
         k = min(max((int(v) - dom.start) // dom.step, 0), len(dom) - 1)
         return [dom[i] for i in {k, min(k + 1, len(dom) - 1)}]
     return [d for d in dom if _is_num(d)]
