@@ -253,6 +253,22 @@ def test_train_in_worker_processes_builds_what_one_process_builds(tmp_path, monk
     assert training.train(["copy"], hw, tmp_path / "x", jobs=2) == {"copy": {"skipped": "one unit and no study spec"}}
 
 
+def test_datasets_are_kept_per_profile(tmp_path, monkeypatch, hw):
+    """Training for a second chip neither replaces nor reuses the first chip's datasets."""
+    from autotile.hardware import load_profile
+
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 512))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 512))
+    other = load_profile("ascend910b4")
+    first = training.train(["elementwise"], hw, tmp_path, cost="none", jobs=1)["elementwise"]["units"]
+    second = training.train(["elementwise"], other, tmp_path, cost="none", jobs=1)["elementwise"]["units"]
+    again = training.train(["elementwise"], hw, tmp_path, cost="none", jobs=1)["elementwise"]["units"]
+    assert first["rebuilt"] and second["rebuilt"] and not again["rebuilt"]
+    assert first["dataset"] == again["dataset"] != second["dataset"]
+    assert {p.parent.name for p in (tmp_path / "datasets").glob("*/elementwise.units.json")} == {
+        "ascend910b2", "ascend910b4"}
+
+
 def test_shapes_around_stay_near_the_spec_shapes():
     base = [{"n": 1, "c": 64, "h": 100, "w": 152}]
     got = training.shapes_around(base, 20, seed=1)

@@ -7,8 +7,9 @@ ops, shapes around the spec's own for the others), plus simulated neighbours of 
 By default only matmul's cost regressor is trained (the one a table lookup falls back to and a
 study warm-starts from); ``cost="all"`` or naming ops adds the others (see ``selection``).
 Each model (dataset and fit) is built in its own worker process, one per core by default.
-Datasets are cached beside the models and rebuilt when the fingerprint (profile, kernel and
-simulator sources, version) or the dataset settings change.
+Datasets are cached beside the models, per profile as the models are
+(``<cache>/datasets/<profile>/<op>.<kind>.json``), and rebuilt when the fingerprint (profile,
+kernel and simulator sources, version) or the dataset settings change.
 """
 
 from __future__ import annotations
@@ -260,7 +261,7 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
 
         def build():
             return cost_rows(op, spec)
-    path = root / "datasets" / f"{op}.{kind}.json"
+    path = root / "datasets" / store.profile_folder(hw) / f"{op}.{kind}.json"
     if rebuild:
         rows, built = build(), True
         D.save_rows(path, rows, meta)
