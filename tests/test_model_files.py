@@ -160,9 +160,29 @@ def test_lookup_model_answer_on_a_huge_shape_is_bounded_and_says_how(tmp_path, t
     got = json.loads(out)
     assert code == 0 and got["match"] == "model" and took < 30
     assert "not verified" in got["how"] and "budget" in got["how"]
+    # trained on 256^3 alone: the answer says it extrapolates
+    assert "m=100000 (trained on 256..256)" in got["warning"] and "extrapolates" in got["warning"]
     # a moderate shape is still settled on the simulator
     code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path))
     assert code == 0 and "chosen as the fastest on the simulator of the model's top 8" in out
+    assert "  warning: outside the training range for data gm: m=20000 (trained on 256..256), n=24" in out
+
+
+def test_a_regressor_keeps_its_training_ranges_through_its_file(tmp_path, tiny_regressor):
+    """The ranges travel in the model file; a file saved before they existed warns about nothing."""
+    from autotile.hardware import load_profile
+    from autotile.models.regressor import CostRegressor
+
+    hw = load_profile("ascend910b2")
+    store.save_regressor(tiny_regressor, hw, "fp", tmp_path)
+    back = store.load_regressor("matmul", tmp_path, hw=hw)
+    assert back.ranges == {"gm": {"m": [256, 256], "n": [256, 256], "k": [256, 256]}}
+    assert back.outside({"m": 256, "n": 256, "k": 256}) is None
+    assert back.outside({"m": 256, "n": 512, "k": 256}) == (
+        "outside the training range for data gm: n=512 (trained on 256..256)")
+    old = CostRegressor.from_state({k: v for k, v in tiny_regressor.state().items() if k != "ranges"},
+                                   tiny_regressor.models)
+    assert old.ranges == {} and old.outside({"m": 1, "n": 1, "k": 1}) is None
 
 
 def test_neighbours_of_a_huge_shape_do_not_list_its_domains():
@@ -228,6 +248,9 @@ def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
     class Reg:
         units = ("vector", "cube", "scalar")
 
+        def outside(self, shape, data="gm"):
+            return None if shape["n"] < 1000 else f"n={shape['n']} (trained on 16..999)"
+
     monkeypatch.setattr(store, "load_regressor", lambda *a, **k: Reg())
     cost = {"vector": 900.0, "cube": 400.0, "scalar": 5000.0}
 
@@ -237,3 +260,6 @@ def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "pick_params", pick)
     got = regressor_hook(table, tmp_path)("weighted_sum", {"n": 777}, "fp16")
     assert got["unit"] == "cube" and "cube 400" in got["how"] and "vector 900" in got["how"]
+    assert got["warning"] is None
+    far = regressor_hook(table, tmp_path)("weighted_sum", {"n": 5000}, "fp16")
+    assert far["warning"] == "n=5000 (trained on 16..999); the model's ranking extrapolates"

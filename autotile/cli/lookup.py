@@ -13,7 +13,8 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--models", help="folder of trained models (default: autotile train's cache); "
                                     "the cost model answers shapes no tuned tiling fits")
-    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, for a model answer)")
+    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, and a warning when "
+                                                          "the shape is outside the model's training shapes, for a model answer)")
 
 
 def run(args) -> int:
@@ -35,4 +36,6 @@ def run(args) -> int:
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
     if m.how:
         print(f"  chosen as {m.how}")
+    if m.warning:
+        print(f"  warning: {m.warning}")
     return 0

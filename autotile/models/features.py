@@ -282,3 +282,30 @@ def matrix(rows: list[dict], names: list[str]) -> np.ndarray:
             if i is not None:
                 out[r, i] = v
     return out
+
+
+def shape_ranges(rows) -> dict:
+    """{data placement: {dim: [least, greatest]}} over the shapes of ``rows``: the region a
+    model trained on them has seen (outside it, a prediction extrapolates)."""
+    ranges: dict = {}
+    for r in rows:
+        span = ranges.setdefault(r.data, {})
+        for d, v in r.shape.items():
+            lo, hi = span.get(d, (v, v))
+            span[d] = [min(lo, v), max(hi, v)]
+    return ranges
+
+
+def ranges_from_state(state: dict) -> dict:
+    """``shape_ranges`` as saved in a model's JSON state ({} for a model saved without them)."""
+    return {k: {d: [int(a), int(b)] for d, (a, b) in v.items()} for k, v in state.get("ranges", {}).items()}
+
+
+def outside(ranges: dict, shape: dict, data: str = "gm") -> str | None:
+    """Why ``shape`` lies outside ``ranges`` for ``data``, or None (also when nothing is known)."""
+    span = ranges.get(data)
+    if not span:
+        return None
+    out = [f"{d}={v} (trained on {span[d][0]}..{span[d][1]})" for d, v in shape.items()
+           if d in span and not span[d][0] <= v <= span[d][1]]
+    return f"outside the training range for data {data}: {', '.join(out)}" if out else None

@@ -20,7 +20,14 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
-from autotile.models.features import config_features, hw_constants, matrix
+from autotile.models.features import (
+    config_features,
+    hw_constants,
+    matrix,
+    outside,
+    ranges_from_state,
+    shape_ranges,
+)
 from autotile.space.space import Space
 
 SAMPLES = 2000  # random feasible configurations ranked when given a space
@@ -59,6 +66,7 @@ class CostRegressor:
         self.names: list[str] = []
         self.models: dict = {}
         self.n_rows = 0
+        self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
 
     def _features(self, shape, dtype, unit, configs, data) -> list[dict]:
         return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores, self.hw) for c in configs]
@@ -81,7 +89,13 @@ class CostRegressor:
             with one_thread():
                 self.models[u] = clone(est).fit(X, y)
         self.n_rows = len(rows)
+        self.ranges = shape_ranges(rows)
         return self
+
+    def outside(self, shape: dict, data: str = "gm") -> str | None:
+        """Why ``shape`` lies outside the training shapes (its ranking then extrapolates), or None;
+        None too for a model saved without its ranges."""
+        return outside(self.ranges, shape, data)
 
     def predict(self, shape: dict, dtype: str, unit: str, configs: list[dict], data: str = "gm") -> np.ndarray:
         """Predicted cycles of each configuration in ``configs``."""
@@ -95,12 +109,13 @@ class CostRegressor:
 
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
-                "cube_cores": self.cube_cores, "hw": self.hw}
+                "cube_cores": self.cube_cores, "hw": self.hw, "ranges": self.ranges}
 
     @classmethod
     def from_state(cls, state: dict, models: dict) -> CostRegressor:
         reg = cls(state["op"], cube_cores=int(state["cube_cores"]), hw=state.get("hw"))
         reg.units, reg.names, reg.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
+        reg.ranges = ranges_from_state(state)
         reg.models = dict(models)
         if set(reg.models) != set(reg.units):
             raise ValueError("unit models do not match the units")

@@ -17,7 +17,13 @@ from sklearn.base import clone
 
 from autotile.errors import InputError
 from autotile.models.crossover import stays_from, windows
-from autotile.models.features import matrix, shape_features
+from autotile.models.features import (
+    matrix,
+    outside,
+    ranges_from_state,
+    shape_features,
+    shape_ranges,
+)
 
 
 def default_estimator():
@@ -64,23 +70,13 @@ class UnitSelector:
             y = np.log2([c for c, _ in sub])
             self.models[u] = clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
         self.n_rows = len(best)
-        self.ranges = {}
-        for _, r in best:
-            span = self.ranges.setdefault(r.data, {})
-            for d, v in r.shape.items():
-                lo, hi = span.get(d, (v, v))
-                span[d] = [min(lo, v), max(hi, v)]
+        self.ranges = shape_ranges(r for _, r in best)
         return self
 
     def outside(self, shape: dict, data: str = "gm") -> str | None:
         """Why ``shape`` lies outside the training shapes of ``data`` (the prediction then
         extrapolates), or None; None too for a model saved without its ranges."""
-        span = self.ranges.get(data)
-        if not span:
-            return None
-        out = [f"{d}={v} (trained on {span[d][0]}..{span[d][1]})" for d, v in shape.items()
-               if d in span and not span[d][0] <= v <= span[d][1]]
-        return f"outside the training range for data {data}: {', '.join(out)}" if out else None
+        return outside(self.ranges, shape, data)
 
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
@@ -124,7 +120,7 @@ class UnitSelector:
     def from_state(cls, state: dict, models: dict) -> UnitSelector:
         sel = cls(state["op"])
         sel.units, sel.names, sel.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
-        sel.ranges = {k: {d: [int(a), int(b)] for d, (a, b) in v.items()} for k, v in state.get("ranges", {}).items()}
+        sel.ranges = ranges_from_state(state)
         sel.models = dict(models)
         if set(sel.models) != set(sel.units):
             raise ValueError("unit models do not match the units")

@@ -50,11 +50,16 @@ class Match:
     distance: float | None = None
     skipped: tuple[str, ...] = field(default=(), compare=False)  # why model/default were passed over
     how: str | None = field(default=None, compare=False)  # model: how it chose (ranked, simulated)
+    warning: str | None = field(default=None, compare=False)  # model: the shape is outside its training
 
     def to_json(self) -> dict:
         out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
                "match": self.match, "unit": self.unit, "params": self.params}
-        return {**out, "how": self.how} if self.how else out
+        if self.how:
+            out["how"] = self.how
+        if self.warning:
+            out["warning"] = self.warning
+        return out
 
 
 def distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -143,8 +148,8 @@ class Lookup:
                 continue
             why = self.reason(shape, params, dtype, unit)
             if why is None:
-                how = answer.get("how") if "params" in answer else None
-                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped), how=how)
+                how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
+                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped), how=how, warning=warning)
             skipped.append(f"model ({unit}): {why}")
         if not units:
             skipped.append("model: its params fit no unit of the spec")

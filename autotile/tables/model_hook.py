@@ -58,6 +58,8 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         how = got.how if len(picks) == 1 else (
             f"{unit} of {', '.join(u for _, u, _ in picks)} (fewest cycles: "
             + ", ".join(f"{u} {c:,.0f}" for c, u, _ in picks) + f"); {got.how}")
-        return {"unit": unit, "params": got.params, "how": how}
+        far = reg.outside(shape)
+        return {"unit": unit, "params": got.params, "how": how,
+                "warning": f"{far}; the model's ranking extrapolates" if far else None}
 
     return model
