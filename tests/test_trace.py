@@ -57,3 +57,25 @@ def test_double_buffering_overlaps_copies_with_the_cube(runs):
     # overlap shrinks rather than vanishing
     assert mte2_db / busy_db > 1.5 * (mte2_one / busy_one)
     assert runs["db"][0].cycles < 0.6 * runs["no_db"][0].cycles
+
+
+def test_simulate_writes_a_trace_only_for_a_feasible_configuration(tmp_path, run_cli):
+    """`simulate --trace`: a schedule to open for a feasible tiling; none for one the spec refuses
+    (the file used to be written although the answer said infeasible)."""
+    from pathlib import Path
+
+    spec = str(Path(__file__).resolve().parents[1] / "studies" / "matmul.yaml")
+    good = tmp_path / "good.json"
+    code, out, _ = run_cli("simulate", spec, "--shape", "m=256,n=256,k=256", "--trace", str(good))
+    assert code == 0 and f"trace: {good}" in out
+    events = json.loads(good.read_text())["traceEvents"]
+    assert any(e.get("ph") == "X" for e in events)
+    bad = tmp_path / "bad.json"
+    code, out, _ = run_cli("simulate", spec, "--shape", "m=256,n=256,k=256", "--set", "db_l0a=3",
+                           "--trace", str(bad))
+    assert code == 0 and out.startswith("infeasible: db_l0a=3 outside its domain") and "no trace written" in out
+    assert not bad.exists()
+    code, out, _ = run_cli("simulate", spec, "--shape", "m=256,n=256,k=256", "--set", "db_l0a=3",
+                           "--trace", str(bad), "--json")
+    got = json.loads(out)
+    assert code == 0 and got["feasible"] is False and "trace" not in got and not bad.exists()

@@ -51,14 +51,14 @@ def run(args) -> int:
     if reason is not None and res.feasible:
         data["feasible"] = False
         data["reason"] = reason
-    if want and res.feasible:
+    if want and data["feasible"]:  # an infeasible configuration has no schedule to show
         write_chrome_trace(args.trace, traces, spec.hardware,
                            {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
         data["trace"] = args.trace
     if args.json:
         print_json(data)
     elif not data["feasible"]:
-        print(f"infeasible: {data['reason']}")
+        print(f"infeasible: {data['reason']}" + (f" (no trace written to {args.trace})" if want else ""))
     else:
         print(f"{spec.op.name} {space.unit} {space.dtype} {space.shape}: {res.cycles:,.0f} cycles, "
               f"{res.time_us:.2f} us, {res.pct_of_peak:.1f}% of peak, bound by {res.bound}")
