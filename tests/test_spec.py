@@ -105,8 +105,8 @@ BAD = [
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nderived:\n  d: a * 2\nconstraints:\n  - {expr: d + e < 3, message: m}\n',
      "{f}:8:16: constraints[0].expr: unknown name 'e'"),
     ('unknown unit in param',
-     'op: matmul\nunits: [cube]\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, units: [vector]}\n',
-     "{f}:5:43: params.a.units[0]: unknown unit 'vector' (not in the spec's units), expected one of cube"),
+     'op: matmul\nunits: [cube]\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, units: [vectr]}\n',
+     "{f}:5:43: params.a.units[0]: unknown unit 'vectr' for matmul, expected one of cube, vector, did you mean vector?"),
     ('unit mismatch',
      'op: matmul\nunits: [cube, vector]\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, units: [cube]}\n  b: {type: int, low: 1, high: a}\n',
      '{f}:6:6: params.b: b is in every unit but its bounds use a, which is only in units cube'),
@@ -318,6 +318,26 @@ constraints:
 """
 
 
+def test_narrowing_units_leaves_other_units_params_dormant(write_spec, tmp_path):
+    """`units: [cube]` in a copy of a two-unit spec loads as it stands: params and constraints
+    of the unit left out stay in the file but apply to no unit (each used to be an error)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "studies" / "matmul_small.yaml").read_text()
+    assert "units: [cube, vector]" in text
+    spec = load_spec(write_spec(text.replace("units: [cube, vector]", "units: [cube]")))
+    assert spec.units == ("cube",)
+    full = load_spec(str(Path(__file__).resolve().parents[1] / "studies" / "matmul_small.yaml"))
+    assert spec.param_names("cube") == full.param_names("cube")
+    assert "tile_m" in full.param_names("vector") and "tile_m" not in spec.param_names("cube")
+    shape = {"m": 64, "n": 64, "k": 64}
+    assert spec.space(shape, "fp16", "cube").count() == full.space(shape, "fp16", "cube").count()
+    with pytest.raises(InputError, match="vector"):
+        spec.space(shape, "fp16", "vector")
+    again = load_spec(write_spec(yaml.safe_dump(spec.to_dict(), sort_keys=False)))  # a written-out spec reloads
+    assert again.units == ("cube",) and again.param_names("cube") == spec.param_names("cube")
+
+
 def test_unit_namespace_and_per_unit_constraints(write_spec):
     spec = load_spec(write_spec(_PER_UNIT % "[vector, cube]"))
     hw = spec.hardware
@@ -333,11 +353,11 @@ def test_unit_namespace_and_per_unit_constraints(write_spec):
 
 
 def test_per_unit_constraint_errors(write_spec):
-    path = write_spec(_PER_UNIT % "[vector, scalar]")
+    path = write_spec(_PER_UNIT % "[vector, scalr]")
     with pytest.raises(InputError) as info:
         load_spec(path)
-    assert str(info.value) == (f"{path}:9:66: constraints[1].units[1]: unknown unit 'scalar' (not in the "
-                               "spec's units), expected one of vector, cube")
+    assert str(info.value) == (f"{path}:9:66: constraints[1].units[1]: unknown unit 'scalr' for weighted_sum, "
+                               "expected one of vector, cube, scalar, did you mean scalar?")
     path = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  unit: {type: bool}\n")
     with pytest.raises(InputError, match="name unit shadows the unit namespace"):
         load_spec(path)

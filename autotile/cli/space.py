@@ -44,8 +44,8 @@ def run(args) -> int:
             "spaces": rows,
         })
         return 0
-    print(f"{spec.op.name} on {spec.hardware.name}: {len(spec.params)} params "
-          f"({', '.join(p.name for p in spec.params)})")
+    live = [p.name for p in spec.params if p.units is None or set(p.units) & set(spec.units)]
+    print(f"{spec.op.name} on {spec.hardware.name}: {len(live)} params ({', '.join(live)})")
     for r in rows:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         approx = "~" if r["method"] == "sampled" else ""

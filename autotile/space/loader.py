@@ -136,9 +136,11 @@ class _Parser:
         shapes = self.shapes(op, top["shapes"])
         ns = namespaces(op, hw)
         later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()
-        params = self.params(top["params"], ns, units, later)
+        # a param or constraint may name any unit of the op: narrowing the spec's ``units`` then
+        # leaves the other units' params dormant instead of making each one an error
+        params = self.params(top["params"], ns, op, later)
         derived = self.derived(top.get("derived", {}), ns, params)
-        constraints = self.constraints(top.get("constraints", []), ns, params, derived, units)
+        constraints = self.constraints(top.get("constraints", []), ns, params, derived, op)
         objectives = self.names_list(("objective",), top.get("objective", "cycles"), OBJECTIVES,
                                      "objective")
         if len(objectives) > 2:
@@ -292,7 +294,7 @@ class _Parser:
             raise self.err(path, f"name {name} is already used by {taken[name]}", key=True)
         return name
 
-    def params(self, value, ns, spec_units, derived_names=()) -> tuple[Param, ...]:
+    def params(self, value, ns, op, derived_names=()) -> tuple[Param, ...]:
         path = ("params",)
         if not isinstance(value, dict) or not value:
             raise self.err(path, f"expected a mapping of parameter names to definitions, got {_kind(value)}")
@@ -309,7 +311,7 @@ class _Parser:
             hidden.update({p.name: f"{p.name} has text values and cannot be used in expressions"
                            for p in out if p.is_text})
             scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden)
-            p = self.param(ppath, value[name], scope, spec_units)
+            p = self.param(ppath, value[name], scope, op)
             for dep in p.depends:
                 if dep in taken:
                     self.check_units(ppath, p, _by_name(out, dep))
@@ -335,14 +337,14 @@ class _Parser:
             raise self.err(path, "expected all choices text or all numbers/bools, not both")
         return tuple(choices)
 
-    def choices_by_unit(self, path, name, choices: dict, units, spec_units, desc) -> ChoiceParam:
+    def choices_by_unit(self, path, name, choices: dict, units, op, desc) -> ChoiceParam:
         """``choices: {scalar: [...], vector: [...]}``: each unit has its own list; a unit not
         listed does not have the param (as if ``units:`` left it out)."""
         if not choices:
             raise self.err(path + ("choices",), "expected a non-empty mapping of unit to choices")
         by_unit = []
         for unit, lst in choices.items():
-            self.one_of(path + ("choices", unit), unit, spec_units, "unit", " of this spec")
+            self.one_of(path + ("choices", unit), unit, op.units, "unit", f" for {op.name}")
             by_unit.append((unit, self.choice_list(path + ("choices", unit), lst)))
         kinds = {isinstance(c, str) for _, lst in by_unit for c in lst}
         if len(kinds) > 1:
@@ -352,7 +354,7 @@ class _Parser:
         union = tuple(dict.fromkeys(c for _, lst in by_unit for c in lst))
         return ChoiceParam(name, "categorical", union, units, desc, by_unit=tuple(by_unit))
 
-    def param(self, path, d, scope: Scope, spec_units) -> Param:
+    def param(self, path, d, scope: Scope, op) -> Param:
         if not isinstance(d, dict):
             raise self.err(path, f"expected a parameter definition mapping with a type, got {_kind(d)}")
         if "type" not in d:
@@ -362,8 +364,7 @@ class _Parser:
         name = path[-1]
         units = None
         if "units" in d:
-            units = self.names_list(path + ("units",), d["units"], spec_units, "unit",
-                                    " (not in the spec's units)")
+            units = self.names_list(path + ("units",), d["units"], op.units, "unit", f" for {op.name}")
         desc = self.text(path + ("description",), d.get("description", ""), empty_ok=True)
         if kind == "int":
             self.mapping(path, d, common + ("low", "high", "step", "pow2", "multiple_of", "where"),
@@ -398,7 +399,7 @@ class _Parser:
             self.mapping(path, d, common + ("choices",), ("choices",))
             choices = d["choices"]
             if isinstance(choices, dict):
-                return self.choices_by_unit(path, name, choices, units, spec_units, desc)
+                return self.choices_by_unit(path, name, choices, units, op, desc)
             return ChoiceParam(name, "categorical", self.choice_list(path + ("choices",), choices), units, desc)
         if kind == "bool":
 
@@ -431,7 +432,7 @@ class _Parser:
             self.taken[name] = f"derived {name}"
         return tuple(out)
 
-    def constraints(self, value, ns, params, derived, spec_units) -> tuple[Constraint, ...]:
+    def constraints(self, value, ns, params, derived, op) -> tuple[Constraint, ...]:
         path = ("constraints",)
         if not isinstance(value, list):
             raise self.err(path, f"expected a list of {{expr, message}} mappings, got {_kind(value)}")
@@ -448,8 +449,8 @@ class _Parser:
                                                   "true or always false)")
             units = None
             if "units" in item:
-                units = self.names_list(cpath + ("units",), item["units"], spec_units, "unit",
-                                        " (not in the spec's units)")
+                units = self.names_list(cpath + ("units",), item["units"], op.units, "unit",
+                                        f" for {op.name}")
             out.append(Constraint(expr, self.text(cpath + ("message",), item["message"]), units))
         return tuple(out)
 
