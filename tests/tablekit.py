@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from autotile.kernels import registry
 from autotile.space import load_spec
 from autotile.tables.schema import build_table
 
@@ -61,14 +60,12 @@ def default_table(spec_path=SMALL_SPEC, unit_of=None) -> dict:
     """A table whose entries are the kernel's default tilings of every (shape, dtype) of the spec,
     on ``unit_of(shape, dtype)`` (default: the spec's first unit)."""
     spec = load_spec(spec_path)
-    kernel = registry.implementation(spec.op.name)
     results = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
             unit = unit_of(shape, dtype) if unit_of else spec.units[0]
             space = spec.space(shape, dtype, unit)
-            params = {k: v for k, v in kernel.default_params(space.shape, dtype, spec.hardware, unit).items()
-                      if k in space.names}
+            params = space.default_tiling()
             assert space.check(params) is None, (shape, dtype, space.check(params))
             results.append({"shape": space.shape, "dtype": dtype, "unit": unit, "params": params,
                             "cycles": 1000.0, "time_us": 1.0, "pct_of_peak": 50.0, "verified": False,

@@ -68,3 +68,31 @@ def test_a_param_no_kernel_reads_is_refused(tmp_path):
     spec.write_text(text)
     with pytest.raises(InputError, match="'tile_lenght' is not read by the weighted_sum kernel.*did you mean tile_len"):
         load_spec(str(spec)).require_kernel_params()
+
+
+def _with_inputs(tmp_path, name: str, old: str, new: str) -> Path:
+    text = (ROOT / "studies" / f"{name}.yaml").read_text()
+    assert old in text
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("name,old,new,shape", [
+    ("resize", "layout: NCHW", "layout: NHWC", "n=1,c=64,h_in=128,w_in=128,h_out=256,w_out=256"),
+    ("roi_align", "sampling_ratio: 2, aligned: true, roi_seed: 0, roi_min: 0.05, roi_max: 0.5",
+     "sampling_ratio: 0, aligned: true, roi_seed: 0, roi_min: 0.5, roi_max: 1.0",
+     "n=2,c=256,h=64,w=64,rois=256,pooled_h=7,pooled_w=7"),
+])
+def test_the_default_tiling_follows_the_specs_inputs(tmp_path, capsys, name, old, new, shape):
+    """NHWC resize and adaptive-sampling roi_align: the heuristic tiling sized for the spec's
+    inputs fits UB (it used to be the NCHW / sampling_ratio 2 one, which overflowed, so simulate
+    said infeasible and tune had no baseline)."""
+    path = _with_inputs(tmp_path, name, old, new)
+    assert cli(["simulate", str(path), "--shape", shape, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["feasible"] is True, got.get("reason")
+    spec = load_spec(str(path))
+    dims = dict(kv.split("=") for kv in shape.split(","))
+    space = spec.space({k: int(v) for k, v in dims.items()}, "fp16", "vector")
+    assert space.check(space.default_tiling()) is None

@@ -32,8 +32,7 @@ def run(args) -> int:
         kernel = registry.implementation(spec.op.name)
     except InputError as exc:
         raise exc.located(file=args.spec) from None
-    params = space.project({k: v for k, v in kernel.default_params(space.shape, space.dtype, spec.hardware,
-                                                                   space.unit).items() if k in space.names})
+    params = space.default_tiling()
     given = parse_kv(args.set_, what="--set")
     unknown = [k for k in given if k not in space.names]
     if unknown:

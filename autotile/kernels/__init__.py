@@ -4,7 +4,8 @@ Every operator module offers the same interface, so the tuner, the verifier and 
 treat all operators alike (``options`` is the spec's op-specific ``inputs:`` mapping):
 
 - ``UNITS``: the units it has kernels for, default first; ``DIMS``: its shape dimensions.
-- ``default_params(shape, dtype, hw, unit=None) -> dict``: the careful-engineer baseline.
+- ``default_params(shape, dtype, hw, unit=None, options=None) -> dict``: the careful-engineer
+  baseline (``options`` matter where they change what fits, e.g. resize's layout).
 - ``simulate(shape, params, dtype, hw, *, unit=None, options=None, trace_capacity=0,
   want_traces=False) -> SimResult`` (or ``(SimResult, traces)``): count mode on the simulator;
   an infeasible tiling gives ``feasible=False`` with a reason, never an exception.

@@ -159,7 +159,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return 0.0, 0.0
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """The baseline: double buffering (BUFFER_NUM = 2), 64 KiB tiles (two fit UB easily and a
     64 KiB GM read is well past the size where MTE2 nears its plateau), and as many cores as
     there are whole 64 KiB tiles, up to every vector core."""

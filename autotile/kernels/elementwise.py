@@ -165,7 +165,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return 0.0, 0.0
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """Baseline: 8 KiB tiles double-buffered, one core per 16 Ki elements."""
     n = shape["n"]
     cores = max(1, min(hw.vector_cores, n // 16384))

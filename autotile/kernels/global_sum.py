@@ -283,7 +283,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / math.sqrt(3.0), rounded_products=False)
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """Baseline: 16 KiB tiles double-buffered, one core per 64 KiB of input, fp32 accumulation,
     Scalar combine (cube: 8 KiB tiles, so the ones block and two tiles fit L0A / L0B)."""
     unit = unit or UNITS[0]

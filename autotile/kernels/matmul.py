@@ -423,7 +423,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return 2.0 * eps_out, atol
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """The baseline: what a careful engineer writes without a tuner.
 
     Reasoning, step by step:

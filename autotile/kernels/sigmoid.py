@@ -246,7 +246,8 @@ def errors(variant: str, unit: str, dtype: str, hw: HardwareProfile, n: int = 40
     return {"max_abs_error": float(np.max(np.abs(y - ref))), "max_rel_error": float(np.max(np.abs(y - ref) / ref))}
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """Baseline: exact variant, 8 KiB tiles double-buffered, one core per 32 Ki elements."""
     n = shape["n"]
     cores = max(1, min(hw.vector_cores, n // 32768))

@@ -335,7 +335,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector")
 
 
-def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None) -> dict:
+def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
+                   options: dict | None = None) -> dict:
     """Baseline: 8 KiB tiles double-buffered, one core per 64 Ki elements, tree reduction in fp32."""
     unit = unit or UNITS[0]
     n = shape["n"]

@@ -202,10 +202,9 @@ def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
             return math.inf, {}
         params, values = min(rows, key=lambda r: r[1]["cycles"])
         return values["cycles"], params
-    kernel = registry.implementation(spec.op.name)
     plan = runner.StudyPlan(name=f"{spec.op.name}-{unit}-{dtype}", space=space, objectives=("cycles",),
                             sampler="tpe", seed=seed, budget=SPEC_TRIALS, timeout_s=None,
-                            baseline=kernel.default_params(shape, dtype, spec.hardware, unit))
+                            baseline=space.default_tiling())
     out = runner.run(plan, optuna.storages.InMemoryStorage())
     if not out.best:
         return math.inf, {}

@@ -165,6 +165,17 @@ class Space:
             env[p.name] = out[p.name]
         return out
 
+    def default_tiling(self) -> dict:
+        """The kernel's heuristic tiling for this shape, dtype, unit and the spec's ``inputs``,
+        restricted to this space's params and ``project``-ed onto their domains (``check`` it:
+        constraints are not looked at). The tune baseline, simulate's and lookup's default."""
+        from autotile.kernels import registry
+
+        kernel = registry.implementation(self.spec.op.name)
+        base = kernel.default_params(dict(self.shape), self.dtype, self.spec.hardware, self.unit,
+                                     options=self.spec.inputs)
+        return self.project({k: v for k, v in base.items() if k in self.names})
+
     def constraint_failure(self, params: dict) -> str | None:
         """The second half of ``check``, for params already known to lie in their domains (drawn
         from them): None if the derived values and the constraints hold, else the first reason."""

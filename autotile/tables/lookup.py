@@ -158,13 +158,11 @@ class Lookup:
     def _default(self, shape, dtype, skipped) -> Match:
         spec = self.table.spec
         for unit in spec.units:
-            names = spec.param_names(unit)
             try:
-                base = self.kernel.default_params(dict(shape), dtype, spec.hardware, unit)
+                params = spec.space(shape, dtype, unit).default_tiling()
             except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:
                 skipped.append(f"default ({unit}): {exc}")
                 continue
-            params = spec.space(shape, dtype, unit).project({k: v for k, v in base.items() if k in names})
             why = self.reason(shape, params, dtype, unit)
             if why is None:
                 return Match(shape, dtype, "default", unit, params, skipped=tuple(skipped))
@@ -197,6 +195,8 @@ def kernel_check(kernel, shape, params, dtype, hw, unit, options) -> str | None:
         kw["unit"] = unit
     if "kind" in names:
         kw["kind"] = kernel.kind_of(options)
+    if "options" in names:
+        kw["options"] = options
     try:
         kernel.check(dict(shape), dict(params), dtype, hw, **kw)
     except InfeasibleConfig as exc:

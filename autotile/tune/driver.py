@@ -75,8 +75,7 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
 
 def _baseline(kernel, space) -> dict | None:
     """The kernel's default tiling moved onto ``space``'s domains, or None if it is not feasible there."""
-    base = kernel.default_params(space.shape, space.dtype, space.spec.hardware, space.unit)
-    base = space.project({k: v for k, v in base.items() if k in space.names})
+    base = space.default_tiling()
     return base if space.check(base) is None else None
 
 
