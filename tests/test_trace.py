@@ -79,3 +79,5 @@ def test_simulate_writes_a_trace_only_for_a_feasible_configuration(tmp_path, run
                            "--trace", str(bad), "--json")
     got = json.loads(out)
     assert code == 0 and got["feasible"] is False and "trace" not in got and not bad.exists()
+    # outside the spec is not simulated: no figures beside "infeasible", as for the kernel's own refusals
+    assert got["cycles"] is None and got["time_us"] is None

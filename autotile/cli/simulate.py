@@ -21,6 +21,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from autotile.kernels import registry
+    from autotile.sim.result import infeasible
     from autotile.sim.trace import write_chrome_trace
     from autotile.space import load_spec
 
@@ -43,14 +44,14 @@ def run(args) -> int:
     params.update(given)
     reason = space.check(params)
     want = bool(args.trace)
-    out = kernel.simulate(space.shape, params, space.dtype, spec.hardware, unit=space.unit,
-                          options=spec.inputs, trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want)
-    res, traces = out if want else (out, None)
+    if reason is not None:  # outside the spec: not simulated, like any infeasible configuration
+        res, traces = infeasible(spec.op.name, space.unit, space.dtype, space.shape, params, reason), None
+    else:
+        out = kernel.simulate(space.shape, params, space.dtype, spec.hardware, unit=space.unit,
+                              options=spec.inputs, trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want)
+        res, traces = out if want else (out, None)
     data = res.to_json()
-    if reason is not None and res.feasible:
-        data["feasible"] = False
-        data["reason"] = reason
-    if want and data["feasible"]:  # an infeasible configuration has no schedule to show
+    if want and res.feasible:  # an infeasible configuration has no schedule to show
         write_chrome_trace(args.trace, traces, spec.hardware,
                            {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
         data["trace"] = args.trace
