@@ -186,3 +186,19 @@ def test_grid_lines_merge_the_framings():
 def test_cli_refuses_a_missing_models_folder_and_one_unit_twice(run_cli, argv, needle):
     code, out, err = run_cli("crossover", "weighted_sum", *argv)
     assert code == 2 and out == "" and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_text_mode_says_nowhere_and_shortens_long_range_lists(capsys):
+    """No crossover is 'nowhere up to n=16,384' (it printed n=None); a learned curve's dozens of
+    ranges are shortened in text (--json keeps them all)."""
+    from autotile.cli.crossover import _from, _spans
+
+    assert _from(None) == "nowhere up to n=16,384" and _from(1280) == "n=1,280"
+    spans = [[n, n] for n in range(100, 120)]
+    text = _spans(spans)
+    assert text.startswith("[100, 100], [101, 101], [102, 102], ... (20 ranges in all")
+    assert text.endswith("[117, 117], [118, 118], [119, 119]")
+    assert _spans(spans[:6]).count("[") == 6 and _spans([]) == "none"
+    assert run(["crossover", "weighted_sum", "--dtype", "fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out and "nowhere up to n=16,384 (inputs in GM)" in out

@@ -98,6 +98,13 @@ def test_selector_learns_the_weighted_sum_decision(ws_rows):
     assert unit == "cube" and set(cyc) == {"vector", "cube", "scalar"}
     n = sel.crossover("fp16", data="on_chip")
     assert n is not None and 512 < n <= 2048
+    # the learned windows are the model's answer at every n: decide agrees inside and outside them
+    for data in ("on_chip", "gm"):
+        spans = sel.crossover_windows("fp16", data=data)
+        inside = {n for a, b in spans for n in range(a, b + 1)}
+        for n in range(16, 16385, 37):
+            cyc = sel.predict_cycles({"n": n}, "fp16", data)
+            assert (cyc["cube"] < cyc["vector"]) == (n in inside), (data, n, spans)
 
 
 def test_cost_regressor_ranks_matmul_configs(mm_rows):
@@ -316,3 +323,17 @@ def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cl
     assert got["match"] == "model"
     spec = load_spec(str(ROOT / "tests" / "data" / "matmul_small.yaml"))
     assert spec.space({"m": 20000, "n": 24, "k": 40}, "fp16", "cube").check(got["params"]) is None
+
+
+def test_learned_windows_keep_a_range_between_grid_sizes(ws_rows, monkeypatch):
+    """A learned curve can favour the Cube in a narrow range between two powers of two (decide
+    said cube at n=390..401 while the windows, probed on the grid, did not list it)."""
+    sel = UnitSelector("weighted_sum").fit(ws_rows)
+
+    def fake(problems):
+        return [{"vector": 10.0, "cube": 5.0 if 390 <= s["n"] <= 401 or s["n"] >= 465 else 20.0, "scalar": 99.0}
+                for s, _, _ in problems]
+
+    monkeypatch.setattr(sel, "predict_many", fake)
+    assert sel.crossover_windows("fp16", data="gm") == [[390, 401], [465, 16384]]
+    assert sel.crossover("fp16", data="gm") == 465

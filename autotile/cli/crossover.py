@@ -61,7 +61,8 @@ def run(args) -> int:
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
-                     "all categorical params)",
+                     "all categorical params); a simulated range narrower than a grid step can be missed. "
+                     "learned_*: the model asked at every integer n (its windows agree with decide)",
            "meaning": f"*_n: smallest n from which {args.large_unit} stays faster (null: it does not stay "
                       f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster; "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
@@ -77,12 +78,16 @@ def run(args) -> int:
         print_json(out)
     else:
         print(f"{args.op} {args.dtype}: {args.large_unit} stays faster than {args.small_unit} from "
-              f"n={on['n']} (data on chip), n={e2e['n']} (inputs in GM); learned: "
-              f"n={out['learned_n']} (on chip), n={out['learned_end_to_end_n']} (GM)")
+              f"{_from(on['n'])} (data on chip), {_from(e2e['n'])} (inputs in GM); learned: "
+              f"{_from(out['learned_n'])} (on chip), {_from(out['learned_end_to_end_n'])} (GM)")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM)")
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
-              f"n={out['simulated_n_unaligned']} (on chip), n={out['end_to_end_n_unaligned']} (inputs in GM)")
+              f"{_from(out['simulated_n_unaligned'])} (on chip), {_from(out['end_to_end_n_unaligned'])} "
+              "(inputs in GM)")
+        if out.get("learned_windows") is not None:
+            print(f"  learned: {args.large_unit} faster on n in {_spans(out['learned_windows'])} (on chip), "
+                  f"{_spans(out['learned_end_to_end_windows'])} (GM)")
         for line in out["alignment"]:
             print(f"  {line}")
         if not framed:
@@ -150,5 +155,14 @@ def _learned(args, hw, framed: bool) -> dict:
             "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw), "learned_note": None}
 
 
-def _spans(spans) -> str:
-    return ", ".join(f"[{a}, {b}]" for a, b in spans) or "none"
+def _from(n) -> str:
+    """``n=1,280``, or what no crossover up to the grid's end means."""
+    return f"n={n:,}" if n is not None else "nowhere up to n=16,384"
+
+
+def _spans(spans, most: int = 6) -> str:
+    """The ranges as text; past ``most`` the first and last few and how many (--json has all)."""
+    text = [f"[{a}, {b}]" for a, b in spans]
+    if len(text) > most:
+        text = text[:most // 2] + [f"... ({len(text)} ranges in all, --json lists them) ..."] + text[-(most // 2):]
+    return ", ".join(text) or "none"

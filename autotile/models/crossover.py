@@ -165,6 +165,22 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
     return out
 
 
+def runs(ns, flags) -> list[list[int]]:
+    """The ranges [first, last] of consecutive sizes ``ns`` whose ``flags`` hold: ``windows`` for
+    a ``wins`` asked at every size (cheap for a model, not for the simulator).
+
+    >>> runs(range(10, 20), [n in (11, 12, 15) for n in range(10, 20)])
+    [[11, 12], [15, 15]]
+    """
+    out: list[list[int]] = []
+    for n, f in zip(ns, flags):
+        if f and out and out[-1][1] == n - 1:
+            out[-1][1] = n
+        elif f:
+            out.append([n, n])
+    return out
+
+
 def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
     """Smallest n from which ``wins(n)`` stays true: log2 grid ``lo..hi``, then integer bisection.
 

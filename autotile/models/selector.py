@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
-from autotile.models.crossover import stays_from, windows
+from autotile.models.crossover import runs, stays_from
 from autotile.models.features import (
     matrix,
     outside,
@@ -96,20 +96,22 @@ class UnitSelector:
 
     def crossover(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
                   data: str = "on_chip", lo: int = 16, hi: int = 16384) -> int | None:
-        """Smallest n from which the model predicts ``large_unit`` stays faster than ``small_unit``.
-
-        Probes sizes exactly as the simulated crossover does (``crossover.windows``).
-        """
+        """Smallest n from which the model predicts ``large_unit`` stays faster than ``small_unit``
+        (the start of the last of ``crossover_windows`` if it reaches ``hi``)."""
         spans = self.crossover_windows(dtype, small_unit=small_unit, large_unit=large_unit, data=data, lo=lo, hi=hi)
         return stays_from(spans, hi)
 
     def crossover_windows(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
                           data: str = "on_chip", lo: int = 16, hi: int = 16384) -> list[list[int]]:
-        """The size ranges in which the model predicts ``large_unit`` faster (``crossover.windows``)."""
+        """The size ranges in which the model predicts ``large_unit`` faster, asked at every integer
+        n in ``lo..hi`` (a batch prediction, well under a second), so they agree with ``decide`` at
+        each n; a grid would miss the narrow ranges a learned curve has near a tie."""
         for u in (small_unit, large_unit):
             if u not in self.models:
                 raise InputError(f"unit selector for {self.op} has no unit {u!r} (has {', '.join(self.units)})")
-        return windows(lambda n: (c := self.predict_cycles({"n": n}, dtype, data))[large_unit] < c[small_unit], lo, hi)
+        ns = range(lo, hi + 1)
+        preds = self.predict_many([({"n": n}, dtype, data) for n in ns])
+        return runs(ns, [c[large_unit] < c[small_unit] for c in preds])
 
     # -- persistence (see store.py): JSON state + estimators
     def state(self) -> dict:
