@@ -77,17 +77,26 @@ def cache_dir(out: str | Path | None = None) -> Path:
 def sweep_sizes(lo: int, hi: int, per_octave: int = 4) -> list[int]:
     """Log-spaced sizes: ``per_octave`` points per octave plus 1.5 x each power of two.
 
-    Powers of two and 1.5 x 2^k are multiples of 256 from 512 on; the points between are not,
-    so the sweep sees both aligned and unaligned sizes.
+    Powers of two and 1.5 x 2^k are multiples of 256 from 512 on (whole cube fractals); from 256
+    on, the mid-octave point (sqrt(2) x 2^k) is moved to a multiple of 16 that is not one of 256
+    (whole fractal rows, a partial fractal), the others are left as they fall (rarely multiples
+    of 16), so a model sees all three alignments the kernels cost differently.
 
     >>> sweep_sizes(16, 64, 2)
     [16, 23, 24, 32, 45, 48, 64]
+    >>> [n % 256 for n in sweep_sizes(1024, 2048, 4)]
+    [0, 194, 176, 0, 186, 0]
     """
     out = set()
     e = 0
     while lo * 2 ** (e / per_octave) <= hi:
         v = lo * 2 ** (e / per_octave)
-        out.add(int(round(v)))
+        n = int(round(v))
+        if v >= 256 and per_octave > 1 and e % per_octave == per_octave // 2:
+            n = max(16, int(round(v / 16)) * 16)
+            if n % 256 == 0:
+                n += 16
+        out.add(n)
         if e % per_octave == 0 and 1.5 * v <= hi:
             out.add(int(1.5 * v))
         e += 1
