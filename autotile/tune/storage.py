@@ -45,11 +45,13 @@ def make_storage(url: str | None, out_dir: Path):
             out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
-        return _journal(str(out_dir / JOURNAL_NAME))
+        return _journal(str(out_dir / JOURNAL_NAME), None)
     if url.startswith(("sqlite:", "postgresql:", "postgresql+", "mysql:", "mysql+")):
         return _rdb(url)
     if url.startswith("journal:"):
-        return _journal(url[len("journal:"):])
+        if not url[len("journal:"):]:
+            raise InputError(f"--storage {url!r}: expected journal:FILE")
+        return _journal(url[len("journal:"):], url)
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
 
 
@@ -92,8 +94,20 @@ class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
         return super()._create_new_trial(study_id, _owned(template_trial))
 
 
-def _journal(path: str):
-    return _OwnedJournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+def _journal(path: str, url: str | None):
+    """The journal storage in ``path``; ``url`` is the user's --storage (None: the default journal).
+
+    A file that cannot be opened is bad input when the user named it, an output error otherwise.
+    """
+    try:
+        return _OwnedJournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if url is None:
+            raise OutputError(f"{path}: cannot open the study journal: {why}") from None
+        folder = Path(path).parent
+        hint = f" (the folder {folder} does not exist)" if not folder.is_dir() else ""
+        raise InputError(f"--storage {url}: cannot open the journal file: {why}{hint}") from None
 
 
 def _rdb(url: str):
