@@ -50,6 +50,16 @@ def test_default_journal_that_cannot_open_is_an_output_error(tmp_path):
         make_storage(None, tmp_path)
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+@pytest.mark.parametrize("cmd", ["tune", "report"])
+def test_a_storage_that_keeps_nothing_is_refused(run_cli, tmp_path, url, cmd):
+    args = (TINY, "--out", str(tmp_path / "o"), "--quiet") if cmd == "tune" else (str(_report_dir(tmp_path)),)
+    code, _, err = run_cli(cmd, *args, "--storage", url)
+    assert code == 2 and _one_line(err)
+    assert "in-memory" in err and "expected sqlite:///FILE" in err
+    assert not (tmp_path / "o" / "summary.json").exists() and not (tmp_path / "run" / "report.html").exists()
+
+
 def test_a_file_sqlite_url_still_opens(tmp_path):
     storage = make_storage(f"sqlite:///{tmp_path / 's.db'}", tmp_path)
     assert storage is not None and (tmp_path / "s.db").exists()

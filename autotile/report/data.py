@@ -162,7 +162,7 @@ def check_summary(summary: dict, path: Path) -> None:
 
 
 def _open_storage(data: ReportData, url: str | None) -> None:
-    from autotile.tune.storage import JOURNAL_NAME, make_storage, redact
+    from autotile.tune.storage import JOURNAL_NAME, in_memory_sqlite, make_storage, redact
 
     recorded = str(data.summary.get("storage") or "")
     journal = data.out_dir / JOURNAL_NAME
@@ -180,7 +180,7 @@ def _open_storage(data: ReportData, url: str | None) -> None:
     else:  # the user's own --storage: it must open, and a report creates nothing
         if url.startswith("journal:") and not Path(url[len("journal:"):]).exists():
             raise InputError(f"--storage {url}: no such journal file")
-        if url.startswith("sqlite:///") and url != "sqlite:///:memory:" and not Path(url[len("sqlite:///"):]).exists():
+        if url.startswith("sqlite:///") and not in_memory_sqlite(url) and not Path(url[len("sqlite:///"):]).exists():
             raise InputError(f"--storage {redact(url)}: no such SQLite file")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -46,6 +46,9 @@ def make_storage(url: str | None, out_dir: Path):
         except OSError as exc:
             raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
         return _journal(str(out_dir / JOURNAL_NAME), None)
+    if url.startswith("sqlite:") and in_memory_sqlite(url):
+        raise InputError(f"--storage {url!r}: an in-memory SQLite database keeps no trials (they are lost "
+                         "when the process exits); expected sqlite:///FILE")
     if url.startswith(("sqlite:", "postgresql:", "postgresql+", "mysql:", "mysql+")):
         return _rdb(url)
     if url.startswith("journal:"):
@@ -53,6 +56,17 @@ def make_storage(url: str | None, out_dir: Path):
             raise InputError(f"--storage {url!r}: expected journal:FILE")
         return _journal(url[len("journal:"):], url)
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
+
+
+def in_memory_sqlite(url: str) -> bool:
+    """Whether an SQLite URL names no file (``sqlite://``, ``sqlite:///``, ``:memory:``)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - unparsable: opening it reports the problem
+        return False
+    return not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory"
 
 
 def _owned(template: FrozenTrial | None) -> FrozenTrial:
