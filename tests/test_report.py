@@ -145,6 +145,55 @@ def test_optional_sections_and_escaping(matmul_run, tmp_path):
     assert "NOT verified" in html and FAILED not in html
 
 
+def _md_table(md: str, column: str) -> list[dict]:
+    """The rows of the Markdown table that has ``column``, as {header: cell}."""
+    lines = md.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("|") and f"| {column} |" in line)
+    head = [c.strip() for c in lines[i].strip("|").split("|")]
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
+    return rows
+
+
+def test_best_trial_is_the_optuna_trial_number_everywhere(matmul_run):
+    """The history table, summary.json and table.json name the best trial by its Optuna number."""
+    import optuna
+
+    from autotile.tune.storage import make_storage
+
+    r = json.loads((matmul_run / "summary.json").read_text())["results"][0]
+    study = optuna.load_study(study_name=r["study"], storage=make_storage(None, matmul_run))
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert r["history_trials"] == [t.number for t in complete]
+    best = min(complete, key=lambda t: (t.values[0], t.number))
+    assert r["verified"] and not r["rejected"] and r["trial"] == best.number
+    assert json.loads((matmul_run / "table.json").read_text())["entries"][0]["trial"] == best.number
+    row = _md_table((matmul_run / "report.md").read_text(), "best at trial no.")[0]
+    assert row["best at trial no."] == str(best.number)
+    assert "Trial numbers are Optuna's" in (matmul_run / "report.md").read_text()
+
+
+def test_history_table_maps_completed_trials_to_their_numbers(matmul_run, tmp_path):
+    """Pruned trials leave gaps in the numbers; a summary without them shows no number at all."""
+    s = json.loads((matmul_run / "summary.json").read_text())
+    s["storage"] = str(tmp_path / "none.journal")
+    r = s["results"][0]
+    r.update(history=[5.0, 3.0, 4.0, 2.0, 2.5, 1.99], history_trials=[0, 2, 3, 5, 8, 9])
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    write_report(tmp_path)
+    row = _md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
+    assert row["best at trial no."] == "9" and row["within 5% at trial no."] == "5"
+    del r["history_trials"]
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    write_report(tmp_path)
+    row = _md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
+    assert row["best at trial no."] == "-" and row["within 5% at trial no."] == "-"
+    assert FAILED not in (tmp_path / "report.html").read_text()
+
+
 def test_markdown_escape():
     assert markdown.esc("base_m a|b <i>") == "base_m a\\|b \\<i\\>"
     assert data_mod.band(90.5) == "excellent" and data_mod.band(90.0) == "good"

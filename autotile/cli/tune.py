@@ -48,7 +48,8 @@ def run(args) -> int:
                             warm_start=not args.no_warm_start, verify=not args.no_verify))
     summaries = tune_many(specs, opts, args.jobs, args.quiet or args.json)
     if args.json:
-        slim = [s | {"results": [{k: v for k, v in r.items() if k != "history"} for r in s["results"]]}
+        slim = [s | {"results": [{k: v for k, v in r.items() if k not in ("history", "history_trials")}
+                                 for r in s["results"]]}
                 for s in summaries]
         print_json(slim[0] if len(slim) == 1 else slim)
     else:

@@ -1,7 +1,7 @@
 """The report's figures (matplotlib, Agg): each function returns a ``Plot`` (inline SVG + PNG).
 
 >>> import numpy as np
->>> p = history_grid([("a", [3.0, 2.0, 2.5], None, None)], "cycles")
+>>> p = history_grid([("a", [3.0, 2.0, 2.5], [0, 1, 3], None, None)], "cycles")
 >>> p.svg.startswith("<svg") and p.png[:4] == b"\\x89PNG"
 True
 """
@@ -70,12 +70,13 @@ def _grid(n: int, w: float = 3.4, h: float = 2.5, cols: int = 3):
 def history_grid(panels: list, objective: str) -> Plot:
     """One panel per study: every completed trial, the best so far, the baseline and the optimum.
 
-    ``panels``: ``[(title, history, baseline or None, optimum or None)]``.
+    ``panels``: ``[(title, history, trial numbers or None, baseline or None, optimum or None)]``; without
+    trial numbers the x axis counts completed trials.
     """
     fig, axes = _grid(len(panels))
-    for ax, (title, hist, base, opt) in zip(axes, panels):
+    for ax, (title, hist, nums, base, opt) in zip(axes, panels):
         y = np.asarray(hist, dtype=float)
-        x = np.arange(1, len(y) + 1)
+        x = np.asarray(nums) if nums is not None else np.arange(1, len(y) + 1)
         ax.scatter(x, y, s=7, color="#8c959f", alpha=0.6, label="trial", linewidths=0)
         if len(y):
             ax.step(x, np.minimum.accumulate(y), where="post", color=COLORS[0], lw=1.6, label="best so far")
@@ -86,7 +87,7 @@ def history_grid(panels: list, objective: str) -> Plot:
         if len(y) and np.all(y > 0) and y.max() / max(y.min(), 1e-12) > 20:
             ax.set_yscale("log")
         ax.set_title(title)
-        ax.set_xlabel("completed trial")
+        ax.set_xlabel("trial number" if nums is not None else "completed trial")
         ax.set_ylabel(objective)
     handles, labels = {}, {}
     for ax in axes:

@@ -36,6 +36,17 @@ def _shown(data: ReportData) -> list[dict]:
     return res if len(res) <= MAX_PANELS else [r for r in data.exported if r.get("history")][:MAX_PANELS]
 
 
+def trial_numbers(r: dict) -> list | None:
+    """The Optuna trial number of each ``history`` entry (None in summaries that predate them)."""
+    nums = r.get("history_trials")
+    return nums if isinstance(nums, list) and len(nums) == len(r.get("history") or []) else None
+
+
+def _number(nums: list | None, count: int | None) -> str:
+    """The trial number of the ``count``-th completed trial (1-based), or "-"."""
+    return str(nums[count - 1]) if nums and count else "-"
+
+
 def history(data: ReportData) -> Section:
     """Best-so-far against trial number, with the baseline and (when known) the exhaustive optimum."""
     obj = (data.summary.get("objectives") or ["cycles"])[0]
@@ -43,29 +54,30 @@ def history(data: ReportData) -> Section:
     shown = _shown(data)
     rows = []
     for r in data.results:
-        h = r.get("history") or []
+        h, nums = r.get("history") or [], trial_numbers(r)
         best = min(h) if h else None
-        found = h.index(best) + 1 if h else None
         opt = r.get("optimum_cycles")
         rows.append([result_label(r), str(r.get("trials", "-")), str(r.get("complete", "-")),
                      str(r.get("unique_configs", "-")), f"{r.get('infeasible', 0)} ({r.get('infeasible_pct', 0):.0f}%)",
-                     str(found or "-"), str(trials_to_within(h, best, 0.05) or "-") if h else "-",
+                     _number(nums, h.index(best) + 1 if h else None),
+                     _number(nums, trials_to_within(h, best, 0.05) if h else None),
                      fmt.cycles(opt), fmt.pct(100 * (best / opt - 1), 2) if opt and best else "-"])
     blocks = [
         Para(f"How the search converged: every completed trial's {obj} (grey), the best so far (blue) and the "
              "default heuristic it started from (dashed). Where the summary carries the exhaustive optimum of "
              "the space, it is drawn as a dotted line and the gap to it is listed. Infeasible configurations "
              "are pruned before simulation and duplicates are answered from a cache; neither counts toward "
-             "the budget."),
+             "the budget. Trial numbers are Optuna's (trial 0 is the default heuristic), as in summary.json, "
+             "table.json and optuna-dashboard."),
     ]
     if shown:
         blocks.append(plots.history_grid(
-            [(label(r), r["history"], r.get("baseline_cycles") if obj == "cycles" else None,
+            [(label(r), r["history"], trial_numbers(r), r.get("baseline_cycles") if obj == "cycles" else None,
               r.get("optimum_cycles") if obj == "cycles" else None) for r in shown], obj))
         if len(shown) < len(data.results):
             blocks.append(Para(f"{len(data.results)} studies: the plot shows the {len(shown)} exported ones.", note=True))
-    blocks.append(Table(["study", "trials", "complete", "distinct configs", "infeasible", "best at trial",
-                         "within 5% at trial", "optimum", "gap to optimum"], rows, "lrrrrrrrr"))
+    blocks.append(Table(["study", "trials", "complete", "distinct configs", "infeasible", "best at trial no.",
+                         "within 5% at trial no.", "optimum", "gap to optimum"], rows, "lrrrrrrrr"))
     blocks.extend(portfolio_members(data))
     return Section("Optimization history", blocks, "history")
 
@@ -173,5 +185,5 @@ def pareto(data: ReportData) -> Section | None:
         Para(f"These studies minimize two objectives, {objs[0]} and {objs[1]}. The Pareto front holds the "
              "configurations no other trial beats in both; which one to ship is a trade-off to choose."),
         plots.pareto(panels, objs),
-        Table(["study", "trial", objs[0], objs[1], "configuration"], rows, "lrrrl"),
+        Table(["study", "trial no.", objs[0], objs[1], "configuration"], rows, "lrrrl"),
     ], "pareto")

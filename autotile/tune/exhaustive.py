@@ -43,6 +43,7 @@ def run(plan: runner.StudyPlan) -> runner.StudyOutcome:
                               simulated=ev.simulated, elapsed_s=time.monotonic() - t0)
     out.best = [(rows[i][0], rows[i][1], i) for i in ranked]
     out.history = [v[first] for _, v in rows]
+    out.history_trials = list(range(len(rows)))  # the numbers ``best`` gives
     if plan.baseline is not None:
         base = ev.score(plan.baseline)
         if base.feasible:

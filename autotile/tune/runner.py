@@ -61,6 +61,7 @@ class StudyOutcome:
     simulated: int = 0
     elapsed_s: float = 0.0
     history: list = field(default_factory=list)  # first objective per complete trial, in order
+    history_trials: list = field(default_factory=list)  # the Optuna trial number of each history entry
     pareto: list = field(default_factory=list)  # two objectives: [{params, values, trial}]
     members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
     interrupted: bool = False
@@ -205,6 +206,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         out.members = member_stats(trials)
     for t in complete:
         out.history.append(t.values[0])
+        out.history_trials.append(t.number)
         if t.user_attrs.get(BASELINE_ATTR) and out.baseline is None:
             out.baseline = (json.loads(t.user_attrs[CONFIG_ATTR]), t.user_attrs.get("values", {}))
     if len(plan.objectives) > 1 and complete:
