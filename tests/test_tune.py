@@ -284,3 +284,29 @@ sampler: exhaustive
     code, stdout, err = run_cli("tune", str(spec), "--out", str(tmp_path / "free"), "--quiet", "--json")
     faster = json.loads(stdout)["results"][0]
     assert faster["cycles"] < r["cycles"]  # the cap really cost something
+
+
+def test_a_timeout_budget_is_shown_as_given(run_cli, tmp_path):
+    """budget: {timeout_s: ...} is in the CLI line, summary.json and the report, with the trial budget."""
+    spec = tmp_path / "ew.yaml"
+    spec.write_text("""op: elementwise
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 4096}]
+params:
+  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: int, low: 1, high: 4}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
+constraints:
+  - {expr: "3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: "fit UB"}
+budget: {timeout_s: 0.5}
+""")
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(out), "--quiet")
+    assert code == 0, err
+    assert "budget 100 configs or 0.5 s per study" in stdout.splitlines()[0]
+    s = _summary(out)
+    assert s["budget"] == 100 and s["timeout_s"] == 0.5
+    assert "budget 100 distinct feasible configurations or 0.5 s per study" in (out / "report.md").read_text()
+    code, stdout, err = run_cli("tune", TINY, "--out", str(tmp_path / "mm"), "--quiet", "--trials", "2", "--no-verify")
+    assert code == 0 and "budget 2, seed" in stdout and _summary(tmp_path / "mm")["timeout_s"] is None

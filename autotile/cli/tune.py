@@ -59,7 +59,9 @@ def run(args) -> int:
 
 def format_summary(summary: dict, out: Path) -> str:
     """A short human summary: one line per study."""
-    lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {summary['budget']}, "
+    budget = summary["budget"] if summary.get("timeout_s") is None \
+        else f"{summary['budget']} configs or {summary['timeout_s']:g} s per study"
+    lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {budget}, "
              f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
     for r in summary["results"]:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())

@@ -113,7 +113,8 @@ _NUM = (int, float)
 # field -> (accepted types, what the message says); None is accepted for every optional field
 _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile name or path", False),
         "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
-        "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False)}
+        "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
+        "timeout_s": (_NUM, "a number of seconds", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),

@@ -32,6 +32,17 @@ def sci(v) -> str:
     return "-" if _missing(v) else f"{v:.3g}"
 
 
+def budget(trials, timeout_s, configs: str = "configs") -> str:
+    """A study's budget as the run applied it: a count of ``configs``, and a timeout if one was set.
+
+    >>> budget(100, None), budget(100, 2)
+    ('100 configs per study', '100 configs or 2 s per study, whichever comes first')
+    """
+    if _missing(timeout_s):
+        return f"{trials} {configs} per study"
+    return f"{trials} {configs} or {timeout_s:g} s per study, whichever comes first"
+
+
 def params(p: dict | None) -> str:
     return "-" if not p else ", ".join(f"{k}={v}" for k, v in p.items())
 

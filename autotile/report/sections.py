@@ -33,8 +33,9 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
         ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
         ("autotile version", str(s.get("autotile_version", "?"))),
-        ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, budget {s.get('budget', '?')} "
-                   f"distinct feasible configurations per study, objective(s) {', '.join(s.get('objectives', []))}"),
+        ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, budget "
+                   f"{fmt.budget(s.get('budget', '?'), s.get('timeout_s'), 'distinct feasible configurations')}, "
+                   f"objective(s) {', '.join(s.get('objectives', []))}"),
         ("tuning time", f"{s.get('elapsed_s', 0):.1f} s" + (" (interrupted: partial results)" if s.get("interrupted") else "")),
         ("study storage", data.storage_text or "not available"),
     ]

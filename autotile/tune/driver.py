@@ -245,6 +245,7 @@ def _finish(job: _Job) -> dict:
         "sampler": first.sampler if first else spec.sampler,
         "seed": first.seed if first else spec.seed,
         "budget": first.budget if first else None,
+        "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
         "storage": opts.storage and redact(opts.storage) or str(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested,
