@@ -317,3 +317,20 @@ def test_chromium_renders_report_offline(matmul_run, tmp_path):
     ctl.write_text('<p>x</p><img src="http://example.invalid/x.png">')
     _, netlog = _shoot(browser, ctl, tmp_path, "ctl")
     assert _page_requests(netlog) == ["http://example.invalid/x.png"]
+
+
+def test_reproduce_names_the_storage_a_run_kept_its_trials_in(tmp_path):
+    """A run on SQLite or PostgreSQL resumes only with its --storage: the printed command had
+    none, so running it started a fresh journal in the output folder."""
+    from autotile.report import sections
+    from autotile.report.data import ReportData
+
+    base = {"op": "matmul", "spec": "studies/matmul.yaml", "budget": 10, "seed": 0, "sampler": "tpe", "results": []}
+
+    def command(storage):
+        data = ReportData(out_dir=tmp_path, summary={**base, "storage": storage}, hw=None)
+        return sections.reproduce(data).blocks[-1].text.splitlines()[0]
+
+    assert "--storage" not in command(str(tmp_path / "studies.journal"))
+    assert command("sqlite:////data/runs/mm.db").endswith(" --storage sqlite:////data/runs/mm.db")
+    assert command("postgresql://tuner:***@db/autotile").endswith(" --storage 'postgresql://tuner:***@db/autotile'")

@@ -6,6 +6,7 @@ Each builder takes the ``ReportData`` and returns a ``Section`` (or None when it
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
@@ -192,6 +193,9 @@ def reproduce(data: ReportData) -> Section:
     out = shlex.quote(str(data.out_dir))
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
            f"--sampler {s.get('sampler')} --out {out}"
+    storage = s.get("storage")
+    if storage and storage != str(Path(str(data.out_dir)) / "studies.journal"):
+        tune += f" --storage {shlex.quote(storage)}"  # resumes where the run kept its trials
     dash = shlex.quote(data.storage_text or f"{data.out_dir}/studies.journal")
     return Section("Reproduce", [
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
