@@ -3,6 +3,8 @@ expression attacks refused at load, and a round trip of generated specs."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import re
 from pathlib import Path
@@ -178,6 +180,18 @@ BAD = [
      'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
      '  a: {type: bool}\ninputs: {roi_seed: -1}\n',
      '{f}:5:20: inputs.roi_seed: expected an integer in [0, 4294967295], got -1'),
+    ('inputs huge negative integer',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {sampling_ratio: -100000000000000000000}\n',
+     '{f}:5:26: inputs.sampling_ratio: expected an integer in [-1, 64], got -100000000000000000000'),
+    ('inputs integer too big for a float',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {spatial_scale: 1' + '0' * 400 + '}\n',
+     '{f}:5:25: inputs.spatial_scale: expected a number in [1e-06, 1000000], got 1' + '0' * 400),
+    ('inputs scale too small for the ROI generator',
+     'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {spatial_scale: 1.0e-320}\n',
+     '{f}:5:25: inputs.spatial_scale: expected a number in [1e-06, 1000000], got 1e-320'),
     ('inputs across options',
      'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
      '  a: {type: bool}\ninputs: {roi_min: 0.6}\n',
@@ -504,6 +518,36 @@ def test_kernels_read_their_options_from_the_registry():
             assert not r.feasible and bad.name in r.reason, name
 
 
+def _edges(o: registry.Option) -> list:
+    """The extreme values a numeric option admits (an open bound: the next float inside it)."""
+    low = math.nextafter(o.low, math.inf) if o.low_open else o.low
+    return [low, o.high] if o.kind == "number" else [int(low), int(o.high)]
+
+
+def test_numeric_options_are_bounded_and_simulate_at_their_extremes():
+    """Every int or number option has both bounds, and each kernel simulates (feasible or not,
+    never an exception) with every pair of extreme values: a value the loader accepts must not
+    crash a simulation later (a huge sampling_ratio did, with an OverflowError)."""
+    hw = load_profile()
+    for name, op in registry.OPS.items():
+        numeric = [o for o in op.options if o.kind in ("int", "number")]
+        for o in numeric:
+            assert o.low is not None and o.high is not None, (name, o.name)
+        if op.generic or not numeric:
+            continue
+        mod = registry.implementation(name)
+        shape = _SHAPES.get(name, {"n": 4096})
+        params = mod.default_params(shape, op.dtypes[0], hw, op.units[0])
+        for a, b in itertools.combinations_with_replacement(numeric, 2):
+            for va, vb in itertools.product(_edges(a), _edges(b)):
+                opts = {a.name: va, b.name: vb} if a is not b else {a.name: va}
+                if any(o.at_most and o.name in opts and opts[o.name] > opts.get(o.at_most, math.inf)
+                       for o in numeric):
+                    continue
+                r = mod.simulate(shape, params, op.dtypes[0], hw, unit=op.units[0], options=opts)
+                assert r.feasible or r.reason, (name, opts)
+
+
 @pytest.mark.parametrize("option,value,ok", [
     (registry.Option("n", "int", 0, low=0, high=4), 4, True),
     (registry.Option("n", "int", 0, low=0, high=4), 5, False),
@@ -513,6 +557,8 @@ def test_kernels_read_their_options_from_the_registry():
     (registry.Option("x", "number", 1.0, low=0, low_open=True), 1e-9, True),
     (registry.Option("x", "number", 1.0, low=0, low_open=True), float("inf"), False),
     (registry.Option("x", "number", 1.0, low=0, low_open=True), float("nan"), False),
+    pytest.param(registry.Option("x", "number", 0.5, low=0, high=1), 10**400, False, id="int-past-float"),
+    pytest.param(registry.Option("n", "int", 0, low=-1, high=4), -10**400, False, id="huge-negative-int"),
     (registry.Option("b", "bool", False), 0, False),
     (registry.Option("c", "choice", "a", ("a", "b")), {"a": 1}, False),
     (registry.Option("c", "choice", "a", ("a", "b")), "b", True),

@@ -56,6 +56,14 @@ class Option:
             return f"{what} <= {hi}"
         return what
 
+    def _within(self, value: int | float) -> bool:
+        """Whether a number lies in the bounds; an int is compared exactly (``math.isfinite``
+        would overflow on one past the float range), so no size of integer gets through."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        return (self.low is None or (value > self.low if self.low_open else value >= self.low)) \
+            and (self.high is None or value <= self.high)
+
     def check(self, value) -> None:
         """Raise OptionError unless ``value`` is admissible (``at_most`` is checked by the op)."""
         if self.kind == "choice":
@@ -64,9 +72,7 @@ class Option:
             ok = isinstance(value, bool)
         else:
             kinds = (int,) if self.kind == "int" else (int, float)
-            ok = isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) \
-                and (self.low is None or (value > self.low if self.low_open else value >= self.low)) \
-                and (self.high is None or value <= self.high)
+            ok = isinstance(value, kinds) and not isinstance(value, bool) and self._within(value)
         if not ok:
             raise OptionError(self.name, f"expected {self.expected()}, got {value!r}")
 
@@ -164,8 +170,11 @@ OPS: dict[str, OpInfo] = {
                (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),
                # torchvision's arguments, then the seeded ROI generator's: box sides log-uniform
                # in [roi_min, roi_max] of the image side
-               (Option("spatial_scale", "number", 0.25, low=0, low_open=True),
-                Option("sampling_ratio", "int", 2, high=64),  # <= 0: adaptive, as torchvision
+               # spatial_scale: feature side / image side; the ROI generator works in image
+               # coordinates (feature side / scale), which must stay well inside float range
+               (Option("spatial_scale", "number", 0.25, low=1e-6, high=1e6),
+                # -1 (torchvision's default) or 0: adaptive, ceil(roi side / pooled side) per bin
+                Option("sampling_ratio", "int", 2, low=-1, high=64),
                 Option("aligned", "bool", True),
                 Option("roi_seed", "int", 0, low=0, high=2**32 - 1),
                 Option("roi_min", "number", 0.05, low=0, high=1, low_open=True, at_most="roi_max"),

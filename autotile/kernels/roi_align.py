@@ -3,7 +3,7 @@
 Features are channels-last in GM (``[n, h, w, c]``, the layout NC1HWC0 kernels read: a pixel's
 channels are one contiguous vector) and the output is ``[rois, pooled_h, pooled_w, c]``. ROIs are
 ``[rois, 5]`` rows ``(batch, x1, y1, x2, y2)`` in input-image coordinates. Options: ``spatial_scale``,
-``sampling_ratio`` (<= 0: adaptive ``ceil(roi_size / pooled)``), ``aligned``, and the ROI generator
+``sampling_ratio`` (-1 or 0: adaptive ``ceil(roi_size / pooled)``), ``aligned``, and the ROI generator
 (``roi_seed``, ``roi_min`` / ``roi_max``: box sides as fractions of the image, log-uniform), since
 the cost depends on the boxes: bigger boxes mean more sampling points per bin.
 
