@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from tests.conftest import DATA, ROOT
 
 MATMUL = str(ROOT / "studies" / "matmul.yaml")
@@ -82,3 +84,42 @@ def test_missing_spec_file(run_cli, tmp_path):
     missing = str(tmp_path / "nope.yaml")
     code, _, err = run_cli("space", missing)
     assert (code, err) == (2, f"autotile: error: {missing}: file not found\n")
+
+
+_ROI = ("op: roi_align\nshapes: [{n: 1, c: 16, h: 16, w: 16, rois: 8, pooled_h: 2, pooled_w: 2}]\nparams:\n"
+        "  tile_rois: {type: int, low: 1, high: \"%s\"}\n  tile_bins: {type: int, low: 1, high: 4}\n"
+        "  tile_c: {type: int, low: 1, high: \"shape.c\"}\n  buffer_num: {type: int, low: 1, high: 2}\n"
+        "  cores: {type: int, low: 1, high: 4}\n%s")
+
+
+@pytest.mark.parametrize("command", [("space",), ("space", "--json"),
+                                     ("simulate", "--shape", "n=1,c=16,h=16,w=16,rois=8,pooled_h=2,pooled_w=2"),
+                                     ("tune", "--trials", "2", "--quiet")])
+@pytest.mark.parametrize("high,tail,field,at,reason", [
+    ("min(16, shape.rois) / 0", "", "params.tile_rois.high", (4, 40), "division by zero"),
+    ("min(16, shape.rois ** 1000)", "", "params.tile_rois.high", (4, 40), "exponent 1000 is larger than 64"),
+    ("16", "derived: {per: \"shape.c // (shape.rois - 8)\"}\n", "derived.per", (9, 16), "division by zero"),
+    ("16", "derived: {per: \"tile_c if shape.c % (shape.h - 16) else 1\"}\n", "derived.per", (9, 16),
+     "division by zero"),
+    ("16", "constraints:\n  - {expr: \"tile_c <= shape.c % (shape.h - 16)\", message: m}\n",
+     "constraints[0].expr", (10, 12), "division by zero"),
+])
+def test_an_expression_failing_for_the_whole_space_is_a_located_error(
+        run_cli, write_spec, tmp_path, command, high, tail, field, at, reason):
+    """An expression that reads no param (shape, dtype, hw, unit only) and cannot be evaluated
+    makes the whole space empty: a spec error for that shape, reported as one located line with
+    exit 2 by space, simulate and tune alike (space printed an empty space with exit 0)."""
+    path = write_spec(_ROI % (high, tail))
+    extra = ("--out", str(tmp_path / "out")) if command[0] == "tune" else ()
+    code, out, err = run_cli(command[0], path, *command[1:], *extra)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"autotile: error: {path}:{at[0]}:{at[1]}: {field}: cannot evaluate for n=1,c=16,")
+    assert err.rstrip().endswith(reason) and len(err.splitlines()) == 1
+
+
+def test_an_expression_failing_for_some_configurations_only_leaves_them_infeasible(run_cli, write_spec):
+    """A failure that depends on a param's value is that configuration's infeasibility, not an
+    error: the space counts the others."""
+    path = write_spec(_ROI % ("16", "constraints:\n  - {expr: \"shape.c // (tile_c - 1) > 0\", message: m}\n"))
+    code, out, err = run_cli("space", path, "--json")
+    assert (code, err) == (0, "") and json.loads(out)["feasible_size"] > 0

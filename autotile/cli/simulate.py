@@ -28,6 +28,7 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     shape = parse_shape(args.shape)
     space = spec.space(shape, args.dtype, args.unit)
+    space.require_evaluable()
     spec.require_kernel_params(space.unit)
     try:
         kernel = registry.implementation(spec.op.name)

@@ -28,7 +28,9 @@ def run(args) -> int:
     rows = []
     for shape in shapes:
         for dtype, unit in pairs:
-            count = spec.count(shape, dtype, unit)
+            space = spec.space(shape, dtype, unit)
+            space.require_evaluable()
+            count = space.count()
             rows.append({"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()})
     first = rows[0]
     if args.json:

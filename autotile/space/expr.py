@@ -189,6 +189,40 @@ def ready_parts(text: str, is_bound: Callable[[str], bool]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def fixed_parts(text: str) -> list[str]:
+    """Source texts of the largest sub-expressions of ``text`` that read namespaces only (shape,
+    dtype, hw, unit) and are evaluated whatever the params are: not inside a branch of ``if``,
+    nor after the first operand of ``and``/``or`` or a comparison chain. One that cannot be
+    evaluated makes every configuration of a space infeasible.
+
+    >>> fixed_parts("min(a, shape.m // 0) if a > shape.n else 1")
+    ['shape.n']
+    >>> fixed_parts("a <= shape.c % (shape.h - 16)")
+    ['shape.c % (shape.h - 16)']
+    """
+    out: list[str] = []
+
+    def visit(node) -> None:
+        keys = _keys(node)
+        if keys and all("." in k for k in keys):
+            out.append(ast.unparse(node))
+            return
+        if isinstance(node, ast.IfExp):
+            visit(node.test)
+        elif isinstance(node, ast.BoolOp):
+            visit(node.values[0])
+        elif isinstance(node, ast.Compare):
+            visit(node.left)
+            visit(node.comparators[0])
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    visit(child)
+
+    visit(ast.parse(text, mode="eval").body)
+    return list(dict.fromkeys(out))
+
+
 def _keys(node) -> set[str]:
     """Environment keys read by an (already validated) expression tree."""
     if isinstance(node, ast.Attribute):

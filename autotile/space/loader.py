@@ -63,6 +63,7 @@ class _Parser:
         self.doc = doc
         self.folder = Path(doc.file).parent
         self.taken: dict[str, str] = {}  # name -> what uses it (params, then derived)
+        self.expr_at: dict[str, tuple] = {}  # field -> (line, col) of each expression
 
     # -- generic checks ---------------------------------------------------------------
     def err(self, path, message, *, key=False) -> InputError:
@@ -169,6 +170,7 @@ class _Parser:
             backend=backend,
             measurements=self.measurements(top, backend),
             params_at=self.doc.where(("params",), key=True),
+            expr_at=tuple((f, *at) for f, at in self.expr_at.items()),
             inputs=self.inputs(op, top.get("inputs", {}), backend),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
         )
@@ -270,7 +272,9 @@ class _Parser:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise self.err(path, f"expected a number or an expression, got {_kind(value)}")
         try:
-            return compile_expr(value, scope)
+            compiled = compile_expr(value, scope)
+            self.expr_at[dotted(path)] = self.doc.where(path)
+            return compiled
         except ExprError as exc:
             line, col = self.doc.where(path)
             style = self.doc.style.get(path)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from autotile import dtypes as dtypes_mod
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
-from autotile.space.expr import EvalError
-from autotile.space.params import ChoiceParam, Param
+from autotile.space.expr import EvalError, Scope, compile_expr, fixed_parts
+from autotile.space.loader import namespaces
+from autotile.space.params import ChoiceParam, IntParam, Param
 from autotile.space.spec import Constraint, Derived, Spec
 from autotile.yamlsrc import suggest
 
@@ -175,6 +176,45 @@ class Space:
         base = kernel.default_params(dict(self.shape), self.dtype, self.spec.hardware, self.unit,
                                      options=self.spec.inputs)
         return self.project({k: v for k, v in base.items() if k in self.names})
+
+    def require_evaluable(self) -> None:
+        """Raise an InputError, located at the expression, if a part of one that reads no param
+        (``expr.fixed_parts``) cannot be evaluated here, or a param's domain that reads none
+        cannot be built: every configuration would be infeasible for that one reason, which is
+        a spec error for this shape (a count would just say the space is empty)."""
+        env = self.base_env()
+        for field, expr in self._exprs():
+            for part in fixed_parts(expr.text):
+                try:
+                    compile_expr(part, self._scope).eval(env)
+                except EvalError as exc:
+                    self._unevaluable(field, exc.reason)
+        for p in self.params:
+            if isinstance(p, IntParam) and not _bare(p.depends):
+                try:
+                    p.domain(env)
+                except EvalError as exc:
+                    self._unevaluable(f"params.{p.name}", exc.reason)
+
+    def _exprs(self):
+        """(spec field, expression) of every expression of this space."""
+        for p in self.params:
+            if isinstance(p, IntParam):
+                for key in ("low", "high", "step", "multiple_of", "where"):
+                    if getattr(p, key) is not None:
+                        yield f"params.{p.name}.{key}", getattr(p, key)
+        for d in self.derived:
+            yield f"derived.{d.name}", d.expr
+        for c in self.constraints:
+            yield f"constraints[{self.spec.constraints.index(c)}].expr", c.expr
+
+    @property
+    def _scope(self) -> Scope:
+        return Scope(namespaces(self.spec.op, self.spec.hardware))
+
+    def _unevaluable(self, field: str, reason: str):
+        shape = ",".join(f"{k}={v}" for k, v in self.shape.items())
+        raise self.spec.error_at(field, f"cannot evaluate for {shape} {self.dtype} {self.unit}: {reason}")
 
     def constraint_failure(self, params: dict) -> str | None:
         """The second half of ``check``, for params already known to lie in their domains (drawn

@@ -72,6 +72,7 @@ class Spec:
     inputs: dict = field(default_factory=dict)
     description: str = ""
     params_at: tuple[int, int] = (1, 1)  # line and column of the ``params`` key, for errors
+    expr_at: tuple = ()  # (field, line, column) of each expression, for errors found after loading
 
     def param(self, name: str) -> Param:
         """The param called ``name``; KeyError if there is none."""
@@ -106,6 +107,11 @@ class Spec:
                                  f"change nothing (it reads {', '.join(needs)}; `units:` on a param limits it "
                                  f"to some units)" + suggest(extra[0], needs),
                                  file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
+
+    def error_at(self, field: str, message: str) -> InputError:
+        """An InputError located at the expression ``field`` (e.g. ``params.base_m.high``)."""
+        line, col = next(((ln, c) for f, ln, c in self.expr_at if f == field), (None, None))
+        return InputError(message, file=self.file, line=line, col=col, field=field)
 
     def space(self, shape, dtype: str | None = None, unit: str | None = None):
         """The search space of one shape (dict or tuple in dim order), dtype and unit.

@@ -63,6 +63,7 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
         for dtype in spec.dtypes:
             for unit in (u for u in spec.units if spec.op.supports(u, dtype)):
                 space = spec.space(shape, dtype, unit)
+                space.require_evaluable()
                 name = study_name(spec.op.name, spec.hardware.name, dtype, space.shape, unit)
                 base = _baseline(kernel, space) if kernel is not None else None
                 warm = _warm(spec, space, name, storage) if opts.warm_start else ()
