@@ -29,6 +29,82 @@ def test_reference_matches_pytorch_documented_values():
     assert np.allclose(_ref(np.arange(8.0)[None], 1, 4, mode="bilinear"), [[0.5, 2.5, 4.5, 6.5]])
 
 
+# -- PyTorch's index arithmetic, restated from ATen's UpSample.h for fp16/fp32 inputs ---------
+
+F = np.float32
+
+
+def _torch_nearest(i: int, o: int) -> np.ndarray:
+    """nearest_idx: a copy when o == i, a shift when o == 2 i, else
+    min(floorf(dst * ((float)i / o)), i - 1) with every operation in float32."""
+    d = np.arange(o)
+    if o == i:
+        return d
+    if o == 2 * i:
+        return d >> 1
+    return np.minimum(np.floor(d.astype(F) * (F(i) / F(o))).astype(np.int64), i - 1)
+
+
+def _torch_linear(i: int, o: int, align: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """compute_source_index_and_lambda with an opmath (float32) scale: (i0, i1, lambda1)."""
+    d = np.arange(o)
+    if o == i:
+        return d, d, np.zeros(o, dtype=F)
+    if align:
+        src = (F(i - 1) / F(o - 1) if o > 1 else F(0)) * d.astype(F)
+    else:
+        src = np.maximum((F(i) / F(o)) * (d.astype(F) + F(0.5)) - F(0.5), F(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), i - 1)
+    return i0, np.minimum(i0 + 1, i - 1), np.clip(src - i0.astype(F), F(0), F(1))
+
+
+PAIRS = [(i, o) for i in range(1, 200) for o in range(1, 400)]
+
+
+def test_nearest_indices_follow_pytorch_float32_arithmetic():
+    """float64 arithmetic picked another source pixel for 2868 of these pairs (in=2, out=82,
+    dst=41: 1 where PyTorch takes 0)."""
+    for i, o in PAIRS:
+        i0, i1, lam = R.src_index(o, i, "nearest", False)
+        want = _torch_nearest(i, o)
+        assert np.array_equal(i0, want) and np.array_equal(i1, want) and not lam.any(), (i, o)
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_bilinear_indices_and_weights_follow_pytorch_float32_arithmetic(align):
+    for i, o in PAIRS[::3]:
+        i0, i1, lam = R.src_index(o, i, "bilinear", align)
+        want0, want1, want_lam = _torch_linear(i, o, align)
+        assert np.array_equal(i0, want0) and np.array_equal(i1, want1), (i, o)
+        assert np.array_equal(lam, want_lam.astype(np.float64)), (i, o)
+
+
+@pytest.mark.parametrize("mode,align", [("nearest", False), ("bilinear", False), ("bilinear", True)])
+def test_reference_follows_pytorch_float32_arithmetic(mode, align):
+    """On a ramp (value = column) the reference's output is the PyTorch source coordinate:
+    the index for nearest, i0 + lambda1 (its weights rounded to the dtype) for bilinear."""
+    for i, o in PAIRS[::7]:
+        out = _ref(np.arange(i, dtype=np.float64)[None], 1, o, mode=mode, align_corners=align)[0]
+        if mode == "nearest":
+            assert np.array_equal(out, _torch_nearest(i, o)), (i, o)
+            continue
+        i0, i1, lam = _torch_linear(i, o, align)
+        want = (F(1) - lam).astype(np.float64) * i0 + lam.astype(np.float64) * i1
+        assert np.array_equal(out, want.astype(F)), (i, o)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_execute_takes_pytorch_source_pixel(dtype):
+    """in=2, out=82: output column 41 is source column 0 in PyTorch (float64 said 1)."""
+    shape = {"n": 1, "c": 1, "h_in": 1, "w_in": 2, "h_out": 1, "w_out": 82}
+    opts = {"mode": "nearest"}
+    x = np.array([[[[0.25, 0.75]]]])
+    p = {"tile_h": 1, "tile_w": 16, "tile_c": 1, "buffer_num": 2, "cores": 2}
+    got = R.execute((x, np.array([1, 82])), p, dtype, HW, options=opts)[0, 0, 0]
+    assert got[41] == 0.25 and got[42] == 0.75 and np.array_equal(got, x[0, 0, 0, _torch_nearest(2, 82)])
+    assert R.simulate(shape, p, dtype, HW, options=opts).feasible
+
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 2), c=st.integers(1, 5), hi=st.integers(1, 12), wi=st.integers(1, 12),
        ho=st.integers(1, 12), wo=st.integers(1, 40), th=st.integers(1, 5), tw=st.integers(1, 17),

@@ -1,10 +1,12 @@
 """Resize (nearest / bilinear interpolation, PyTorch ``interpolate`` semantics) on the Vector unit.
 
 Options (the spec's ``inputs:``): ``mode`` nearest | bilinear, ``layout`` NCHW | NHWC,
-``align_corners`` (bilinear only). Source indices and weights follow PyTorch's documented rules:
-nearest ``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with
-align_corners, else ``(dst + 0.5) * in/out - 0.5`` clamped at 0; the neighbour is ``i0 + 1``
-unless ``i0`` is the last index. The host computes these index/weight tables (tiling data).
+``align_corners`` (bilinear only). Source indices and weights follow PyTorch's rules (ATen
+UpSample.h) with its float32 arithmetic (the opmath type of fp16 and fp32): nearest
+``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with align_corners, else
+``(dst + 0.5) * in/out - 0.5`` clamped at 0, ``lambda1`` its fraction and ``lambda0 = 1 -
+lambda1`` in the dtype; the neighbour is ``i0 + 1`` unless ``i0`` is the last index; an
+unchanged size is a copy. The host computes these index/weight tables (tiling data).
 
 The output is cut into tiles of ``tile_c`` channels x ``tile_h`` rows x ``tile_w`` columns,
 walked in layout order and split over ``cores`` in contiguous runs. Per tile:
@@ -45,19 +47,37 @@ ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
 IP_LEN = 14
 
 
+F32 = np.float32
+
+
 def src_index(out_size: int, in_size: int, mode: str, align_corners: bool):
-    """(i0, i1, lambda1) per output index: the two source indices and the weight of i1."""
-    dst = np.arange(out_size, dtype=np.float64)
+    """(i0, i1, lambda1) per output index: the two source indices and the weight of i1.
+
+    PyTorch's arithmetic for fp16/fp32 inputs (ATen UpSample.h ``nearest_idx`` and
+    ``compute_source_index_and_lambda``): the scale, the source coordinate and lambda in float32,
+    every operation rounded, and a plain copy when ``out == in`` (nearest also shifts when
+    ``out == 2 * in``). Float64 picked another source pixel for thousands of size pairs.
+    """
+    dst = np.arange(out_size)
+    if out_size == in_size:
+        return dst, dst.copy(), np.zeros(out_size)
     if mode == "nearest":
-        i0 = np.minimum(np.floor(dst * (in_size / out_size)).astype(np.int64), in_size - 1)
+        i0 = dst >> 1 if out_size == 2 * in_size else \
+            np.minimum(np.floor(dst.astype(F32) * (F32(in_size) / F32(out_size))).astype(np.int64), in_size - 1)
         return i0, i0.copy(), np.zeros(out_size)
-    if align_corners:
-        src = dst * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros(out_size)
-    else:
-        src = np.maximum((dst + 0.5) * (in_size / out_size) - 0.5, 0.0)
+    src = _linear_source(out_size, in_size, align_corners)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     i1 = np.where(i0 < in_size - 1, i0 + 1, i0)
-    return i0, i1, src - i0
+    return i0, i1, np.clip(src - i0.astype(F32), F32(0), F32(1)).astype(np.float64)
+
+
+def _linear_source(out_size: int, in_size: int, align_corners: bool) -> np.ndarray:
+    """ATen's ``area_pixel_compute_source_index`` in float32: ``dst * (in-1)/(out-1)`` with
+    align_corners, else ``(dst + 0.5) * in/out - 0.5`` clamped at 0."""
+    dst = np.arange(out_size).astype(F32)
+    if align_corners:
+        return (F32(in_size - 1) / F32(out_size - 1) if out_size > 1 else F32(0)) * dst
+    return np.maximum(F32(in_size) / F32(out_size) * (dst + F32(0.5)) - F32(0.5), F32(0))
 
 
 @njit(cache=True)
@@ -158,12 +178,12 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
             for ch in range(c0, c0 + cc):
                 for r in range(r0, r0 + rh):
                     a1 = C.rnd(hl[r], code)
-                    a0 = C.rnd(1.0 - hl[r], code)
+                    a0 = C.rnd(1.0 - a1, code)  # lambda0 = 1 - lambda1 in the dtype, as PyTorch
                     for x in range(x0, x0 + cw):
                         v00 = _pixel(src, nhwc, b, ch, h0[r], w0[x])
                         if bil:
                             b1 = C.rnd(wl[x], code)
-                            b0 = C.rnd(1.0 - wl[x], code)
+                            b0 = C.rnd(1.0 - b1, code)
                             top = C.rnd(C.rnd(v00 * b0, code) + C.rnd(_pixel(src, nhwc, b, ch, h0[r], w1[x]) * b1, code), code)
                             bot = C.rnd(C.rnd(_pixel(src, nhwc, b, ch, h1[r], w0[x]) * b0, code)
                                         + C.rnd(_pixel(src, nhwc, b, ch, h1[r], w1[x]) * b1, code), code)
@@ -316,9 +336,13 @@ def _shape_of(x, sizes, layout) -> dict:
 
 
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
-    """NumPy reference of torch.nn.functional.interpolate (float64, rounded to ``dtype``).
+    """NumPy reference of torch.nn.functional.interpolate(size=...) for fp16/fp32 inputs.
 
-    Written from the documented formulas, vectorized over the whole tensor.
+    Source indices and weights as PyTorch computes them (ATen UpSample.h): the scale and source
+    coordinate in float32 (PyTorch's opmath type for fp16 and fp32), a copy when a size is
+    unchanged and nearest's shift when it doubles; bilinear weights ``lambda1`` and
+    ``lambda0 = 1 - lambda1`` held in the dtype. The interpolation itself is exact (float64),
+    rounded once to ``dtype``. Written from those formulas, vectorized over the whole tensor.
     """
     x, sizes = inputs
     mode, layout, ac = opts(options)
@@ -328,27 +352,40 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     H, W = xs.shape[2], xs.shape[3]
     Ho, Wo = int(sizes[0]), int(sizes[1])
     if mode == "nearest":
-        ys = np.minimum(np.floor(np.arange(Ho) * (H / Ho)).astype(int), H - 1)
-        xi = np.minimum(np.floor(np.arange(Wo) * (W / Wo)).astype(int), W - 1)
-        out = xs[:, :, ys][:, :, :, xi]
+        out = xs[:, :, _ref_nearest(H, Ho)][:, :, :, _ref_nearest(W, Wo)]
     else:
-        def axis(o_, i_):
-            d = np.arange(o_, dtype=np.float64)
-            if ac:
-                s = d * (i_ - 1) / (o_ - 1) if o_ > 1 else 0 * d
-            else:
-                s = np.clip((d + 0.5) * i_ / o_ - 0.5, 0, None)
-            lo = np.floor(s).astype(int).clip(max=i_ - 1)
-            return lo, np.minimum(lo + 1, i_ - 1), s - lo
-
-        y0, y1, ly = axis(Ho, H)
-        x0, x1, lx = axis(Wo, W)
-        ly, lx = ly[:, None], lx[None, :]
+        y0, y1, ky, ly = _ref_linear(H, Ho, ac, dtype)
+        x0, x1, kx, lx = _ref_linear(W, Wo, ac, dtype)
+        ky, ly, kx, lx = ky[:, None], ly[:, None], kx[None, :], lx[None, :]
         g = lambda yy, xx: xs[:, :, yy][:, :, :, xx]  # noqa: E731
-        out = ((1 - ly) * ((1 - lx) * g(y0, x0) + lx * g(y0, x1)) + ly * ((1 - lx) * g(y1, x0) + lx * g(y1, x1)))
+        out = ky * (kx * g(y0, x0) + lx * g(y0, x1)) + ly * (kx * g(y1, x0) + lx * g(y1, x1))
     if layout == "NHWC":
         out = out.transpose(0, 2, 3, 1)
     return dtype_emul.round_to(out, dtype)
+
+
+def _ref_nearest(i_: int, o_: int) -> np.ndarray:
+    """The reference's nearest source index per output index (``nearest_idx``)."""
+    d = np.arange(o_)
+    if o_ in (i_, 2 * i_):
+        return d * i_ // o_
+    return np.minimum(np.floor(d.astype(np.float32) * (np.float32(i_) / np.float32(o_))).astype(int), i_ - 1)
+
+
+def _ref_linear(i_: int, o_: int, ac: bool, dtype: str):
+    """The reference's (i0, i1, lambda0, lambda1) per output index, the weights in ``dtype``."""
+    if o_ == i_:
+        d = np.arange(o_)
+        return d, d, np.ones(o_), np.zeros(o_)
+    d = np.arange(o_).astype(np.float32)
+    f = np.float32
+    if ac:
+        s = d * (f(i_ - 1) / f(o_ - 1)) if o_ > 1 else 0 * d
+    else:
+        s = np.clip((d + f(0.5)) * (f(i_) / f(o_)) - f(0.5), f(0), None)
+    lo = np.floor(s).astype(int).clip(max=i_ - 1)
+    lam = dtype_emul.round_to(np.clip(s - lo.astype(f), f(0), f(1)).astype(np.float64), dtype)
+    return lo, np.minimum(lo + 1, i_ - 1), dtype_emul.round_to(1 - lam, dtype), lam
 
 
 def io_elements(shape: dict) -> int:
