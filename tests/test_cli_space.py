@@ -123,3 +123,13 @@ def test_an_expression_failing_for_some_configurations_only_leaves_them_infeasib
     path = write_spec(_ROI % ("16", "constraints:\n  - {expr: \"shape.c // (tile_c - 1) > 0\", message: m}\n"))
     code, out, err = run_cli("space", path, "--json")
     assert (code, err) == (0, "") and json.loads(out)["feasible_size"] > 0
+
+
+def test_a_domain_that_cannot_be_built_for_the_shape_is_a_located_error(run_cli, write_spec):
+    """A step that reads no param and is 0 for this shape empties the param's domain everywhere."""
+    path = write_spec(_ROI.replace('tile_c: {type: int, low: 1, high: "shape.c"}',
+                                   'tile_c: {type: int, low: 1, high: "shape.c", step: "shape.c // 32"}') % ("16", ""))
+    code, out, err = run_cli("space", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"autotile: error: {path}:6:28: params.tile_c: cannot evaluate for n=1,c=16,")
+    assert err.rstrip().endswith("fp32 vector: step 0 is not positive")

@@ -109,8 +109,9 @@ class Spec:
                                  file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
 
     def error_at(self, field: str, message: str) -> InputError:
-        """An InputError located at the expression ``field`` (e.g. ``params.base_m.high``)."""
-        line, col = next(((ln, c) for f, ln, c in self.expr_at if f == field), (None, None))
+        """An InputError located at the expression ``field`` (e.g. ``params.base_m.high``; a
+        param's name alone: its first expression)."""
+        line, col = next(((ln, c) for f, ln, c in self.expr_at if f in (field, f"{field}.low")), (None, None))
         return InputError(message, file=self.file, line=line, col=col, field=field)
 
     def space(self, shape, dtype: str | None = None, unit: str | None = None):
