@@ -166,3 +166,31 @@ def test_bad_options_are_infeasible_with_reason():
     p = {"tile_h": 1, "tile_w": 4, "tile_c": 1, "buffer_num": 1, "cores": 1}
     r = R.simulate(shape, p, "fp16", HW, options={"mode": "bicubic"})
     assert not r.feasible and "mode" in r.reason
+
+
+def _run(shape, params=None, opts=None):
+    p = params or R.default_params(shape, "fp16", HW, options=opts)
+    r = R.simulate(shape, p, "fp16", HW, options=opts)
+    assert r.feasible, r.reason
+    return r
+
+
+@pytest.mark.parametrize("small,near,params", [
+    # upsampling a tiny image: the reads' share of HBM traffic rounded to 0 and starved them
+    (16, 32, {"tile_h": 4, "tile_w": 512, "tile_c": 1, "buffer_num": 2, "cores": 48}),
+    (1, 32, None),
+])
+def test_large_upsampling_costs_about_what_a_nearby_ratio_costs(small, near, params):
+    shape = {"n": 1, "c": 1, "h_out": 1000, "w_out": 1000}
+    a = _run({**shape, "h_in": small, "w_in": small}, params)
+    b = _run({**shape, "h_in": near, "w_in": near}, params)
+    assert 0.5 < a.cycles / b.cycles < 2
+
+
+def test_large_downsampling_costs_grow_no_faster_than_the_reads():
+    # the writes' share rounded to 0 (294 B written): 0.5 s for a 7x7 output
+    shape = {"n": 1, "c": 3, "h_out": 7, "w_out": 7}
+    p = {"tile_h": 4, "tile_w": 16, "tile_c": 1, "buffer_num": 2, "cores": 6}
+    big = _run({**shape, "h_in": 1024, "w_in": 1024}, p)
+    near = _run({**shape, "h_in": 256, "w_in": 256}, p)
+    assert 1 <= big.cycles / near.cycles <= big.bytes["gm_read"] / near.bytes["gm_read"]

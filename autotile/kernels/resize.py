@@ -33,7 +33,7 @@ from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector
+from autotile.sim.costs import cost_vector, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector",)
@@ -274,7 +274,7 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     mark = np.zeros(shape["h_in"], dtype=np.int64)
 
     def cores(write_share, capacity):
-        cost = cost_vector(hw, dtype, active_cores=active, write_share=round(write_share, 3))
+        cost = cost_vector(hw, dtype, active_cores=active, write_share=write_share)
         out = []
         for k in range(active):
             st = C.new_state(capacity)
@@ -286,12 +286,12 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
 
     # HBM is split between reads and writes by their share of the traffic: first from the bytes
     # that must move, then (if tiles re-read source rows enough to matter) from the simulated ones
-    guess = dst_bytes / (src_bytes + dst_bytes)
+    guess = write_fraction(src_bytes, dst_bytes)
     states = cores(guess, trace_capacity)
-    rd = sum(st.path_bytes[E.GM_UB] for st in states)
-    wr = sum(st.path_bytes[E.UB_GM] for st in states)
-    if abs(wr / (rd + wr) - guess) > 0.02:
-        states = cores(wr / (rd + wr), trace_capacity)
+    simulated = write_fraction(sum(st.path_bytes[E.GM_UB] for st in states),
+                               sum(st.path_bytes[E.UB_GM] for st in states))
+    if abs(simulated - guess) > 0.02:
+        states = cores(simulated, trace_capacity)
     runs = [CoreRun.from_state(st, 1) for st in states]
     traces = [(1, E.recorded(st)) for st in states]
     return runs, dst, traces, src_bytes + dst_bytes

@@ -1,12 +1,16 @@
 """Turn a hardware profile into the flat cost arrays the Numba engine reads.
 
 Chip-level sharing is folded in here, before the per-core recurrence runs: the GM traffic of
-all active cores shares the chip's HBM bandwidth (each core gets a fair share when all stream),
-reads that hit the shared L2 go at the L2 rate instead, and every core stays capped by its own
-per-path rate. Kernels never see these rules; they only issue copies.
+all active cores shares the chip's HBM bandwidth (each core gets a fair share when all stream,
+and a core's reads and writes share that fairly when they stream together), reads that hit the
+shared L2 go at the L2 rate instead, and every core stays capped by its own per-path rate.
+Kernels never see these rules; they only issue copies.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,18 +25,52 @@ def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
     A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise goes to
     HBM, whose bandwidth the active cores share evenly. Writes go to HBM through L2.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
-    HBM share between reads and writes that stream together; ``None`` gives each direction the
-    whole share (kernels whose reads and writes do not stream at the same time).
+    HBM share between reads and writes that stream together (``hbm_split``); ``None`` gives each
+    direction the whole share (kernels whose reads and writes do not stream at the same time).
     """
-    share = hw.hbm_bytes_per_cycle / max(1, active_cores)
-    rshare, wshare = share, share
-    if write_share is not None:
-        w = min(max(write_share, 0.0), 1.0)
-        rshare, wshare = share * max(1.0 - w, 1e-9), share * max(w, 1e-9)
+    core = hw.hbm_bytes_per_cycle / max(1, active_cores)
+    split = hbm_split(write_share)
     h = min(max(l2_hit, 0.0), 1.0)
-    read = 1.0 / ((1.0 - h) / rshare + h / hw.l2_read_bytes_per_cycle)
-    write = min(wshare, hw.l2_write_bytes_per_cycle)
+    read = 1.0 / ((1.0 - h) / (core * split.read) + h / hw.l2_read_bytes_per_cycle)
+    write = min(core * split.write, hw.l2_write_bytes_per_cycle)
     return read, write
+
+
+@dataclass(frozen=True)
+class Split:
+    """Fractions of a core's HBM share its reads and its writes get."""
+
+    read: float
+    write: float
+
+
+def hbm_split(write_share: float | None) -> Split:
+    """How reads and writes that stream together share HBM: fairly, as the memory arbitrates.
+
+    While both directions stream each gets half; the lighter one finishes first and the heavier
+    one then has HBM alone. Over their lifetimes the heavier direction moves at its share of the
+    traffic (all bytes through HBM in the time their total needs) and the lighter one at half
+    the bandwidth: a direction with little traffic is never starved. ``None``: each direction
+    gets the whole share.
+    """
+    if write_share is None:
+        return Split(1.0, 1.0)
+    w = min(max(write_share, 0.0), 1.0)
+    return Split(max(1.0 - w, 0.5), max(w, 0.5))
+
+
+def write_fraction(read_bytes: float, write_bytes: float) -> float | None:
+    """The write share of ``read_bytes + write_bytes`` for ``cost_vector``; ``None`` without traffic.
+
+    Quantized to 1/1000 (the cost memo's key) towards an even split, so the heavier direction
+    never gets more than its share; a direction with traffic keeps a nonzero share.
+    """
+    total = read_bytes + write_bytes
+    if total <= 0:
+        return None
+    w = round(1000 * write_bytes / total, 6)  # float noise must not move a step
+    q = (math.floor(w) if w > 500 else math.ceil(w)) / 1000
+    return min(max(q, 0.001 if write_bytes > 0 else 0.0), 0.999 if read_bytes > 0 else 1.0)
 
 
 _CACHE: dict = {}

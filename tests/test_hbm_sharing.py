@@ -1,0 +1,33 @@
+"""Reads and writes that stream together share a core's HBM share, fairly, and neither starves."""
+
+import pytest
+
+from autotile.hardware import load_profile
+from autotile.sim.costs import gm_rates, write_fraction
+
+HW = load_profile()
+CORES = 48  # the per-core HBM share is below the L2 caps, so the split alone sets the rates
+
+
+def _times(read_bytes, write_bytes):
+    """(read time, write time) in cycles at the rates the split gives."""
+    read, write = gm_rates(HW, CORES, 0.0, write_fraction(read_bytes, write_bytes))
+    return read_bytes / read, write_bytes / write
+
+
+@pytest.mark.parametrize("read_bytes,write_bytes", [
+    (512, 2_016_000), (2_016_000, 512), (1, 10**9), (10**9, 1), (3, 7), (7, 3), (1, 1), (2, 1),
+])
+def test_split_is_fair_and_never_beats_hbm(read_bytes, write_bytes):
+    share = HW.hbm_bytes_per_cycle / CORES
+    total = (read_bytes + write_bytes) / share
+    tr, tw = _times(read_bytes, write_bytes)
+    assert max(tr, tw) >= total * (1 - 1e-9)  # together they never move faster than HBM
+    assert max(tr, tw) <= total * 1.002  # the heavier direction keeps its share of the traffic
+    light, t_light = min((read_bytes, tr), (write_bytes, tw))
+    assert t_light <= 2 * light / share * (1 + 1e-9)  # the lighter one: at least half the share
+
+
+def test_write_fraction_keeps_a_direction_with_traffic():
+    assert 0 < write_fraction(10**9, 1) < 0.5 < write_fraction(1, 10**9) < 1
+    assert write_fraction(0, 5) == 1.0 and write_fraction(5, 0) == 0.0 and write_fraction(0, 0) is None
