@@ -194,3 +194,19 @@ def test_large_downsampling_costs_grow_no_faster_than_the_reads():
     big = _run({**shape, "h_in": 1024, "w_in": 1024}, p)
     near = _run({**shape, "h_in": 256, "w_in": 256}, p)
     assert 1 <= big.cycles / near.cycles <= big.bytes["gm_read"] / near.bytes["gm_read"]
+
+
+@pytest.mark.parametrize("mode", R.MODES)
+@pytest.mark.parametrize("params", [{"tile_h": 1, "tile_w": 16, "tile_c": 1, "buffer_num": 2, "cores": 1}, None])
+def test_downsampling_to_a_pixel_counts_only_the_pixels_it_reads(mode, params):
+    # the whole 1000x1000 source counted as bytes that must move: 750-813% of HBM bandwidth
+    opts = {"mode": mode}
+    r = _run({"n": 1, "c": 1, "h_in": 1000, "w_in": 1000, "h_out": 1, "w_out": 1}, params, opts)
+    assert 0 < r.pct_of_bandwidth <= 100
+
+
+@pytest.mark.parametrize("mode", R.MODES)
+def test_upsampling_must_read_the_whole_source(mode):
+    shape = {"n": 2, "c": 3, "h_in": 5, "w_in": 7, "h_out": 11, "w_out": 8}
+    h0, h1, _, w0, w1, _ = R._tables(shape, mode, False)
+    assert R.must_move(shape, (h0, h1, w0, w1), 2) == (2 * 3 * 5 * 7 * 2, 2 * 3 * 11 * 8 * 2)

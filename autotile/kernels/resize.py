@@ -258,8 +258,7 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     vcost = C.vtable(hw, [("vgather", sig), ("vcopy", sig), ("vmul", f"{sig}_{dtype}"), ("vmuls", f"{sig}_{dtype}"),
                           ("vadd", f"{sig}_{dtype}")])
     nb = C.BYTES[dtype]
-    src_bytes = shape["n"] * shape["c"] * shape["h_in"] * shape["w_in"] * nb
-    dst_bytes = shape["n"] * shape["c"] * shape["h_out"] * shape["w_out"] * nb
+    need_read, need_write = must_move(shape, (h0, h1, w0, w1), nb)
     T = _ntiles(shape, p)
     per = -(-T // p["cores"])
     active = -(-T // per)
@@ -286,7 +285,7 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
 
     # HBM is split between reads and writes by their share of the traffic: first from the bytes
     # that must move, then (if tiles re-read source rows enough to matter) from the simulated ones
-    guess = write_fraction(src_bytes, dst_bytes)
+    guess = write_fraction(need_read, need_write)
     states = cores(guess, trace_capacity)
     simulated = write_fraction(sum(st.path_bytes[E.GM_UB] for st in states),
                                sum(st.path_bytes[E.UB_GM] for st in states))
@@ -294,7 +293,17 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
         states = cores(simulated, trace_capacity)
     runs = [CoreRun.from_state(st, 1) for st in states]
     traces = [(1, E.recorded(st)) for st in states]
-    return runs, dst, traces, src_bytes + dst_bytes
+    return runs, dst, traces, need_read + need_write
+
+
+def must_move(shape: dict, tables: tuple, nb: int) -> tuple[float, float]:
+    """(read, write) bytes the op cannot avoid moving: the source pixels its output samples
+    (distinct sampled rows x distinct sampled columns, per plane) and the output."""
+    h0, h1, w0, w1 = tables
+    rows = np.union1d(h0, h1).size
+    cols = np.union1d(w0, w1).size
+    planes = shape["n"] * shape["c"]
+    return float(planes * rows * cols * nb), float(planes * shape["h_out"] * shape["w_out"] * nb)
 
 
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
