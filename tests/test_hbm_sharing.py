@@ -31,3 +31,13 @@ def test_split_is_fair_and_never_beats_hbm(read_bytes, write_bytes):
 def test_write_fraction_keeps_a_direction_with_traffic():
     assert 0 < write_fraction(10**9, 1) < 0.5 < write_fraction(1, 10**9) < 1
     assert write_fraction(0, 5) == 1.0 and write_fraction(5, 0) == 0.0 and write_fraction(0, 0) is None
+
+
+@pytest.mark.parametrize("write_share", [0.1, 0.5, 0.9])
+def test_a_lightly_loaded_share_splits_less(write_share):
+    whole = gm_rates(HW, CORES, 0.0, None)
+    rates = [gm_rates(HW, CORES, 0.0, write_share, hbm_load=u) for u in (0.0, 0.3, 0.7, 1.0)]
+    assert rates[0] == pytest.approx(whole)  # an idle share: the directions never meet
+    assert rates[-1] == pytest.approx(gm_rates(HW, CORES, 0.0, write_share))  # saturated: the fair split
+    for lighter, heavier in zip(rates, rates[1:]):
+        assert heavier[0] <= lighter[0] and heavier[1] <= lighter[1]

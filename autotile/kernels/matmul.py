@@ -30,7 +30,7 @@ from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, matmul_vector, registry
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector, hbm_streams, l2_hit_fraction
+from autotile.sim.costs import cost_vector, hbm_load, hbm_streams, l2_hit_fraction, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("cube", "vector")  # vector: matmul_vector, for tiny shapes
@@ -288,7 +288,8 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 
     Each distinct core block (full blocks and tails) is simulated once and counted for every
     core that has it. GM reads are first simulated to learn the traffic, which gives the L2 hit
-    share; the final pass uses GM rates with that share and the HBM split over active cores.
+    share; the final pass uses GM rates with that share and the HBM split over active cores, and
+    between the reads and FixPipe's writes, which stream while the next blocks load.
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
@@ -322,8 +323,10 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
                     st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
                     st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
     hit = l2_hit_fraction(hw, total_read, unique, footprint)
-    streams = hbm_streams(hw, active, total_read * (1.0 - hit) + total_write, lower)
-    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit)
+    hbm_read = total_read * (1.0 - hit)
+    streams = hbm_streams(hw, active, hbm_read + total_write, lower)
+    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit, write_share=write_fraction(hbm_read, total_write),
+                       hbm_load=hbm_load(hw, active, streams, hbm_read + total_write, lower))
     runs, traces = [], []
     for count, sm, sn in classes:
         st = _state(trace_capacity)

@@ -19,17 +19,18 @@ from autotile.sim import engine as E
 
 
 def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
-             write_share: float | None = None) -> tuple[float, float]:
+             write_share: float | None = None, hbm_load: float = 1.0) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
     A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise goes to
     HBM, whose bandwidth the active cores share evenly. Writes go to HBM through L2.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
-    HBM share between reads and writes that stream together (``hbm_split``); ``None`` gives each
-    direction the whole share (kernels whose reads and writes do not stream at the same time).
+    HBM share between reads and writes that stream together (``hbm_split``, with ``hbm_load``);
+    ``None`` gives each direction the whole share (kernels whose reads and writes do not stream
+    at the same time).
     """
     core = hw.hbm_bytes_per_cycle / max(1, active_cores)
-    split = hbm_split(write_share)
+    split = hbm_split(write_share, hbm_load)
     h = min(max(l2_hit, 0.0), 1.0)
     read = 1.0 / ((1.0 - h) / (core * split.read) + h / hw.l2_read_bytes_per_cycle)
     write = min(core * split.write, hw.l2_write_bytes_per_cycle)
@@ -44,19 +45,21 @@ class Split:
     write: float
 
 
-def hbm_split(write_share: float | None) -> Split:
+def hbm_split(write_share: float | None, load: float = 1.0) -> Split:
     """How reads and writes that stream together share HBM: fairly, as the memory arbitrates.
 
     While both directions stream each gets half; the lighter one finishes first and the heavier
     one then has HBM alone. Over their lifetimes the heavier direction moves at its share of the
     traffic (all bytes through HBM in the time their total needs) and the lighter one at half
-    the bandwidth: a direction with little traffic is never starved. ``None``: each direction
-    gets the whole share.
+    the bandwidth: a direction with little traffic is never starved. That is a saturated share
+    (``load`` 1); when the pair needs only ``load`` of the share over the kernel, each direction
+    loses only what the other needs on average. ``None``: each direction gets the whole share.
     """
     if write_share is None:
         return Split(1.0, 1.0)
     w = min(max(write_share, 0.0), 1.0)
-    return Split(max(1.0 - w, 0.5), max(w, 0.5))
+    u = min(max(load, 0.0), 1.0)
+    return Split(max(1.0 - u * w, 0.5), max(1.0 - u * (1.0 - w), 0.5))
 
 
 def write_fraction(read_bytes: float, write_bytes: float) -> float | None:
@@ -77,27 +80,27 @@ _CACHE: dict = {}
 
 
 def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_hit: float = 0.0,
-                write_share: float | None = None) -> np.ndarray:
+                write_share: float | None = None, hbm_load: float = 1.0) -> np.ndarray:
     """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
 
     Memoized: the tuner asks for the same few vectors thousands of times per second.
     """
-    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share)
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is hw:
         return hit[1]
     if len(_CACHE) > 4096:
         _CACHE.clear()
-    c = _build(hw, dtype, active_cores, l2_hit, write_share)
+    c = _build(hw, dtype, active_cores, l2_hit, write_share, hbm_load)
     c.flags.writeable = False
     _CACHE[key] = (hw, c)
     return c
 
 
 def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
-           write_share: float | None) -> np.ndarray:
+           write_share: float | None, hbm_load: float) -> np.ndarray:
     c = np.zeros(E.NCOST)
-    read, write = gm_rates(hw, active_cores, l2_hit, write_share)
+    read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load)
     for i, path in enumerate(E.PATH_NAMES):
         cp = hw.copy[path]
         rate = cp.bytes_per_cycle
@@ -166,3 +169,14 @@ def hbm_streams(hw: HardwareProfile, active_cores: int, hbm_bytes: float, lower_
         return float(max(1, active_cores))
     util = min(1.0, hbm_bytes / (hw.hbm_bytes_per_cycle * lower_bound_cycles))
     return max(1.0, active_cores * util)
+
+
+def hbm_load(hw: HardwareProfile, active_cores: int, streams: float, hbm_bytes: float,
+             lower_bound_cycles: float) -> float:
+    """How much of its HBM share (``hbm_streams``) a core's traffic needs over a lower bound of
+    its duration, at most 1; rounded up to 1/1000 (the cost memo's key), erring on contention."""
+    if lower_bound_cycles <= 0:
+        return 1.0
+    share = hw.hbm_bytes_per_cycle / max(1.0, streams)
+    need = hbm_bytes / max(1, active_cores) / (share * lower_bound_cycles)
+    return min(1.0, math.ceil(round(1000 * need, 6)) / 1000)
