@@ -17,7 +17,7 @@ from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector
+from autotile.sim.costs import cost_vector, hbm_load, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 PARAMS = registry.get("matmul").needs("vector")
@@ -82,31 +82,47 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[d
 
 
 def _run(shape, p, dtype, hw, execute=False, a=None, b=None, trace_capacity=0):
+    """Simulate each core class (computing C in execute mode); returns (runs, C, traces).
+
+    A's tiles come in while C's go out, so reads and writes share HBM as much as a first pass
+    with whole shares (a lower bound of the duration) says they load it; B's load runs alone.
+    """
     M, N, K = shape["m"], shape["n"], shape["k"]
     ntiles = -(-M // p["tile_m"])
     per = -(-ntiles // p["cores"]) * p["tile_m"]
     starts = list(range(0, M, per))
-    cost = cost_vector(hw, dtype, active_cores=len(starts))
     vcost = C.vtable(hw, [("vconv", f"{dtype}_fp32"), ("vdup", "fp32_fp32"), ("vaxpy", "fp32_fp32_fp32"),
                           ("vconv", f"fp32_{dtype}")])
     a = np.zeros((1, 1)) if a is None else a
     b = np.zeros((1, 1)) if b is None else b
     c = np.zeros((M, N) if execute else (1, 1))
-    classes = {}  # rows -> (count, state): cores with the same row count run the same program
-    for m0 in starts:
-        rows = min(per, M - m0)
-        if rows in classes and not execute:
-            classes[rows][0] += 1
-            continue
-        st = C.new_state(trace_capacity)
-        core(st, cost, vcost, m0, rows, K, N, p["tile_m"], p["buffer_num"], C.BYTES[dtype], C.lanes(dtype, hw),
-             execute, a, b, c)
-        if rows in classes:
-            classes[rows][0] += 1
-        else:
-            classes[rows] = [1, st]
-    runs = [CoreRun.from_state(st, n) for n, st in classes.values()]
-    return runs, c, [(n, E.recorded(st)) for n, st in classes.values()]
+
+    def classes(cost, execute, capacity):
+        """rows -> [count, state]: cores with the same row count run the same program."""
+        out = {}
+        for m0 in starts:
+            rows = min(per, M - m0)
+            if rows in out and not execute:
+                out[rows][0] += 1
+                continue
+            st = C.new_state(capacity)
+            core(st, cost, vcost, m0, rows, K, N, p["tile_m"], p["buffer_num"], C.BYTES[dtype], C.lanes(dtype, hw),
+                 execute, a, b, c)
+            if rows in out:
+                out[rows][0] += 1
+            else:
+                out[rows] = [1, st]
+        return out
+
+    first = classes(cost_vector(hw, dtype, active_cores=len(starts)), False, 0)
+    lower = max(st.pipe_free.max() for _, st in first.values())
+    nb = C.BYTES[dtype]
+    reads, writes = (M * K + len(starts) * K * N) * nb, M * N * nb
+    cost = cost_vector(hw, dtype, active_cores=len(starts), write_share=write_fraction(reads, writes),
+                       hbm_load=hbm_load(hw, len(starts), len(starts), reads + writes, lower))
+    final = classes(cost, execute, trace_capacity)
+    runs = [CoreRun.from_state(st, n) for n, st in final.values()]
+    return runs, c, [(n, E.recorded(st)) for n, st in final.values()]
 
 
 def simulate(shape, params, dtype, hw, *, trace_capacity=0, want_traces=False):

@@ -28,7 +28,7 @@ from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector, l2_hit_fraction
+from autotile.sim.costs import cost_vector, l2_hit_fraction, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector",)
@@ -228,8 +228,8 @@ def _run(shape, p, dtype, hw, o, rois, execute=False, feat=None, trace_capacity=
     out_bytes = out.size * C.BYTES[dtype] if execute else shape["rois"] * shape["pooled_h"] * shape["pooled_w"] \
         * shape["c"] * C.BYTES[dtype]
 
-    def cores(hit, capacity):
-        cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit)
+    def cores(hit, write_share, capacity):
+        cost = cost_vector(hw, dtype, active_cores=active, l2_hit=hit, write_share=write_share)
         states = []
         for k in range(active):
             st = C.new_state(capacity)
@@ -237,13 +237,14 @@ def _run(shape, p, dtype, hw, o, rois, execute=False, feat=None, trace_capacity=
             states.append(st)
         return states
 
-    # neighbourhoods of nearby points overlap: re-reads of the feature map hit the shared L2
-    states = cores(0.0, 0)
+    # neighbourhoods of nearby points overlap: re-reads of the feature map hit the shared L2;
+    # the HBM reads left stream while the output tiles go back, and share HBM with them
+    states = cores(0.0, None, 0)
     read = sum(st.path_bytes[E.GM_UB] for st in states)
     hit = l2_hit_fraction(hw, read, min(read, feat_bytes), feat_bytes + out_bytes)
     if execute:
         out[:] = 0.0
-    states = cores(hit, trace_capacity)
+    states = cores(hit, write_fraction(read * (1.0 - hit), out_bytes), trace_capacity)
     runs = [CoreRun.from_state(st, 1) for st in states]
     return runs, out, [(1, E.recorded(st)) for st in states], hit, min(read, feat_bytes) + out_bytes
 
