@@ -125,11 +125,26 @@ def test_small_tiles_are_far_below_peak(hw):
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp32", "int8"])
-def test_skinny_matmul_reads_and_writes_share_hbm(hw, dtype):
+@pytest.mark.parametrize("m", [65536, 4194304])
+def test_skinny_matmul_reads_and_writes_share_hbm(hw, dtype, m):
     # A streams in while C streams out: each got the whole HBM share, so 107% (fp16) / 148%
-    # (fp32) of HBM bandwidth
-    shape = {"m": 65536, "n": 16, "k": 16}
+    # (fp32) of HBM bandwidth at m=65536. There the footprint fits in L2, which keeps C until
+    # after the kernel; at m=4M it does not, and C's write-back shares HBM with A's reads
+    shape = {"m": m, "n": 16, "k": 16}
     res = mm.simulate(shape, mm.default_params(shape, dtype, hw), dtype, hw)
     assert 0 < res.pct_of_bandwidth <= 100
     hbm = res.bytes["hbm_read"] + res.bytes["hbm_write"]
     assert hbm <= hw.hbm_bytes_per_cycle * res.cycles
+    fits = (m * 16 * 2 + 16 * 16) * mm.get_dtype(dtype).bytes + m * 16 * 4 <= hw.l2_bytes
+    assert (res.bytes["hbm_write"] == 0) == fits and (res.bytes.get("l2_write_back", 0) > 0) == fits
+
+
+def test_writes_stay_in_l2_only_while_the_footprint_fits(hw):
+    """The flagship shape's 4 MB of C stays in L2 (written back after the kernel), so its reads
+    have HBM to themselves; past L2 (256 MB of C) the writes are HBM traffic again."""
+    for m, fits in ((1024, True), (1024 * 64, False)):
+        shape = {"m": m, "n": 2048, "k": 512}
+        res = mm.simulate(shape, mm.default_params(shape, "fp16", hw), "fp16", hw)
+        assert res.feasible and res.bytes["gm_write"] == m * 2048 * 2
+        assert res.bytes["hbm_write"] == (0 if fits else m * 2048 * 2)
+        assert res.bytes.get("l2_write_back") == (m * 2048 * 2 if fits else None)

@@ -289,7 +289,9 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     Each distinct core block (full blocks and tails) is simulated once and counted for every
     core that has it. GM reads are first simulated to learn the traffic, which gives the L2 hit
     share; the final pass uses GM rates with that share and the HBM split over active cores, and
-    between the reads and FixPipe's writes, which stream while the next blocks load.
+    between the reads and FixPipe's writes, which stream while the next blocks load, unless the
+    whole footprint fits in L2: then C stays there (written back after the kernel) and the reads
+    have HBM to themselves.
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
@@ -324,9 +326,13 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
                     st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
     hit = l2_hit_fraction(hw, total_read, unique, footprint)
     hbm_read = total_read * (1.0 - hit)
-    streams = hbm_streams(hw, active, hbm_read + total_write, lower)
-    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit, write_share=write_fraction(hbm_read, total_write),
-                       hbm_load=hbm_load(hw, active, streams, hbm_read + total_write, lower))
+    # FixPipe writes land in L2; while the whole footprint fits there they are written back to
+    # HBM after the kernel, so only a footprint past L2 makes them compete with the reads
+    hbm_write = total_write if footprint > hw.l2_bytes else 0.0
+    streams = hbm_streams(hw, active, hbm_read + hbm_write, lower)
+    split = write_fraction(hbm_read, hbm_write) if hbm_write > 0 else None
+    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit, write_share=split,
+                       hbm_load=hbm_load(hw, active, streams, hbm_read + hbm_write, lower))
     runs, traces = [], []
     for count, sm, sn in classes:
         st = _state(trace_capacity)
@@ -337,7 +343,8 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
     res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),
-                   must_move_bytes=float(footprint), l2_hit=hit, buffers=bufs)
+                   must_move_bytes=float(unique + (footprint - unique if hbm_write > 0 else 0.0)), l2_hit=hit,
+                   buffers=bufs, writes_in_l2=hbm_write == 0.0)
     return (res, traces) if want_traces else res
 
 

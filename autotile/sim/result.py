@@ -72,11 +72,12 @@ _GM_WRITE = [i for i, p in enumerate(E.PATH_NAMES) if p.endswith("_gm")]
 
 def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[CoreRun],
              useful_flops: float, peak_flops: float, must_move_bytes: float | None,
-             l2_hit: float, buffers: dict) -> SimResult:
+             l2_hit: float, buffers: dict, writes_in_l2: bool = False) -> SimResult:
     """Combine core classes: the chip finishes when its slowest core does.
 
     The per-pipe figures and msprof ratios are those of the slowest (critical) core, as msprof
-    shows per block; bytes are summed over all cores.
+    shows per block; bytes are summed over all cores. ``writes_in_l2``: the GM writes stay in L2
+    for the kernel's duration (written back after it), so they are not HBM traffic here.
     """
     crit = max(runs, key=lambda r: r.cycles)
     cycles = crit.cycles
@@ -108,7 +109,8 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
         "gm_write": gm_write,
         "l2_hit": float(gm_read * l2_hit),
         "hbm_read": float(gm_read * (1.0 - l2_hit)),
-        "hbm_write": gm_write,
+        "hbm_write": 0.0 if writes_in_l2 else gm_write,
+        **({"l2_write_back": gm_write} if writes_in_l2 else {}),
         **{p: float(path_total[i]) for i, p in enumerate(E.PATH_NAMES) if path_total[i] > 0},
     }
     pct_bw = None
