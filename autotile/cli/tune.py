@@ -21,6 +21,8 @@ def add_arguments(p) -> None:
                                  "OUT/<spec name>)")
     p.add_argument("--no-warm-start", action="store_true", help="do not seed studies from the nearest tuned shape")
     p.add_argument("--no-verify", action="store_true", help="skip the execute-mode verification gate")
+    p.add_argument("--restart", action="store_true", help="delete stored studies whose spec has changed and "
+                                                          "tune them afresh (without it, such a rerun is refused)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -45,7 +47,8 @@ def run(args) -> int:
             out = default_out(spec)
         opts.append(Options(trials=args.trials, sampler=args.sampler, seed=args.seed, jobs=args.jobs,
                             storage=args.storage, out=out, quiet=args.quiet or args.json,
-                            warm_start=not args.no_warm_start, verify=not args.no_verify))
+                            warm_start=not args.no_warm_start, verify=not args.no_verify,
+                            restart=args.restart))
     summaries = tune_many(specs, opts, args.jobs, args.quiet or args.json)
     if args.json:
         slim = [s | {"results": [{k: v for k, v in r.items() if k not in ("history", "history_trials")}

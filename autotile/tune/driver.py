@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from autotile.atomic import write_json
 from autotile.errors import InputError
 from autotile.kernels import registry
 from autotile.space import Spec, load_spec
-from autotile.tune import exhaustive, runner
+from autotile.tune import exhaustive, identity, runner
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import make_storage, quiet_heartbeat_failures, redact
@@ -45,6 +46,7 @@ class Options:
     quiet: bool = False
     warm_start: bool = True
     verify: bool = True
+    restart: bool = False  # delete stored studies of a changed spec instead of refusing
 
 
 def default_out(spec: Spec) -> Path:
@@ -70,7 +72,8 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
                 out.append(runner.StudyPlan(
                     name=name, space=space, objectives=spec.objectives,
                     sampler=opts.sampler or spec.sampler, seed=opts.seed if opts.seed is not None else spec.seed,
-                    budget=budget, timeout_s=spec.budget.timeout_s, baseline=base, warm=warm))
+                    budget=budget, timeout_s=spec.budget.timeout_s, baseline=base, warm=warm,
+                    identity=identity.identity(space, spec.objectives)))
     return out
 
 
@@ -151,8 +154,40 @@ class _Job:
 
 
 def _start(spec: Spec, opts: Options) -> _Job:
+    """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
     storage = make_storage(opts.storage, opts.out) if (opts.sampler or spec.sampler) != "exhaustive" else None
-    return _Job(spec, opts, storage, plans(spec, opts, storage), {}, time.monotonic())
+    todo = plans(spec, replace(opts, warm_start=False), storage)
+    if storage is not None:
+        _reconcile(spec, opts, storage, todo)
+    if opts.warm_start:
+        todo = [replace(p, warm=_warm(spec, p.space, p.name, storage)) for p in todo]
+    return _Job(spec, opts, storage, todo, {}, time.monotonic())
+
+
+def _reconcile(spec: Spec, opts: Options, storage, todo: list) -> None:
+    from autotile.errors import StorageError
+    from autotile.tune import storage as storage_mod
+
+    where = redact(opts.storage) if opts.storage else str(opts.out)
+    elsewhere = "another --storage" if opts.storage else "a new --out"
+    try:
+        gone = identity.reconcile(todo, storage, where, elsewhere,
+                                  restart=opts.restart, adopt_unrecorded=_same_spec_ran(spec, opts.out))
+    except storage_mod.storage_errors() as exc:
+        raise StorageError(storage_mod.describe_failure(opts.storage, exc)) from None
+    if gone:
+        print(f"autotile: note: --restart deleted {len(gone)} stud{'y' if len(gone) == 1 else 'ies'} of a changed "
+              f"spec from {where}: {', '.join(gone)}", file=sys.stderr)
+
+
+def _same_spec_ran(spec: Spec, out: Path) -> bool:
+    """Whether ``out``'s summary was written for this very spec (content hash)."""
+    import json
+
+    try:
+        return json.loads((out / "summary.json").read_text()).get("spec_hash") == spec.content_hash()
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def tune(spec: Spec, opts: Options) -> dict:

@@ -18,6 +18,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotile.space.space import Space
+from autotile.tune import identity
 from autotile.tune import storage as storage_mod
 from autotile.tune.evaluate import Evaluator, Outcome, config_key, make_evaluator
 from autotile.tune.portfolio import MEMBER_ATTR, member_stats
@@ -44,6 +45,7 @@ class StudyPlan:
     baseline: dict | None
     warm: tuple = ()  # configurations to enqueue after the baseline
     feasible: int | None = None  # feasible configurations, if known: none is left after that many
+    identity: dict | None = None  # what trial values depend on (tune.identity), recorded on the study
 
 
 @dataclass
@@ -90,11 +92,15 @@ class _Stop:
 def prepare(plan: StudyPlan, storage, sampler=None) -> optuna.Study:
     """Create or load the study; a new one gets the baseline (trial 0) and warm-start configs.
 
-    Trials left RUNNING by a dead owner are marked failed first, so they do not count.
+    The plan's identity is recorded on the study (before any trial, so a peer never sees trials
+    without it); a study recorded with another identity is refused. Trials left RUNNING by a
+    dead owner are marked failed first, so they do not count.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=plan.name, storage=storage, sampler=sampler,
                                 directions=["minimize"] * len(plan.objectives), load_if_exists=True)
+    if plan.identity is not None:
+        _check_identity(study, plan)
     storage_mod.fail_stale_trials(study)
     if not study.get_trials(deepcopy=False):
         if plan.baseline is not None:
@@ -104,6 +110,16 @@ def prepare(plan: StudyPlan, storage, sampler=None) -> optuna.Study:
             study.enqueue_trial(optuna_params(plan.space, cfg), user_attrs={WARM_ATTR: True},
                                 skip_if_exists=True)
     return study
+
+
+def _check_identity(study: optuna.Study, plan: StudyPlan) -> None:
+    from autotile.errors import InputError
+
+    attrs = study.user_attrs
+    if identity.IDENTITY_ATTR not in attrs:  # new, or made before identities (the driver checked)
+        identity.stamp(study, plan.identity)
+    elif (why := identity.mismatch(attrs, plan.identity)) is not None:
+        raise InputError(f"study {plan.name} in the storage was tuned with a different spec ({why})")
 
 
 def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker: int = 0,

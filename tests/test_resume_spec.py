@@ -1,0 +1,124 @@
+"""A rerun into an output folder resumes only studies of the same spec: an edited spec is refused
+(or, with --restart, its changed studies start over); budget, seed and sampler changes resume."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from autotile.errors import InputError
+from autotile.space import load_spec
+from autotile.tune import identity, runner
+from autotile.tune.storage import JOURNAL_NAME, make_storage
+
+EW = """op: elementwise
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 4096}]
+inputs: {kind: add, data: gm}
+params:
+  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: int, low: 1, high: 4, step: 1}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
+constraints:
+  - {expr: "3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: "fit UB"}
+objective: cycles
+budget: {trials: 10}
+seed: 0
+"""
+NAME = "elementwise/ascend910b2/fp16/n=4096/vector"
+
+EDITS = {  # an edit of the spec -> what the refusal names as changed
+    "domain": (('high: "shape.n", pow2', 'high: 64, pow2'), "params.tile_len"),
+    "constraint": (("<= hw.ub_bytes", "<= 1024"), "constraints"),
+    "inputs": (("kind: add", "kind: relu"), "inputs"),
+    "objective": (("objective: cycles", "objective: time_us"), "objectives"),
+    "two objectives": (("objective: cycles", "objective: [cycles, max_abs_error]"), "objectives"),
+}
+
+
+def _trials(out, name=NAME) -> list:
+    study = optuna.load_study(study_name=name, storage=make_storage(None, out))
+    return [(t.number, t.state.name, t.user_attrs.get("config")) for t in study.get_trials()]
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_a_changed_spec_is_refused_before_any_trial(edit, run_cli, write_spec, tmp_path):
+    (old, new), changed = EDITS[edit]
+    out = tmp_path / "out"
+    assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet")[0] == 0
+    journal = (out / JOURNAL_NAME).read_bytes()
+    summary = (out / "summary.json").read_bytes()
+    code, _, err = run_cli("tune", write_spec(EW.replace(old, new), "edited.yaml"), "--out", str(out), "--quiet",
+                           "--trials", "20")
+    assert code == 2 and err.count("\n") == 1, err
+    assert str(out) in err and NAME in err and f"({changed} changed)" in err and "--restart" in err
+    assert (out / JOURNAL_NAME).read_bytes() == journal and (out / "summary.json").read_bytes() == summary
+
+
+def test_restart_gives_what_a_fresh_run_gives(run_cli, write_spec, tmp_path):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet")[0] == 0
+    relu = write_spec(EW.replace("kind: add", "kind: relu"), "relu.yaml")
+    code, _, err = run_cli("tune", relu, "--out", str(out), "--quiet", "--restart")
+    assert code == 0 and f"deleted 1 study of a changed spec from {out}: {NAME}" in err
+    assert run_cli("tune", relu, "--out", str(fresh), "--quiet")[0] == 0
+    got, want = (json.loads((d / "summary.json").read_text())["results"][0] for d in (out, fresh))
+    for key in ("trials", "cycles", "values", "baseline_cycles", "speedup_vs_baseline", "params", "history"):
+        assert got[key] == want[key], key
+    assert run_cli("tune", relu, "--out", str(out), "--quiet")[0] == 0  # the new study resumes
+
+
+def test_budget_seed_and_sampler_changes_resume(run_cli, write_spec, tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet")[0] == 0
+    before = _trials(out)
+    more = EW.replace("trials: 10", "trials: 14").replace("seed: 0", "seed: 5\nsampler: tpe")
+    assert run_cli("tune", write_spec(more, "more.yaml"), "--out", str(out), "--quiet", "--seed", "7")[0] == 0
+    after = _trials(out)
+    assert after[: len(before)] == before
+    assert json.loads((out / "summary.json").read_text())["results"][0]["unique_configs"] == 14
+
+
+def test_a_new_shape_leaves_the_tuned_study_as_it_was(run_cli, write_spec, tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet")[0] == 0
+    before = _trials(out)
+    two = EW.replace("shapes: [{n: 4096}]", "shapes: [{n: 4096}, {n: 8192}]")
+    assert run_cli("tune", write_spec(two, "two.yaml"), "--out", str(out), "--quiet")[0] == 0
+    assert _trials(out) == before
+    assert len(json.loads((out / "summary.json").read_text())["results"]) == 2
+
+
+def test_a_study_without_a_recorded_spec(run_cli, write_spec, tmp_path, monkeypatch):
+    """Made before identities were recorded: resumed by the very same spec (the folder's summary
+    has its hash), refused for any other."""
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(identity, "stamp", lambda study, ident: None)
+        assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet")[0] == 0
+    study = optuna.load_study(study_name=NAME, storage=make_storage(None, out))
+    assert identity.IDENTITY_ATTR not in study.user_attrs
+    edited = write_spec(EW.replace("kind: add", "kind: relu"), "relu.yaml")
+    code, _, err = run_cli("tune", edited, "--out", str(out), "--quiet")
+    assert code == 2 and "did not record its spec" in err
+    assert run_cli("tune", write_spec(EW), "--out", str(out), "--quiet", "--trials", "12")[0] == 0
+    study = optuna.load_study(study_name=NAME, storage=make_storage(None, out))
+    assert study.user_attrs[identity.IDENTITY_ATTR]["inputs"]["kind"] == "add"
+
+
+def test_a_peer_with_another_spec_is_refused_at_the_study(write_spec, tmp_path):
+    """Two processes on one storage: the check at study creation catches what the up-front one
+    could not see yet."""
+    storage = make_storage(None, tmp_path)
+    spaces = [load_spec(write_spec(EW.replace("kind: add", f"kind: {k}"), f"{k}.yaml")) for k in ("add", "relu")]
+    plans = [runner.StudyPlan(name=NAME, space=s.space(s.shapes[0]), objectives=s.objectives, sampler="random",
+                              seed=0, budget=5, timeout_s=None, baseline=None,
+                              identity=identity.identity(s.space(s.shapes[0]), s.objectives)) for s in spaces]
+    runner.prepare(plans[0], storage)
+    runner.prepare(plans[0], storage)  # the same spec again: fine
+    with pytest.raises(InputError, match="inputs changed"):
+        runner.prepare(plans[1], storage)
