@@ -79,5 +79,8 @@ def format_summary(summary: dict, out: Path) -> str:
         skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
                      f"{speed}, {r['unique_configs']} configs measured{skipped}, {ver}")
+    for r in summary.get("not_run", []):
+        lines.append(f"  {','.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']} {r['unit']}: "
+                     "not run (interrupted)")
     lines.append(f"outputs in {out}/ (summary.json, table.json, report.html)")
     return "\n".join(lines)

@@ -114,7 +114,7 @@ _NUM = (int, float)
 _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile name or path", False),
         "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
         "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
-        "timeout_s": (_NUM, "a number of seconds", False)}
+        "timeout_s": (_NUM, "a number of seconds", False), "not_run": ((list,), "a list", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),
@@ -158,6 +158,10 @@ def check_summary(summary: dict, path: Path) -> None:
             raise InputError(f"{path}: results[{i}].unit: expected one of {', '.join(info.units)}, got {r['unit']!r}")
         if r["dtype"] not in info.dtypes:
             raise InputError(f"{path}: results[{i}].dtype: expected one of {', '.join(info.dtypes)}, got {r['dtype']!r}")
+    for i, r in enumerate(summary.get("not_run") or []):
+        if not isinstance(r, dict):
+            raise InputError(f"{path}: not_run[{i}]: expected an object, got {json.dumps(r)[:40]}")
+        check(r, {k: _RESULT[k] for k in ("shape", "dtype", "unit")}, f"not_run[{i}].")
     for i, o in enumerate(summary.get("objectives") or []):
         if not isinstance(o, str):
             raise InputError(f"{path}: objectives[{i}]: expected an objective name, got {json.dumps(o)[:40]}")

@@ -49,6 +49,10 @@ def highlights(data: ReportData) -> list[str]:
     out = []
     if data.summary.get("interrupted"):
         out.append("The run was interrupted: some studies did not reach their budget.")
+    never = data.summary.get("not_run") or []
+    if never:
+        out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "
+                   + "; ".join(result_label(r) for r in never) + ".")
     if data.hw is not None and data.summary.get("hw_hash") not in (None, data.hw.content_hash()):
         out.append(f"The profile {data.hw.name} has changed since this run (hash {data.hw.content_hash()} now): "
                    "traces and rooflines use the current profile.")

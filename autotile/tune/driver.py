@@ -245,29 +245,57 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [(job, i, pool.submit(_worker, job.spec.file, job.opts, i, w))
                    for job in queue for i in range(len(job.plans)) for w in range(jobs)]
+        done = set()
         for job, i, fut in futures:
             fut.result()
-            plan = job.plans[i]
-            if plan.name not in job.outcomes:
-                bar.study_done(plan.budget)
-                job.outcomes[plan.name] = None
-    for job in queue:
-        for plan in job.plans:
-            try:
-                study = optuna.load_study(study_name=plan.name, storage=job.storage)
-                job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
-            except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
-                cause = storage_mod.storage_cause(exc)
-                if cause is None:
-                    raise
-                raise StorageError(storage_mod.describe_failure(job.opts.storage, cause)) from None
+            if (id(job), i) not in done:
+                done.add((id(job), i))
+                bar.study_done(job.plans[i].budget)
+
+
+def _collect(job: _Job) -> list[runner.StudyPlan]:
+    """Summarize from the storage every plan that did not run here but has trials there (the
+    workers' studies, and on an interrupted resume the studies not reached this time); returns
+    the plans that have never run."""
+    from autotile.errors import StorageError
+    from autotile.tune import storage as storage_mod
+
+    never = []
+    for plan in job.plans:
+        if plan.name in job.outcomes:
+            continue
+        try:
+            study = _stored(plan.name, job.storage)
+            if study is None:
+                never.append(plan)
+                continue
+            job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
+            cause = storage_mod.storage_cause(exc)
+            if cause is None:
+                raise
+            raise StorageError(storage_mod.describe_failure(job.opts.storage, cause)) from None
+    return never
+
+
+def _stored(name: str, storage) -> optuna.Study | None:
+    """The study if it holds a finished trial (not only the enqueued baseline and warm start)."""
+    if storage is None:
+        return None
+    try:
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        return None
+    return study if any(t.state.is_finished() for t in study.get_trials(deepcopy=False)) else None
 
 
 def _finish(job: _Job) -> dict:
-    """Verify, summarize and write the outputs of one spec's run."""
+    """Verify, summarize and write the outputs of one spec's run. A study that never ran (the run
+    was interrupted first) is listed under ``not_run``, not among the results."""
     spec, opts = job.spec, job.opts
+    never = _collect(job)
     results = [_result(spec, plan, job.outcomes[plan.name], opts) for plan in job.plans
-               if job.outcomes.get(plan.name) is not None]
+               if plan.name in job.outcomes]
     _mark_chosen_units(results)
     first = job.plans[0] if job.plans else None
     summary = {
@@ -287,6 +315,8 @@ def _finish(job: _Job) -> dict:
         "interrupted": runner._Stop.requested,
         "elapsed_s": round(time.monotonic() - job.t0, 2),
         "results": results,
+        "not_run": [{"shape": p.space.shape, "dtype": p.space.dtype, "unit": p.space.unit, "study": p.name}
+                    for p in never],
     }
     write_outputs(spec, summary, opts.out)
     return summary

@@ -1,0 +1,87 @@
+"""Ctrl-C (SIGINT) during a run: the outputs keep every study the storage holds, studies that
+never ran are said to be not run (never infeasible), and a resume only adds or improves."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from autotile.tune import driver, runner
+
+EW2 = """op: elementwise
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 4096}, {n: 8192}]
+inputs: {kind: add, data: gm}
+params:
+  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: int, low: 1, high: 4, step: 1}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
+constraints:
+  - {expr: "3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: "fit UB"}
+objective: cycles
+budget: {trials: 10}
+seed: 0
+"""
+
+
+@pytest.fixture
+def sigint_after(monkeypatch):
+    """A real SIGINT to this process once the first study has completed ``n`` trials in this run."""
+    saved = signal.getsignal(signal.SIGINT)
+    state = {}
+
+    def arm(n: int):
+        real = driver._Progress.trial
+
+        def trial(self, study, t, done):
+            real(self, study, t, done)
+            state[study.study_name] = state.get(study.study_name, 0) + 1
+            if len(state) == 1 and state[study.study_name] == n:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        monkeypatch.setattr(driver._Progress, "trial", trial)
+
+    yield arm
+    signal.signal(signal.SIGINT, saved)
+    runner._Stop.requested = False
+
+
+def _json(path):
+    return json.loads(path.read_text())
+
+
+def test_an_interrupted_resume_keeps_the_studies_it_did_not_reach(run_cli, write_spec, sigint_after, tmp_path):
+    out, spec = tmp_path / "out", write_spec(EW2)
+    assert run_cli("tune", spec, "--out", str(out), "--quiet")[0] == 0
+    before = {e["shape"]["n"]: e for e in _json(out / "table.json")["entries"]}
+    assert sorted(before) == [4096, 8192]
+    sigint_after(3)
+    code, stdout, _ = run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "40")
+    assert code == 130
+    after = {e["shape"]["n"]: e for e in _json(out / "table.json")["entries"]}
+    assert sorted(after) == [4096, 8192]
+    assert after[8192]["params"] == before[8192]["params"]
+    assert after[4096]["cycles"] <= before[4096]["cycles"]
+    s = _json(out / "summary.json")
+    first, second = s["results"]
+    assert 10 < first["unique_configs"] < 40 and second["unique_configs"] == 10
+    assert s["interrupted"] is True and s["not_run"] == []
+    assert "n=8192 fp16 vector" in stdout
+
+
+def test_an_interrupted_fresh_run_says_which_studies_did_not_run(run_cli, write_spec, sigint_after, tmp_path):
+    out = tmp_path / "out"
+    sigint_after(2)
+    code, stdout, _ = run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet")
+    assert code == 130
+    s = _json(out / "summary.json")
+    assert [r["shape"] for r in s["results"]] == [{"n": 4096}]
+    assert [r["study"] for r in s["not_run"]] == ["elementwise/ascend910b2/fp16/n=8192/vector"]
+    assert "n=8192 fp16 vector: not run (interrupted)" in stdout
+    report = (out / "report.md").read_text()
+    assert "1 study(ies) did not run before the interruption" in report and "no feasible" not in report
