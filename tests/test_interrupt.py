@@ -6,10 +6,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import optuna
 import pytest
 
 from autotile.tune import driver, runner
+from autotile.tune.storage import make_storage
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = str(ROOT / "tests" / "data" / "mm_tiny.yaml")
 
 EW2 = """op: elementwise
 hardware: ascend910b2
@@ -31,17 +40,18 @@ seed: 0
 
 @pytest.fixture
 def sigint_after(monkeypatch):
-    """A real SIGINT to this process once the first study has completed ``n`` trials in this run."""
+    """A real SIGINT to this process once the first study has run ``n`` trials in this run (or,
+    with ``done``, once it holds ``done`` distinct configurations)."""
     saved = signal.getsignal(signal.SIGINT)
     state = {}
 
-    def arm(n: int):
+    def arm(n: int | None = None, done: int | None = None):
         real = driver._Progress.trial
 
-        def trial(self, study, t, done):
-            real(self, study, t, done)
+        def trial(self, study, t, unique):
+            real(self, study, t, unique)
             state[study.study_name] = state.get(study.study_name, 0) + 1
-            if len(state) == 1 and state[study.study_name] == n:
+            if len(state) == 1 and (state[study.study_name] == n or unique == done):
                 os.kill(os.getpid(), signal.SIGINT)
 
         monkeypatch.setattr(driver._Progress, "trial", trial)
@@ -85,3 +95,48 @@ def test_an_interrupted_fresh_run_says_which_studies_did_not_run(run_cli, write_
     assert "n=8192 fp16 vector: not run (interrupted)" in stdout
     report = (out / "report.md").read_text()
     assert "1 study(ies) did not run before the interruption" in report and "no feasible" not in report
+
+
+def test_a_stop_after_the_last_trial_is_not_an_interruption(run_cli, write_spec, sigint_after, tmp_path):
+    out = tmp_path / "out"
+    sigint_after(done=10)  # the budget: the study ends with this trial anyway
+    code, stdout, _ = run_cli("tune", write_spec(EW2.replace("{n: 4096}, ", "")), "--out", str(out), "--quiet")
+    assert code == 0
+    s = _json(out / "summary.json")
+    assert s["interrupted"] is False and s["results"][0]["interrupted"] is False and not s["not_run"]
+    assert "interrupted" not in stdout
+
+
+def _complete(out: Path, name: str) -> int:
+    try:
+        study = optuna.load_study(study_name=name, storage=make_storage(None, out))
+    except KeyError:
+        return 0
+    return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+
+def test_sigint_to_the_parent_stops_the_jobs_workers(tmp_path):
+    """`kill -INT` reaches only the parent (not the process group, as a Ctrl-C does): the workers
+    stop after their trial, and the study no worker started is not run (not infeasible)."""
+    out = tmp_path / "out"
+    first, second = (f"matmul/ascend910b2/fp16/{s}/cube" for s in ("m=256,n=256,k=128", "m=192,n=320,k=96"))
+    proc = subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
+                             "--trials", "100000", "--jobs", "2", "--no-verify"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _complete(out, first) < 3:
+            assert time.monotonic() < deadline and proc.poll() is None, "the first study did not start"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the workers too (its session)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    s = _json(out / "summary.json")
+    assert s["interrupted"] is True
+    assert [r["study"] for r in s["results"]] == [first] and s["results"][0]["interrupted"] is True
+    assert [r["study"] for r in s["not_run"]] == [second]
+    assert b"not run (interrupted)" in stdout and b"no feasible" not in stdout

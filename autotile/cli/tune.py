@@ -77,8 +77,9 @@ def format_summary(summary: dict, out: Path) -> str:
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \
             else f"{r['time_us']:,.3f} us"
         skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
+        short = ", interrupted short of the budget" if r.get("interrupted") else ""
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
-                     f"{speed}, {r['unique_configs']} configs measured{skipped}, {ver}")
+                     f"{speed}, {r['unique_configs']} configs measured{skipped}{short}, {ver}")
     for r in summary.get("not_run", []):
         lines.append(f"  {','.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']} {r['unit']}: "
                      "not run (interrupted)")

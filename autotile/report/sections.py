@@ -48,7 +48,9 @@ def highlights(data: ReportData) -> list[str]:
     ex = data.exported
     out = []
     if data.summary.get("interrupted"):
-        out.append("The run was interrupted: some studies did not reach their budget.")
+        short = [result_label(r) for r in data.results if r.get("interrupted")]
+        out.append("The run was interrupted: some studies did not reach their budget"
+                   + (f" ({'; '.join(short)})." if short else "."))
     never = data.summary.get("not_run") or []
     if never:
         out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "

@@ -9,6 +9,7 @@ processes sharing the storage); verify the best configurations in execute mode; 
 from __future__ import annotations
 
 import math
+import multiprocessing
 import signal
 import sys
 import time
@@ -126,14 +127,23 @@ def _install_sigint() -> None:
     def handler(signum, frame):
         if runner._Stop.requested:
             raise KeyboardInterrupt
-        runner._Stop.requested = True
+        runner._Stop.request()
 
     signal.signal(signal.SIGINT, handler)
 
 
+def _init_worker(shared) -> None:
+    """A --jobs worker ignores SIGINT and stops when its parent says so through ``shared``: a
+    Ctrl-C reaches the whole process group, but ``kill -INT`` (or a scheduler) only the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    runner._Stop.requested = False
+    runner._Stop.shared = shared
+
+
 def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
     """One worker process on one study (re-loads the spec: plans hold compiled expressions)."""
-    _install_sigint()
+    if runner._Stop.is_set():  # stopped before this study started: leave it unrun
+        return
     quiet_heartbeat_failures()
     spec = load_spec(spec_path)
     storage = make_storage(opts.storage, opts.out)
@@ -242,15 +252,23 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
                 runner.prepare(plan, job.storage)
             except storage_mod.storage_errors() as exc:
                 raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [(job, i, pool.submit(_worker, job.spec.file, job.opts, i, w))
-                   for job in queue for i in range(len(job.plans)) for w in range(jobs)]
-        done = set()
-        for job, i, fut in futures:
-            fut.result()
-            if (id(job), i) not in done:
-                done.add((id(job), i))
-                bar.study_done(job.plans[i].budget)
+    ctx = multiprocessing.get_context()
+    runner._Stop.shared = ctx.RawValue("b", 0)
+    if runner._Stop.requested:  # a Ctrl-C before the line above
+        runner._Stop.shared.value = 1
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(runner._Stop.shared,)) as pool:
+            futures = [(job, i, pool.submit(_worker, job.spec.file, job.opts, i, w))
+                       for job in queue for i in range(len(job.plans)) for w in range(jobs)]
+            done = set()
+            for job, i, fut in futures:
+                fut.result()
+                if (id(job), i) not in done:
+                    done.add((id(job), i))
+                    bar.study_done(job.plans[i].budget)
+    finally:
+        runner._Stop.shared = None
 
 
 def _collect(job: _Job) -> list[runner.StudyPlan]:
@@ -312,7 +330,8 @@ def _finish(job: _Job) -> dict:
         "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
         "storage": opts.storage and redact(opts.storage) or str(opts.out / "studies.journal"),
-        "interrupted": runner._Stop.requested,
+        "interrupted": runner._Stop.requested and (bool(never) or any(
+            job.outcomes[p.name].interrupted for p in job.plans if p.name in job.outcomes)),
         "elapsed_s": round(time.monotonic() - job.t0, 2),
         "results": results,
         "not_run": [{"shape": p.space.shape, "dtype": p.space.dtype, "unit": p.space.unit, "study": p.name}
@@ -330,7 +349,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
            "trials": oc.trials, "complete": oc.complete, "unique_configs": oc.unique,
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
            "infeasible_pct": round(100.0 * oc.infeasible / oc.trials, 1) if oc.trials else 0.0,
-           "elapsed_s": round(oc.elapsed_s, 2), "history": oc.history, "history_trials": oc.history_trials}
+           "elapsed_s": round(oc.elapsed_s, 2), "interrupted": oc.interrupted, "history": oc.history,
+           "history_trials": oc.history_trials}
     if oc.members:
         rec["members"] = oc.members
     if not oc.best:

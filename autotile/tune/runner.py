@@ -66,7 +66,7 @@ class StudyOutcome:
     history_trials: list = field(default_factory=list)  # the Optuna trial number of each history entry
     pareto: list = field(default_factory=list)  # two objectives: [{params, values, trial}]
     members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
-    interrupted: bool = False
+    interrupted: bool = False  # a stop was requested while it was short of its budget
 
 
 def optuna_params(space: Space, params: dict) -> dict:
@@ -84,9 +84,21 @@ def optuna_params(space: Space, params: dict) -> dict:
 
 
 class _Stop:
-    """Set by a SIGINT handler: stop after the current trial."""
+    """Stop after the current trial: ``requested`` is set by this process's SIGINT handler;
+    ``shared`` (a lock-free multiprocessing byte) is how the parent of ``--jobs`` workers tells them."""
 
     requested = False
+    shared = None
+
+    @classmethod
+    def is_set(cls) -> bool:
+        return cls.requested or (cls.shared is not None and bool(cls.shared.value))
+
+    @classmethod
+    def request(cls) -> None:
+        cls.requested = True
+        if cls.shared is not None:
+            cls.shared.value = 1
 
 
 def prepare(plan: StudyPlan, storage, sampler=None) -> optuna.Study:
@@ -150,7 +162,7 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
 def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progress) -> StudyOutcome:
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
-    goal = plan.budget if plan.feasible is None else min(plan.budget, plan.feasible)
+    goal = _goal(plan)
 
     def objective(trial: optuna.Trial):
         params, reason = suggest(trial, plan.space)
@@ -172,14 +184,19 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         done = _unique_complete(study)
         if progress is not None:
             progress(study, trial, done)
-        if _Stop.requested or done >= goal or len(study.get_trials(deepcopy=False)) >= cap:
+        if _Stop.is_set() or done >= goal or len(study.get_trials(deepcopy=False)) >= cap:
             study.stop()
         elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
             study.stop()
 
-    if _unique_complete(study) < goal and not _Stop.requested:
+    if _unique_complete(study) < goal and not _Stop.is_set():
         study.optimize(objective, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
+
+
+def _goal(plan: StudyPlan) -> int:
+    """Distinct feasible configurations that end the study."""
+    return plan.budget if plan.feasible is None else min(plan.budget, plan.feasible)
 
 
 def _unique_complete(study: optuna.Study) -> int:
@@ -208,7 +225,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
                        infeasible=sum(1 for t in trials if t.state == TrialState.PRUNED),
                        failed=sum(1 for t in trials if t.state == TrialState.FAIL),
                        unique=len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in complete}),
-                       simulated=evaluator.simulated, elapsed_s=elapsed, interrupted=_Stop.requested)
+                       simulated=evaluator.simulated, elapsed_s=elapsed)
     first = plan.objectives[0]
     seen, ranked = set(), []
     for t in sorted(complete, key=lambda t: (t.values[0], t.number)):
@@ -218,6 +235,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         seen.add(key)
         ranked.append((json.loads(key), t.user_attrs.get("values", {first: t.values[0]}), t.number))
     out.best = ranked
+    out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and out.trials < CAP_FACTOR * plan.budget
     if any(MEMBER_ATTR in t.system_attrs for t in trials):
         out.members = member_stats(trials)
     for t in complete:
