@@ -71,7 +71,7 @@ def test_int8_has_no_vector_kernel_and_no_vector_space(tmp_path):
     assert spec.op.supports("cube", "int8") and not spec.op.supports("vector", "int8")
     with pytest.raises(InputError, match="matmul kernel on vector computes in fp16, bf16, fp32, not int8"):
         spec.space(spec.shapes[0], "int8", "vector")
-    pairs = {(p.space.dtype, p.space.unit) for p in driver.plans(spec, driver.Options(warm_start=False), None)}
+    pairs = {(p.space.dtype, p.space.unit) for p in driver.plans(spec, driver.Options())}
     assert pairs == {("int8", "cube"), ("fp16", "cube"), ("fp16", "vector")}
     with pytest.raises(InputError, match=r"dtypes\[0\]: no unit of this spec computes matmul in int8"):
         load_spec(str(_int8_spec(tmp_path, units="[vector]")))

@@ -54,11 +54,9 @@ def default_out(spec: Spec) -> Path:
     return Path("results") / Path(spec.file).stem
 
 
-def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
-    """One plan per (shape, dtype, unit), warm-started from the nearest tuned shape.
-
-    The baseline is the kernel's default tiling; replayed specs have none.
-    """
+def plans(spec: Spec, opts: Options) -> list[runner.StudyPlan]:
+    """One plan per (shape, dtype, unit). The baseline is the kernel's default tiling (replayed
+    specs have none); the warm start is added just before the study runs (``_warmed``)."""
     kernel = registry.implementation(spec.op.name) if spec.backend != "replay" else None
     budget = opts.trials or spec.budget.trials or 100
     out = []
@@ -69,11 +67,10 @@ def plans(spec: Spec, opts: Options, storage) -> list[runner.StudyPlan]:
                 space.require_evaluable()
                 name = study_name(spec.op.name, spec.hardware.name, dtype, space.shape, unit)
                 base = _baseline(kernel, space) if kernel is not None else None
-                warm = _warm(spec, space, name, storage) if opts.warm_start else ()
                 out.append(runner.StudyPlan(
                     name=name, space=space, objectives=spec.objectives,
                     sampler=opts.sampler or spec.sampler, seed=opts.seed if opts.seed is not None else spec.seed,
-                    budget=budget, timeout_s=spec.budget.timeout_s, baseline=base, warm=warm,
+                    budget=budget, timeout_s=spec.budget.timeout_s, baseline=base,
                     identity=identity.identity(space, spec.objectives)))
     return out
 
@@ -147,7 +144,7 @@ def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
     quiet_heartbeat_failures()
     spec = load_spec(spec_path)
     storage = make_storage(opts.storage, opts.out)
-    plan = plans(spec, replace(opts, warm_start=False), storage)[index]
+    plan = plans(spec, opts)[index]
     runner.run(plan, storage, worker=worker)
 
 
@@ -166,11 +163,9 @@ class _Job:
 def _start(spec: Spec, opts: Options) -> _Job:
     """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
     storage = make_storage(opts.storage, opts.out) if (opts.sampler or spec.sampler) != "exhaustive" else None
-    todo = plans(spec, replace(opts, warm_start=False), storage)
+    todo = plans(spec, opts)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)
-    if opts.warm_start:
-        todo = [replace(p, warm=_warm(spec, p.space, p.name, storage)) for p in todo]
     return _Job(spec, opts, storage, todo, {}, time.monotonic())
 
 
@@ -225,14 +220,23 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     return [_finish(job) for job in queue]
 
 
+def _warmed(job: _Job, plan: runner.StudyPlan) -> runner.StudyPlan:
+    """``plan`` with its warm start from what the storage holds now."""
+    if not job.opts.warm_start or job.storage is None:
+        return plan
+    return replace(plan, warm=_warm(job.spec, plan.space, plan.name, job.storage))
+
+
 def _run_here(job: _Job, bar) -> None:
+    """The studies one after another, each warm-started just before it runs, so a shape can
+    start from one tuned earlier in the same run."""
     for plan in job.plans:
         if runner._Stop.requested:
             break
         if plan.sampler == "exhaustive":
             job.outcomes[plan.name] = exhaustive.run(plan)
         else:
-            job.outcomes[plan.name] = runner.run(plan, job.storage, progress=bar.trial)
+            job.outcomes[plan.name] = runner.run(_warmed(job, plan), job.storage, progress=bar.trial)
         bar.study_done(plan.budget)
 
 
@@ -240,14 +244,16 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     """Every study of every spec gets ``jobs`` worker tasks; ``jobs`` processes take them in order.
 
     Studies are created (baseline and warm start enqueued) here first, so workers only take trials.
+    They run side by side, so warm starts come from what the storage held before this run.
     """
     from autotile.errors import StorageError
     from autotile.tune import storage as storage_mod
 
     for job in queue:
-        for plan in job.plans:
-            if plan.sampler == "exhaustive":
-                raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
+        if any(plan.sampler == "exhaustive" for plan in job.plans):
+            raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
+        warmed = [_warmed(job, plan) for plan in job.plans]  # before any sibling study exists
+        for plan in warmed:
             try:
                 runner.prepare(plan, job.storage)
             except storage_mod.storage_errors() as exc:
