@@ -78,6 +78,8 @@ def format_summary(summary: dict, out: Path) -> str:
             else f"{r['time_us']:,.3f} us"
         skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
         short = ", interrupted short of the budget" if r.get("interrupted") else ""
+        if r.get("cap_reached"):
+            short = f", trial cap reached ({r['trials']} trials) short of the budget {summary['budget']}"
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
                      f"{speed}, {r['unique_configs']} configs measured{skipped}{short}, {ver}")
     for r in summary.get("not_run", []):

@@ -127,7 +127,7 @@ _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((
            "members": ((list,), "a list", False), "rejected": ((list,), "a list", False),
            "pareto": ((list,), "a list", False), "verified": ((bool,), "true or false", False),
            "chosen": ((bool,), "true or false", False), "bound": ((str,), "a string", False),
-           "interrupted": ((bool,), "true or false", False),
+           "interrupted": ((bool,), "true or false", False), "cap_reached": ((bool,), "true or false", False),
            "trials": ((int,), "an integer", False), "complete": ((int,), "an integer", False),
            "unique_configs": ((int,), "an integer", False)}
 

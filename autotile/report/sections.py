@@ -11,6 +11,7 @@ from pathlib import Path
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
+from autotile.tune import runner
 
 
 def title(data: ReportData) -> str:
@@ -51,6 +52,12 @@ def highlights(data: ReportData) -> list[str]:
         short = [result_label(r) for r in data.results if r.get("interrupted")]
         out.append("The run was interrupted: some studies did not reach their budget"
                    + (f" ({'; '.join(short)})." if short else "."))
+    capped = [r for r in data.results if r.get("cap_reached")]
+    if capped:
+        out.append(f"{len(capped)} study(ies) reached the trial cap ({runner.CAP_FACTOR} x budget trials) with fewer "
+                   f"distinct configurations than the budget of {data.summary.get('budget', '?')}: "
+                   + "; ".join(f"{result_label(r)} ({r.get('unique_configs')})" for r in capped)
+                   + ". The sampler kept proposing configurations it had measured, or the space has fewer feasible ones.")
     never = data.summary.get("not_run") or []
     if never:
         out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "

@@ -355,8 +355,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
            "trials": oc.trials, "complete": oc.complete, "unique_configs": oc.unique,
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
            "infeasible_pct": round(100.0 * oc.infeasible / oc.trials, 1) if oc.trials else 0.0,
-           "elapsed_s": round(oc.elapsed_s, 2), "interrupted": oc.interrupted, "history": oc.history,
-           "history_trials": oc.history_trials}
+           "elapsed_s": round(oc.elapsed_s, 2), "interrupted": oc.interrupted, "cap_reached": oc.cap_reached,
+           "history": oc.history, "history_trials": oc.history_trials}
     if oc.members:
         rec["members"] = oc.members
     if not oc.best:

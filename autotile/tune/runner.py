@@ -67,6 +67,7 @@ class StudyOutcome:
     pareto: list = field(default_factory=list)  # two objectives: [{params, values, trial}]
     members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
     interrupted: bool = False  # a stop was requested while it was short of its budget
+    cap_reached: bool = False  # ended by the CAP_FACTOR x budget trial cap, short of its budget
 
 
 def optuna_params(space: Space, params: dict) -> dict:
@@ -189,8 +190,9 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
             study.stop()
 
-    if _unique_complete(study) < goal and not _Stop.is_set():
-        study.optimize(objective, callbacks=[callback], catch=(), gc_after_trial=False)
+    held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)  # queued ones run in n_trials
+    if _unique_complete(study) < goal and held < cap and not _Stop.is_set():
+        study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
 
 
@@ -235,7 +237,8 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         seen.add(key)
         ranked.append((json.loads(key), t.user_attrs.get("values", {first: t.values[0]}), t.number))
     out.best = ranked
-    out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and out.trials < CAP_FACTOR * plan.budget
+    out.cap_reached = out.unique < _goal(plan) and out.trials >= CAP_FACTOR * plan.budget
+    out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and not out.cap_reached
     if any(MEMBER_ATTR in t.system_attrs for t in trials):
         out.members = member_stats(trials)
     for t in complete:

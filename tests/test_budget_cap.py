@@ -1,0 +1,53 @@
+"""The trial cap (CAP_FACTOR x budget trials in all): a study that reaches it short of its budget
+says so, and a resume never adds a trial past it."""
+
+from __future__ import annotations
+
+import json
+
+from autotile.tune.runner import CAP_FACTOR
+
+SMALL = """op: elementwise
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 4096}]
+inputs: {kind: add, data: gm}
+params:
+  tile_len: {type: int, low: 16, high: 64, pow2: true}
+  buffer_num: {type: int, low: 1, high: 2}
+  cores: {type: fixed, value: 1}
+objective: cycles
+budget: {trials: 10}
+seed: 0
+"""  # 6 configurations: a budget of 10 can only end at the cap
+
+
+def _run(run_cli, spec, out) -> tuple[dict, str]:
+    code, stdout, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify")
+    assert code == 0, err
+    return json.loads((out / "summary.json").read_text()), stdout
+
+
+def test_a_resume_adds_no_trial_past_the_cap(run_cli, write_spec, tmp_path):
+    out, spec = tmp_path / "out", write_spec(SMALL)
+    trials = [_run(run_cli, spec, out)[0]["results"][0]["trials"] for _ in range(2)]
+    assert trials == [CAP_FACTOR * 10] * 2
+
+
+def test_a_study_that_reaches_the_cap_says_so(run_cli, write_spec, tmp_path):
+    out = tmp_path / "out"
+    summary, stdout = _run(run_cli, write_spec(SMALL), out)
+    r = summary["results"][0]
+    assert r["unique_configs"] == 6 and r["cap_reached"] is True
+    assert r["interrupted"] is False and summary["interrupted"] is False
+    assert f"trial cap reached ({CAP_FACTOR * 10} trials) short of the budget 10" in stdout
+    assert "1 study(ies) reached the trial cap" in (out / "report.md").read_text()
+
+
+def test_a_study_that_meets_its_budget_is_not_flagged(run_cli, write_spec, tmp_path):
+    out = tmp_path / "out"
+    code, stdout, _ = run_cli("tune", write_spec(SMALL.replace("trials: 10", "trials: 4")), "--out", str(out),
+                              "--quiet", "--no-verify", "--json")
+    r = json.loads(stdout)["results"][0]
+    assert code == 0 and r["unique_configs"] == 4 and r["cap_reached"] is False
