@@ -122,3 +122,17 @@ def test_a_peer_with_another_spec_is_refused_at_the_study(write_spec, tmp_path):
     runner.prepare(plans[0], storage)  # the same spec again: fine
     with pytest.raises(InputError, match="inputs changed"):
         runner.prepare(plans[1], storage)
+
+
+def test_a_study_of_another_spec_without_trials_is_refused_and_restartable(run_cli, write_spec, tmp_path):
+    """Created (identity recorded) but interrupted before any trial: still that spec's study."""
+    out = tmp_path / "out"
+    spec = load_spec(write_spec(EW))
+    space = spec.space(spec.shapes[0])
+    runner.prepare(runner.StudyPlan(name=NAME, space=space, objectives=spec.objectives, sampler="random", seed=0,
+                                    budget=5, timeout_s=None, baseline=None,
+                                    identity=identity.identity(space, spec.objectives)), make_storage(None, out))
+    relu = write_spec(EW.replace("kind: add", "kind: relu"), "relu.yaml")
+    code, _, err = run_cli("tune", relu, "--out", str(out), "--quiet")
+    assert code == 2 and "(inputs changed)" in err
+    assert run_cli("tune", relu, "--out", str(out), "--quiet", "--restart")[0] == 0

@@ -93,10 +93,12 @@ def reconcile(plans, storage, where: str, elsewhere: str, *, restart: bool, adop
     bad = []
     for plan in plans:
         s = stored.get(plan.name)
-        if s is None or plan.identity is None or s.n_trials == 0:
+        if s is None or plan.identity is None:
             continue
+        if IDENTITY_ATTR not in s.user_attrs and (s.n_trials == 0 or adopt_unrecorded):
+            continue  # just created by a peer, about to be stamped; or from before identities, same spec
         why = mismatch(s.user_attrs, plan.identity)
-        if why is not None and not (adopt_unrecorded and IDENTITY_ATTR not in s.user_attrs):
+        if why is not None:
             bad.append((plan.name, why))
     if not bad:
         return []

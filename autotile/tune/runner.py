@@ -190,7 +190,8 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
             study.stop()
 
-    held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)  # queued ones run in n_trials
+    # queued trials (baseline, warm start) run within n_trials, so they are not held yet
+    held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)
     if _unique_complete(study) < goal and held < cap and not _Stop.is_set():
         study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
