@@ -5,22 +5,9 @@ from __future__ import annotations
 
 import json
 
-from autotile.tune.runner import CAP_FACTOR
+from tinyspecs import SMALL
 
-SMALL = """op: elementwise
-hardware: ascend910b2
-dtypes: [fp16]
-units: [vector]
-shapes: [{n: 4096}]
-inputs: {kind: add, data: gm}
-params:
-  tile_len: {type: int, low: 16, high: 64, pow2: true}
-  buffer_num: {type: int, low: 1, high: 2}
-  cores: {type: fixed, value: 1}
-objective: cycles
-budget: {trials: 10}
-seed: 0
-"""  # 6 configurations: a budget of 10 can only end at the cap
+from autotile.tune.runner import CAP_FACTOR
 
 
 def _run(run_cli, spec, out) -> tuple[dict, str]:

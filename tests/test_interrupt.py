@@ -13,6 +13,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from tinyspecs import EW2
 
 from autotile.tune import driver, runner
 from autotile.tune.storage import make_storage
@@ -20,22 +21,6 @@ from autotile.tune.storage import make_storage
 ROOT = Path(__file__).resolve().parents[1]
 TINY = str(ROOT / "tests" / "data" / "mm_tiny.yaml")
 
-EW2 = """op: elementwise
-hardware: ascend910b2
-dtypes: [fp16]
-units: [vector]
-shapes: [{n: 4096}, {n: 8192}]
-inputs: {kind: add, data: gm}
-params:
-  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
-  buffer_num: {type: int, low: 1, high: 4, step: 1}
-  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
-constraints:
-  - {expr: "3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: "fit UB"}
-objective: cycles
-budget: {trials: 10}
-seed: 0
-"""
 
 
 @pytest.fixture

@@ -7,28 +7,13 @@ import json
 
 import optuna
 import pytest
+from tinyspecs import EW
 
 from autotile.errors import InputError
 from autotile.space import load_spec
 from autotile.tune import identity, runner
 from autotile.tune.storage import JOURNAL_NAME, make_storage
 
-EW = """op: elementwise
-hardware: ascend910b2
-dtypes: [fp16]
-units: [vector]
-shapes: [{n: 4096}]
-inputs: {kind: add, data: gm}
-params:
-  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
-  buffer_num: {type: int, low: 1, high: 4, step: 1}
-  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
-constraints:
-  - {expr: "3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: "fit UB"}
-objective: cycles
-budget: {trials: 10}
-seed: 0
-"""
 NAME = "elementwise/ascend910b2/fp16/n=4096/vector"
 
 EDITS = {  # an edit of the spec -> what the refusal names as changed

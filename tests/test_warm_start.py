@@ -4,24 +4,10 @@ including one tuned earlier in the same run."""
 from __future__ import annotations
 
 import optuna
+from tinyspecs import EW2
 
 from autotile.tune import runner
 from autotile.tune.storage import make_storage
-
-EW2 = """op: elementwise
-hardware: ascend910b2
-dtypes: [fp16]
-units: [vector]
-shapes: [{n: 4096}, {n: 8192}]
-inputs: {kind: add, data: gm}
-params:
-  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
-  buffer_num: {type: int, low: 1, high: 4, step: 1}
-  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}
-objective: cycles
-budget: {trials: 10}
-seed: 0
-"""
 
 
 def _warm_configs(out, n: int) -> list[str]:
