@@ -121,3 +121,18 @@ def test_a_study_of_another_spec_without_trials_is_refused_and_restartable(run_c
     code, _, err = run_cli("tune", relu, "--out", str(out), "--quiet")
     assert code == 2 and "(inputs changed)" in err
     assert run_cli("tune", relu, "--out", str(out), "--quiet", "--restart")[0] == 0
+
+
+def test_trials_from_another_simulator_are_not_resumed(run_cli, write_spec, tmp_path, monkeypatch):
+    """A rerun after the kernels or the cost model changed (a new autotile) would mix cycle counts
+    of two models in one study: it is refused like an edited spec, and --restart redoes it."""
+    from autotile.sim import fingerprint
+
+    out, spec = tmp_path / "out", write_spec(EW)
+    assert run_cli("tune", spec, "--out", str(out), "--quiet")[0] == 0
+    monkeypatch.setattr(fingerprint, "simulator_fingerprint", lambda: "another-model")
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet")
+    assert code == 2 and "(the simulator (autotile's kernels or cost model) changed)" in err and "--restart" in err
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--restart")
+    assert code == 0 and f"deleted 1 study of a changed spec from {out}: {NAME}" in err
+    assert run_cli("tune", spec, "--out", str(out), "--quiet")[0] == 0  # the same model resumes

@@ -19,7 +19,6 @@ import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autotile import __version__
 from autotile.atomic import write_json
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
@@ -55,12 +54,13 @@ class Row:
 
 
 def fingerprint(hw: HardwareProfile) -> str:
-    """Hash of what simulated cycles depend on: version, profile values, kernel/sim/search sources."""
+    """Hash of what simulated cycles depend on: the simulator (version, kernel and sim sources),
+    the profile's values and the search sources."""
+    from autotile.sim.fingerprint import simulator_fingerprint
+
     root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256(f"{__version__}\n{hw.content_hash()}\n".encode())
-    files = sorted((root / "kernels").glob("*.py")) + sorted((root / "sim").glob("*.py")) + \
-        [root / "models" / "crossover.py", root / "models" / "dataset.py"]
-    for f in files:
+    h = hashlib.sha256(f"{simulator_fingerprint()}\n{hw.content_hash()}\n".encode())
+    for f in (root / "models" / "crossover.py", root / "models" / "dataset.py"):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]

@@ -3,7 +3,8 @@
 A study's name says what it tunes (op/hw/dtype/shape/unit). Its identity adds everything
 else a trial's values depend on: the space of its unit (param domains, derived values,
 constraints), the objectives and limits, ``inputs``, the backend (with the measurements
-file's content for replay) and the hardware profile's content. It is stored as a study user
+file's content for replay; else the simulator's version and sources, ``sim.fingerprint``)
+and the hardware profile's content. It is stored as a study user
 attribute when the study is created; a rerun whose identity differs is refused (or, with
 ``--restart``, the old study is deleted). Budget, sampler and seed are not part of it: they
 decide how long and how the search runs, not what a trial measures, so changing them resumes.
@@ -39,6 +40,10 @@ def identity(space, objectives) -> dict:
         "constraints": sorted(str(plain(c.expr)) for c in space.constraints),
         "objectives": list(objectives), "limits": dict(spec.limits), "inputs": dict(spec.inputs or {}),
     }
+    if spec.backend != "replay":  # cycles from another cost model are not comparable
+        from autotile.sim.fingerprint import simulator_fingerprint
+
+        out["simulator"] = simulator_fingerprint()
     if spec.measurements is not None:
         out["measurements"] = hashlib.sha256(Path(spec.measurements).read_bytes()).hexdigest()[:16]
     return json.loads(json.dumps(out, sort_keys=True, default=str))  # as the storage gives it back
@@ -65,7 +70,7 @@ def changes(old: dict, new: dict) -> list[str]:
         if key == "params" and isinstance(a, dict) and isinstance(b, dict):
             out += [f"params.{n}" for n in sorted(set(a) | set(b)) if a.get(n) != b.get(n)]
         else:
-            out.append(key)
+            out.append("the simulator (autotile's kernels or cost model)" if key == "simulator" else key)
     return out
 
 
