@@ -330,9 +330,11 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     # HBM after the kernel, so only a footprint past L2 makes them compete with the reads
     hbm_write = total_write if footprint > hw.l2_bytes else 0.0
     streams = hbm_streams(hw, active, hbm_read + hbm_write, lower)
-    split = write_fraction(hbm_read, hbm_write) if hbm_write > 0 else None
-    cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit, write_share=split,
-                       hbm_load=hbm_load(hw, active, streams, hbm_read + hbm_write, lower))
+    if hbm_write > 0:  # reads and writes share HBM as much as their load says
+        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit, write_share=write_fraction(hbm_read, hbm_write),
+                           hbm_load=hbm_load(hw, active, streams, hbm_read + hbm_write, lower))
+    else:  # the load only weighs a split: left out, one cached cost vector per (streams, hit)
+        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=hit)
     runs, traces = [], []
     for count, sm, sn in classes:
         st = _state(trace_capacity)
