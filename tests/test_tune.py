@@ -284,6 +284,11 @@ sampler: exhaustive
     code, stdout, err = run_cli("tune", str(spec), "--out", str(tmp_path / "free"), "--quiet", "--json")
     faster = json.loads(stdout)["results"][0]
     assert faster["cycles"] < r["cycles"]  # the cap really cost something
+    db = tmp_path / "s.db"
+    code, _, err = run_cli("tune", str(spec), "--out", str(tmp_path / "st"), "--quiet",
+                           "--storage", f"sqlite:///{db}")
+    assert code == 2 and "exhaustive sampler" in err and err.count("\n") == 1
+    assert not db.exists() and not (tmp_path / "st").exists()  # refused before anything is written
 
 
 def test_a_timeout_budget_is_shown_as_given(run_cli, tmp_path):

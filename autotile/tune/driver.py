@@ -162,7 +162,13 @@ class _Job:
 
 def _start(spec: Spec, opts: Options) -> _Job:
     """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
-    storage = make_storage(opts.storage, opts.out) if (opts.sampler or spec.sampler) != "exhaustive" else None
+    if (opts.sampler or spec.sampler) == "exhaustive":
+        if opts.storage:  # it would be recorded in the summary but never hold a trial
+            raise InputError("--storage: the exhaustive sampler simulates every configuration in one batch "
+                             "and keeps no Optuna study; drop --storage")
+        storage = None
+    else:
+        storage = make_storage(opts.storage, opts.out)
     todo = plans(spec, opts)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)
