@@ -37,7 +37,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
         return shown
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
@@ -55,6 +55,17 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             pass
         raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
     return shown
+
+
+def make_folder(folder: Path) -> None:
+    """Create ``folder`` and its parents; an ancestor that is a file is "Not a directory" (mkdir
+    alone would say "File exists", which names the wrong problem)."""
+    for anc in (folder, *folder.parents):
+        if anc.exists():
+            if not anc.is_dir():
+                raise NotADirectoryError(20, "Not a directory", str(anc))
+            break
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def write_text(path: str | Path, text: str) -> Path:

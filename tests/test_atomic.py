@@ -53,3 +53,22 @@ def test_failure_keeps_the_old_file(tmp_path, monkeypatch):
     with pytest.raises(atomic.OutputError, match="No space"):
         atomic.write_text(out, "new")
     assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_a_file_in_the_way_of_the_folder_is_named_as_such(tmp_path):
+    (tmp_path / "afile").write_text("keep")
+    with pytest.raises(atomic.OutputError, match="Not a directory"):
+        atomic.write_text(tmp_path / "afile" / "sub" / "x.h", "x")
+    assert (tmp_path / "afile").read_text() == "keep"
+
+
+def test_tune_refuses_an_empty_out_and_names_a_file_in_its_way(run_cli, tmp_path):
+    from tinyspecs import EW
+
+    spec = tmp_path / "ew.yaml"
+    spec.write_text(EW)
+    code, _, err = run_cli("tune", str(spec), "--out", "", "--quiet")
+    assert code == 2 and "--out" in err and err.count("\n") == 1
+    (tmp_path / "afile").write_text("keep")
+    code, _, err = run_cli("tune", str(spec), "--out", str(tmp_path / "afile"), "--quiet", "--trials", "2")
+    assert code == 1 and "Not a directory" in err and (tmp_path / "afile").read_text() == "keep"

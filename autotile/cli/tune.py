@@ -35,13 +35,15 @@ def run(args) -> int:
         raise InputError(f"--trials: expected a positive integer, got {args.trials}")
     if args.jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
+    if args.out is not None and not args.out.strip():
+        raise InputError("--out: expected a folder name, got an empty one")
     specs = [load_spec(path) for path in args.spec]
     stems = [Path(s.file).stem for s in specs]
     if len(set(stems)) < len(stems):
         raise InputError("tune: two specs share a file name; their outputs would collide")
     opts = []
     for spec in specs:
-        if args.out:
+        if args.out is not None:
             out = Path(args.out) / Path(spec.file).stem if len(specs) > 1 else Path(args.out)
         else:
             out = default_out(spec)

@@ -23,7 +23,7 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.trial import FrozenTrial, TrialState
 
-from autotile.atomic import OutputError
+from autotile.atomic import OutputError, make_folder
 from autotile.errors import InputError
 
 OWNER_ATTR = "autotile.owner"
@@ -42,7 +42,7 @@ def make_storage(url: str | None, out_dir: Path):
     """The storage for ``url``; None means the journal file in ``out_dir``."""
     if url is None:
         try:
-            out_dir.mkdir(parents=True, exist_ok=True)
+            make_folder(out_dir)
         except OSError as exc:
             raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
         return _journal(str(out_dir / JOURNAL_NAME), None)
