@@ -5,16 +5,19 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 ``REGISTER_TILING_DATA_CLASS`` (from CANN's ``register/tilingdata_base.h``) in namespace
 ``optiling``, and ``<Op>TilingFromTable(x, dtype, tiling, &blockDim)`` that fills it for a shape.
 
-For matmul the struct is TCubeTiling's fields (int32, in TCubeTiling's order, usedCoreNum to
-dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength, shareMode 0,
-batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling uses there.
-Then ``unit`` and one field per param TCubeTiling has no place for (the vector kernel's). On an
-entry of another unit than cube only usedCoreNum and the shape (M, N, Ka, Kb) are filled: the
-cube-only fields are derived from cube params that entry does not have.
-Other ops get one int32 field per dim, ``unit`` when the op has several units, then one per
-param. ``unit`` is the C header's enum ``autotile_<op>_unit``; a field that does not apply to
-the entry's unit holds ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
-blockDim is, per unit, the cube's core blocks (matmul), else the ``cores`` param where the
+For a matmul spec whose cube unit declares every param TCubeTiling is built from (see
+:func:`fills_tcube`) the struct is TCubeTiling's fields (int32, in TCubeTiling's order,
+usedCoreNum to dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength,
+shareMode 0, batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling
+uses there; iterateOrder is 0 (M first) or 1 (N first) whatever the C enum's codes (they follow
+the spec's choices). Then ``unit`` and one field per param TCubeTiling has no place for (the
+vector kernel's). On an entry of another unit than cube only usedCoreNum and the shape (M, N,
+Ka, Kb) are filled: the cube-only fields are derived from cube params that entry does not have.
+Other ops, and matmul specs without those cube params (vector only), get one int32 field per
+dim, ``unit`` when the op has several units, then one per param. ``unit`` is the C header's
+enum ``autotile_<op>_unit``; a field that does not apply to the entry's unit holds
+``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
+blockDim is, per unit, the cube's core blocks (TCubeTiling), else the ``cores`` param where the
 unit has one, else 1.
 """
 
@@ -35,7 +38,7 @@ TCUBE = (
     ("depthA1", "p->depth_a1"), ("depthB1", "p->depth_b1"),
     ("stepM", "p->step_m"), ("stepN", "p->step_n"),
     ("isBias", "0"), ("transLength", "0"),
-    ("iterateOrder", "p->iterate_order == AUTOTILE_MATMUL_ITERATE_ORDER_N_FIRST ? 1 : 0"),
+    ("iterateOrder", None),  # from iterate_order's enum codes: see _iterate_order
     ("shareMode", "0"),
     ("shareL1Size", "(p->depth_a1 * p->base_m * p->base_k + p->depth_b1 * p->base_k * p->base_n) * dbytes"),
     ("shareL0CSize", "p->base_m * p->base_n * 4 * p->db_l0c"),
@@ -47,6 +50,8 @@ TCUBE = (
 )
 
 SHAPE_FIELDS = ("usedCoreNum", "M", "N", "Ka", "Kb")  # filled for every unit; the rest are cube-only
+CUBE_PARAMS = tuple(dict.fromkeys(name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e or "")))
+ORDERS = ("m_first", "n_first")  # iterate_order's values, iterateOrder 0 and 1
 CUBE_USED = ("((x[0] + p->single_core_m - 1) / p->single_core_m) * "
              "((x[1] + p->single_core_n - 1) / p->single_core_n)")
 
@@ -76,7 +81,7 @@ def render(table: Table) -> str:
     out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
     out += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)", ""]
     dbytes = ""
-    if table.op == "matmul":
+    if fills_tcube(table):
         sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
         cases = "".join(f"    case {n.dtype(d)}: return {sizes[d]};\n" for d in table.spec.op.dtypes if d in sizes)
         dbytes = (f"/* Bytes of one input element of dtype. */\n"
@@ -96,7 +101,7 @@ inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {
     if (e == NULL)
         return -1;
     const {n.params_t} *p = &e->params;""")
-    if table.op == "matmul":
+    if fills_tcube(table):
         out.append(f"    const int cube = e->unit == {n.unit('cube')};")
         out.append(f"    const int32_t dbytes = {cls}DtypeBytes(dtype);")
     out.append(f"    const int32_t used = (int32_t)({used});")
@@ -109,12 +114,34 @@ def _multi_unit(table: Table) -> bool:
     return len(table.spec.op.units) > 1
 
 
+def fills_tcube(table: Table) -> bool:
+    """Whether the tiling data is TCubeTiling: a matmul spec whose cube unit declares every param
+    TCubeTiling is built from, as integers (iterate_order as m_first / n_first)."""
+    spec = table.spec
+    if table.op != "matmul" or "cube" not in spec.units:
+        return False
+    names = spec.param_names("cube")
+    if any(name not in names for name in CUBE_PARAMS + ("iterate_order",)):
+        return False
+    order = spec.param("iterate_order")
+    return (order.kind != "int" and set(order.choices) <= set(ORDERS)
+            and all(spec.param(name).kind == "int" or export_c._int_choices(spec.param(name)) for name in CUBE_PARAMS))
+
+
+def _iterate_order(table: Table, n: export_c.Names) -> str:
+    """iterateOrder (0: M first, 1: N first) as a C expression over the entry's enum code."""
+    if "n_first" not in table.spec.param("iterate_order").choices:
+        return "0"
+    return f"p->iterate_order == {n.choice('iterate_order', 'n_first')} ? 1 : 0"
+
+
 def _fields(table: Table, n: export_c.Names) -> list[tuple[str, str]]:
     """(field, C expression) in declaration order; params missing on a unit are NA in the entries."""
     unit = [("unit", "e->unit")] if _multi_unit(table) else []
-    if table.op == "matmul":
-        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in TCUBE]
-        read = {name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e)}
+    if fills_tcube(table):
+        tcube = [(f, e or _iterate_order(table, n)) for f, e in TCUBE]
+        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in tcube]
+        read = set(CUBE_PARAMS) | {"iterate_order"}
         return out + unit + [(camel(p.name), f"p->{p.name}") for p in table.spec.params if p.name not in read]
     out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)] + unit
     out += [(camel(p.name), f"p->{p.name}") for p in table.spec.params]
@@ -125,7 +152,7 @@ def _used(table: Table, n: export_c.Names) -> tuple[str, str]:
     """The blockDim of an entry, as a C expression switching on its unit, and in words."""
     per_unit = {}
     for u in table.spec.units:
-        if table.op == "matmul" and u == "cube":
+        if u == "cube" and fills_tcube(table):
             per_unit[u] = (CUBE_USED, "= usedCoreNum")
         elif "cores" in table.spec.param_names(u):
             per_unit[u] = ("p->cores", "the cores param")

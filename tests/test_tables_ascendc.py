@@ -1,0 +1,88 @@
+"""The Ascend C export of matmul specs other than the bundled ones: iterate_order pinned or in
+another choice order, and a vector-only spec (no TCubeTiling to fill)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from tablekit import SMALL_SPEC, ascendc_fill, default_table
+
+from autotile.cli import run as cli
+from autotile.tables.export_ascendc import TCUBE
+from autotile.tables.schema import write_table
+
+pytestmark = pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+
+ORDER = "iterate_order: {type: categorical, choices: [m_first, n_first]}"
+DTYPES = ("fp16", "bf16", "fp32", "int8")  # matmul's dtype enum
+CUBE_FIELDS = [f for f, _ in TCUBE] + ["unit"]  # matmul has two units: the entry's follows TCubeTiling
+VECTOR_ONLY = """\
+op: matmul
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{m: 16, k: 16, n: 16}, {m: 64, k: 64, n: 64}]
+params:
+  tile_m: {type: int, low: 1, high: "min(64, shape.m)", pow2: true}
+  buffer_num: {type: int, low: 1, high: 2}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, ceil(shape.m / tile_m))"}
+"""
+
+
+def _fill(tmp_path, spec_text, fields, edit=None):
+    """Export the default-tiling table of ``spec_text`` as Ascend C, compile a filler printing
+    ``fields`` and run it on every entry: [(entry, blockDim, {field: value})]."""
+    (tmp_path / "spec.yaml").write_text(spec_text)
+    doc = default_table(tmp_path / "spec.yaml")
+    for e in doc["entries"]:
+        (edit or (lambda e: None))(e)
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
+    fill = ascendc_fill(tmp_path, "Matmul", 3, fields)
+    stdin = "".join(f"{e['shape']['m']} {e['shape']['n']} {e['shape']['k']} {DTYPES.index(e['dtype'])}\n"
+                    for e in doc["entries"])
+    out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
+    rows = []
+    for e, line in zip(doc["entries"], out.splitlines(), strict=True):
+        names, block_dim, *values = line.split()
+        assert names.rstrip(",").split(",") == fields
+        rows.append((e, int(block_dim), dict(zip(fields, map(int, values), strict=True))))
+    return rows
+
+
+@pytest.mark.parametrize("order, want", [("m_first", 0), ("n_first", 1)])
+def test_pinned_iterate_order(tmp_path, order, want):
+    """``type: fixed`` pins iterate_order: the header compiles and iterateOrder is the pinned one."""
+    text = SMALL_SPEC.read_text().replace(ORDER, f"iterate_order: {{type: fixed, value: {order}}}")
+    assert text != SMALL_SPEC.read_text()
+    for e, _, got in _fill(tmp_path, text, CUBE_FIELDS):
+        assert e["params"]["iterate_order"] == order and got["iterateOrder"] == want
+
+
+def test_iterate_order_whatever_the_choice_order(tmp_path):
+    """The C enum codes follow the spec's choice order; iterateOrder stays 0 = M first, 1 = N first."""
+    text = SMALL_SPEC.read_text().replace(ORDER, "iterate_order: {type: categorical, choices: [n_first, m_first]}")
+    flip = iter(range(1000))
+
+    def edit(e):
+        e["params"]["iterate_order"] = ("m_first", "n_first")[next(flip) % 2]
+
+    rows = _fill(tmp_path, text, CUBE_FIELDS, edit)
+    assert {e["params"]["iterate_order"] for e, _, _ in rows} == {"m_first", "n_first"}
+    for e, _, got in rows:
+        assert got["iterateOrder"] == ("m_first", "n_first").index(e["params"]["iterate_order"])
+
+
+def test_vector_only_matmul(tmp_path):
+    """No cube unit, so no TCubeTiling: one field per dim and per param, as for other ops."""
+    fields = ["m", "n", "k", "unit", "tileM", "bufferNum", "cores"]
+    rows = _fill(tmp_path, VECTOR_ONLY, fields)
+    header = (tmp_path / "tiling.h").read_text()
+    assert "singleCoreM" not in header
+    for e, block_dim, got in rows:
+        p, s = e["params"], e["shape"]
+        assert got == {"m": s["m"], "n": s["n"], "k": s["k"], "unit": 1, "tileM": p["tile_m"],
+                       "bufferNum": p["buffer_num"], "cores": p["cores"]}
+        assert block_dim == p["cores"]
