@@ -14,7 +14,8 @@ the spec's choices). Then ``unit`` and one field per param TCubeTiling has no pl
 vector kernel's). On an entry of another unit than cube only usedCoreNum and the shape (M, N,
 Ka, Kb) are filled: the cube-only fields are derived from cube params that entry does not have.
 Other ops, and matmul specs without those cube params (vector only), get one int32 field per
-dim, ``unit`` when the op has several units, then one per param. ``unit`` is the C header's
+dim, ``unit`` when the op has several units, then one per param, named in camel case and mangled
+like the C names (:mod:`autotile.tables.cnames`) to stay legal and distinct. ``unit`` is the C header's
 enum ``autotile_<op>_unit``; a field that does not apply to the entry's unit holds
 ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
 blockDim is, per unit, the cube's core blocks (TCubeTiling), else the ``cores`` param where the
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 
 from autotile.tables import export_c
+from autotile.tables.cnames import Names, Scope, ident, int_choices
 from autotile.tables.ctext import comment
 from autotile.tables.schema import Table
 
@@ -64,12 +66,12 @@ def camel(name: str) -> str:
 
 def class_name(op: str) -> str:
     """``weighted_sum`` -> ``WeightedSum`` (the OpType and the TilingData prefix)."""
-    return "".join(w[:1].upper() + w[1:] for w in export_c.ident(op).split("_"))
+    return "".join(w[:1].upper() + w[1:] for w in ident(op).split("_"))
 
 
 def render(table: Table) -> str:
     """The whole Ascend C header."""
-    n = export_c.Names(table)
+    n = Names(table)
     cls = class_name(table.op)
     fields = _fields(table, n)
     out = [export_c._banner(table, "ascendc"), "#pragma once", "",
@@ -125,30 +127,39 @@ def fills_tcube(table: Table) -> bool:
         return False
     order = spec.param("iterate_order")
     return (order.kind != "int" and set(order.choices) <= set(ORDERS)
-            and all(spec.param(name).kind == "int" or export_c._int_choices(spec.param(name)) for name in CUBE_PARAMS))
+            and all(spec.param(name).kind == "int" or int_choices(spec.param(name)) for name in CUBE_PARAMS))
 
 
-def _iterate_order(table: Table, n: export_c.Names) -> str:
+def _iterate_order(table: Table, n: Names) -> str:
     """iterateOrder (0: M first, 1: N first) as a C expression over the entry's enum code."""
     if "n_first" not in table.spec.param("iterate_order").choices:
         return "0"
     return f"p->iterate_order == {n.choice('iterate_order', 'n_first')} ? 1 : 0"
 
 
-def _fields(table: Table, n: export_c.Names) -> list[tuple[str, str]]:
-    """(field, C expression) in declaration order; params missing on a unit are NA in the entries."""
-    unit = [("unit", "e->unit")] if _multi_unit(table) else []
+def _fields(table: Table, n: Names) -> list[tuple[str, str]]:
+    """(field, C expression) in declaration order; params missing on a unit are NA in the entries.
+    Field names are camel case, mangled like the C names (see cnames) to stay legal and unique."""
+    cls = class_name(table.op)
+    scope = Scope(n.globals | {cls, f"{cls}TilingData", f"{cls}TilingFromTable", f"{cls}DtypeBytes"}, members=True)
+    unit = [(scope.take("unit"), "e->unit")] if _multi_unit(table) else []
+    params = table.spec.params
     if fills_tcube(table):
-        tcube = [(f, e or _iterate_order(table, n)) for f, e in TCUBE]
+        tcube = [(scope.take(f), e or _iterate_order(table, n)) for f, e in TCUBE]
         out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in tcube]
-        read = set(CUBE_PARAMS) | {"iterate_order"}
-        return out + unit + [(camel(p.name), f"p->{p.name}") for p in table.spec.params if p.name not in read]
-    out = [(camel(d), f"x[{i}]") for i, d in enumerate(table.dims)] + unit
-    out += [(camel(p.name), f"p->{p.name}") for p in table.spec.params]
-    return out
+        params = [p for p in params if p.name not in CUBE_PARAMS + ("iterate_order",)]
+    else:
+        out = [(scope.take(camel(ident(d))), f"x[{i}]") for i, d in enumerate(table.dims)]
+    out += unit + [(scope.take(camel(ident(p.name))), f"p->{p.name}") for p in params]
+    return [(f, _members(e, n)) for f, e in out]
 
 
-def _used(table: Table, n: export_c.Names) -> tuple[str, str]:
+def _members(expr: str, n: Names) -> str:
+    """``expr`` with each ``p->param`` naming the param's member in the C params struct."""
+    return re.sub(r"p->(\w+)", lambda m: f"p->{n.field(m.group(1))}", expr)
+
+
+def _used(table: Table, n: Names) -> tuple[str, str]:
     """The blockDim of an entry, as a C expression switching on its unit, and in words."""
     per_unit = {}
     for u in table.spec.units:
@@ -158,6 +169,7 @@ def _used(table: Table, n: export_c.Names) -> tuple[str, str]:
             per_unit[u] = ("p->cores", "the cores param")
         else:
             per_unit[u] = ("1", "1: no core count param")
+    per_unit = {u: (_members(e, n), d) for u, (e, d) in per_unit.items()}
     exprs = list(per_unit.values())
     if len({e for e, _ in exprs}) == 1:
         return exprs[0]

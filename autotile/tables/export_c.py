@@ -1,62 +1,30 @@
 """The ``c`` export: a self-contained C99 header with the entries and the lookup rule.
 
 Names are prefixed ``autotile_<op>_`` / ``AUTOTILE_<OP>_`` so headers of several ops can be
-included together. Params become ``int32_t`` fields: integers as themselves, integer choices as
-themselves, other choices (text, bools, floats) as enum codes in the spec's choice order. The
-params struct has every unit's params; one the entry's unit does not have holds
-``AUTOTILE_<OP>_NA`` (INT32_MIN), which no param takes (entries must fit int32 above it).
+included together; names from the spec (params, choices) are mangled into legal, distinct C
+identifiers (:mod:`autotile.tables.cnames`: ``int`` -> ``int_``, a clash gets ``_2``).
+Params become ``int32_t`` fields: integers as themselves, integer choices as themselves, other
+choices (text, bools, floats) as enum codes in the spec's choice order. The params struct has
+every unit's params; one the entry's unit does not have holds ``AUTOTILE_<OP>_NA`` (INT32_MIN),
+which no param takes (entries must fit int32 above it).
 The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions
 (see :mod:`autotile.tables.region`) and returns NULL when no entry fits.
 """
 
 from __future__ import annotations
 
-import re
-
 from autotile.errors import InputError
+from autotile.tables.cnames import Names, is_enum
 from autotile.tables.ctext import comment
 from autotile.tables.region import describe_rule, region_of
 from autotile.tables.schema import Table
 
 
-def ident(text) -> str:
-    """A C identifier fragment of ``text``: non-alphanumerics become ``_``."""
-    s = re.sub(r"[^0-9A-Za-z]", "_", str(text)).strip("_") or "X"
-    return s if not s[0].isdigit() else "_" + s
-
-
-class Names:
-    """The C names of one table's op."""
-
-    def __init__(self, table: Table):
-        self.op = ident(table.op).lower()
-        self.OP = self.op.upper()
-        self.params_t = f"autotile_{self.op}_params"
-        self.entry_t = f"autotile_{self.op}_entry"
-        self.entries = f"AUTOTILE_{self.OP}_ENTRIES"
-        self.count = f"AUTOTILE_{self.OP}_NENTRIES"
-        self.lookup = f"autotile_{self.op}_lookup"
-        self.na = f"AUTOTILE_{self.OP}_NA"
-
-    def dtype(self, d: str) -> str:
-        return f"AUTOTILE_{self.OP}_{ident(d).upper()}"
-
-    def unit(self, u: str) -> str:
-        return f"AUTOTILE_{self.OP}_UNIT_{ident(u).upper()}"
-
-    def choice(self, param: str, value) -> str:
-        return f"AUTOTILE_{self.OP}_{ident(param).upper()}_{ident(value).upper()}"
-
-
 def encoded(param, value) -> int | str:
     """The C value of one param: the integer itself, or the enum constant's name (see Names)."""
-    if param.kind == "int" or _int_choices(param):
+    if not is_enum(param):
         return int(value)
     return next(i for i, c in enumerate(param.choices) if c == value and type(c) is type(value))
-
-
-def _int_choices(param) -> bool:
-    return param.kind != "int" and all(isinstance(c, int) and not isinstance(c, bool) for c in param.choices)
 
 
 def render(table: Table) -> str:
@@ -94,25 +62,26 @@ def body(table: Table) -> str:
     out.append("/* A param the entry's unit does not have (INT32_MIN: no value nor enum code of a param). */")
     out += [f"#define {n.na} (-2147483647 - 1)", ""]
     params = _all_params(table)
-    for p in params:
-        if p.kind != "int" and not _int_choices(p):
-            out.append(f"/* {comment(p.name)}: {comment(p.description or 'choice')} */")
-            out.append(f"enum autotile_{n.op}_{ident(p.name).lower()} {{")
-            out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
-            out += ["};", ""]
+    for p in filter(is_enum, params):
+        out.append(f"/* {comment(p.name)}: {comment(p.description or 'choice')} */")
+        out.append(f"enum {n.enum(p.name)} {{")
+        out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
+        out += ["};", ""]
     out.append(f"/* One tiling: a field per param of the spec (every unit's params; {n.na} where the "
                "entry's unit has none). */")
     out.append(f"typedef struct {n.params_t} {{")
-    width = max(len(p.name) for p in params) + 1
+    width = max(len(n.field(p.name)) for p in params) + 1
     for p in params:
-        if p.kind == "int" or _int_choices(p):
+        if not is_enum(p):
             note = p.description or ("one of " + ", ".join(str(c) for c in p.choices) if p.kind != "int" else "")
         else:
-            note = f"enum autotile_{n.op}_{ident(p.name).lower()}"
+            note = f"enum {n.enum(p.name)}"
         only = [u for u in spec.units if p.units is not None and u in p.units]
         if p.units is not None and len(only) < len(spec.units):
             note = f"{note}; {', '.join(only) or 'no unit of this spec'} only".lstrip("; ")
-        out.append((f"    int32_t {(p.name + ';').ljust(width)}" + (f" /* {comment(note)} */" if note else "")).rstrip())
+        if n.field(p.name) != p.name:
+            note = f"{p.name}; {note}".rstrip("; ")
+        out.append((f"    int32_t {(n.field(p.name) + ';').ljust(width)}" + (f" /* {comment(note)} */" if note else "")).rstrip())
     out += [f"}} {n.params_t};", ""]
     nd = len(dims)
     out += [
@@ -179,7 +148,7 @@ def _entries(table: Table, n: Names, params) -> list[str]:
                 raise InputError(f"expected a value that fits int32 (above INT32_MIN, the header's "
                                  f"not-applicable {n.na}), got {v}", file=table.file,
                                  field=f"entries[{i}].params.{p.name}")
-            vals.append(n.choice(p.name, e.params[p.name]) if p.kind != "int" and not _int_choices(p) else str(v))
+            vals.append(n.choice(p.name, e.params[p.name]) if is_enum(p) else str(v))
         out.append(f"    {{{{{_ints(e.shape.values())}}}, {n.dtype(e.dtype)}, {n.unit(e.unit)},")
         out.append(f"     {{{_ints(r.lo)}}}, {{{_ints(r.hi)}}}, {{{_ints(r.split)}}}, {r.max_blocks},")
         out.append(f"     {{{', '.join(vals)}}}}},")

@@ -1,0 +1,125 @@
+"""Legal, unique C / C++ identifiers for the exported headers, from a spec's names and values.
+
+A spec may name a param ``int``, ``n`` (like a dim) or ``tileLen`` (the camel case of
+``tile_len``), and choices such as ``-0.5`` / ``0.5`` or ``a-b`` / ``a_b`` map to one fragment.
+Names are mangled, not refused, so every valid spec exports:
+
+- a fragment keeps ASCII letters and digits, anything else becomes ``_`` (outer ``_`` dropped,
+  ``_`` before a leading digit, ``X`` if nothing is left); a negative number gets ``NEG``
+  (``-0.5`` -> ``NEG_0_5``, ``0.5`` -> ``_0_5``);
+- a member name that is a C or C++ keyword, or a name the standard headers define (``NULL``,
+  ``int32_t``, ``M_PI``, ...), gets a trailing ``_`` (``int`` -> ``int_``);
+- a name already given in its scope gets ``_2``, ``_3``, ... Names are given in a fixed order
+  (the exporter's own first, then dtypes, units, dims and params in spec order), so the first
+  keeps its name and the result is the same on every export.
+"""
+
+from __future__ import annotations
+
+import re
+
+KEYWORDS = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline
+int long register restrict return short signed sizeof static struct switch typedef union unsigned
+void volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Noreturn
+_Static_assert _Thread_local typeof typeof_unqual
+alignas alignof and and_eq asm bitand bitor bool catch char8_t char16_t char32_t class compl
+concept consteval constexpr constinit const_cast co_await co_return co_yield decltype delete
+dynamic_cast explicit export false friend mutable namespace new noexcept not not_eq nullptr
+operator or or_eq private protected public reinterpret_cast requires static_assert static_cast
+template this thread_local throw true try typeid typename using virtual wchar_t xor xor_eq
+NULL offsetof errno math_errhandling INFINITY NAN HUGE HUGE_VAL HUGE_VALF HUGE_VALL MAXFLOAT
+MATH_ERRNO MATH_ERREXCEPT size_t ptrdiff_t max_align_t float_t double_t nullptr_t std
+""".split())
+# families of names <math.h>, <stddef.h> and <stdint.h> (C and C++, glibc) define as macros or types
+_STANDARD = re.compile(r"u?int(_least|_fast)?\d+_t|u?int(ptr|max)_t|U?INT(_LEAST|_FAST)?\d+_(MIN|MAX|C)"
+                       r"|U?INT(PTR|MAX)_(MIN|MAX|C)|(SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)_(MIN|MAX)"
+                       r"|M_(E|LOG2E|LOG10E|LN2|LN10|PI|PI_2|PI_4|1_PI|2_PI|2_SQRTPI|SQRT2|SQRT1_2)(l|f|f\d+x?)?"
+                       r"|FP_(NAN|INFINITE|ZERO|SUBNORMAL|NORMAL|[IL]LOGB0|[IL]LOGBNAN|FAST_FMA\w*|INT_\w+)")
+
+
+def ident(text) -> str:
+    """A C identifier fragment of ``text``: non-alphanumerics become ``_``.
+
+    >>> ident("x*/y"), ident(0.5), ident(-0.5)
+    ('x__y', '_0_5', 'NEG_0_5')
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool) and text < 0:
+        return "NEG_" + ident(-text).lstrip("_")
+    s = re.sub(r"[^0-9A-Za-z]", "_", str(text)).strip("_") or "X"
+    return s if not s[0].isdigit() else "_" + s
+
+
+def reserved(name: str) -> bool:
+    """Whether ``name`` is a C / C++ keyword or a standard header's name."""
+    return name in KEYWORDS or _STANDARD.fullmatch(name) is not None
+
+
+class Scope:
+    """Names given out in one scope: each new one is legal and unlike the others."""
+
+    def __init__(self, taken=(), members: bool = False):
+        self.taken = set(taken)
+        self.members = members  # names the spec chose outright: keywords are mangled too
+
+    def take(self, name: str) -> str:
+        """``name``, or its mangled form when it is reserved or already given (see module doc)."""
+        base = name + "_" if self.members and reserved(name) else name
+        out, i = base, 2
+        while out in self.taken or (self.members and reserved(out)):
+            out, i = f"{base.rstrip('_')}_{i}", i + 1
+        self.taken.add(out)
+        return out
+
+
+def int_choices(param) -> bool:
+    """Whether a choice param's values are all integers (the header holds them as themselves)."""
+    return param.kind != "int" and all(isinstance(c, int) and not isinstance(c, bool) for c in param.choices)
+
+
+def is_enum(param) -> bool:
+    """Whether the header holds ``param`` as codes of an enum of its own (text, bools, floats)."""
+    return param.kind != "int" and not int_choices(param)
+
+
+class Names:
+    """The C names of one table: the file-scope names (macros, enum constants, types, functions)
+    in one scope, the params struct's members in another."""
+
+    def __init__(self, table):
+        spec = table.spec
+        self.op = ident(table.op).lower()
+        self.OP = self.op.upper()
+        pre, PRE = f"autotile_{self.op}_", f"AUTOTILE_{self.OP}_"
+        self.params_t, self.entry_t, self.lookup = pre + "params", pre + "entry", pre + "lookup"
+        self.entries, self.count, self.na = PRE + "ENTRIES", PRE + "NENTRIES", PRE + "NA"
+        own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit")]
+        g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS")])
+        self._dtypes = {d: g.take(PRE + ident(d).upper()) for d in spec.op.dtypes}
+        self._units = {u: g.take(PRE + "UNIT_" + ident(u).upper()) for u in spec.op.units}
+        self._enums, self._choices = {}, {}
+        for p in filter(is_enum, spec.params):
+            self._enums[p.name] = g.take(pre + ident(p.name).lower())
+            for c in p.choices:
+                self._choices[p.name, type(c), c] = g.take(f"{PRE}{ident(p.name).upper()}_{ident(c).upper()}")
+        self.globals = frozenset(g.taken)
+        members = Scope(self.globals, members=True)
+        self._fields = {p.name: members.take(ident(p.name)) for p in spec.params}
+
+    def dtype(self, d: str) -> str:
+        return self._dtypes[d]
+
+    def unit(self, u: str) -> str:
+        return self._units[u]
+
+    def enum(self, param: str) -> str:
+        """The enum type (tag) of a param held as enum codes."""
+        return self._enums[param]
+
+    def choice(self, param: str, value) -> str:
+        """The enum constant of one value of a param held as enum codes."""
+        return self._choices[param, type(value), value]
+
+    def field(self, param: str) -> str:
+        """The params struct's member holding ``param``."""
+        return self._fields[param]

@@ -1,0 +1,109 @@
+"""C and Ascend C names of a spec whose names collide once mangled, or are keywords: a param ``n``
+like the dim, ``int`` and ``new``, ``tileLen`` beside ``tile_len``, choices -0.5 / 0.5 and
+a-b / a_b. Both headers compile and hold each value under its own, predictable name."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from tablekit import ascendc_fill, compile_ok
+
+from autotile.cli import run as cli
+from autotile.space import load_spec
+from autotile.tables.cnames import Scope, ident
+from autotile.tables.schema import build_table, write_table
+
+ODD = """\
+op: elementwise
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector, scalar]
+shapes: [{n: 4096}, {n: 1024}, {n: 2048}]
+params:
+  tile_len: {type: int, low: 16, high: "max(16, shape.n)", pow2: true}
+  buffer_num: {type: int, low: 1, high: 4}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, max(1, shape.n // 16))", pow2: true}
+  n: {type: fixed, value: 3, units: [scalar]}
+  int: {type: fixed, value: 1, units: [scalar]}
+  tileLen: {type: fixed, value: 2, units: [scalar]}
+  new: {type: categorical, choices: [5, 6], units: [scalar]}
+  "NULL": {type: fixed, value: 7, units: [scalar]}
+  scale: {type: categorical, choices: [-0.5, 0.5], units: [scalar]}
+  mode: {type: categorical, choices: [a-b, a_b, "x*/y"], units: [scalar]}
+"""
+# (scale, mode) of the scalar entries n=1024 and n=2048
+ODD_VALUES = {1024: (-0.5, "a_b"), 2048: (0.5, "x*/y")}
+
+C_MAIN = r"""
+#include <stdio.h>
+#include "odd.h"
+
+int main(void)
+{
+    long long n;
+    while (scanf("%lld", &n) == 1) {
+        const int64_t x[1] = {n};
+        const autotile_elementwise_params *p = &autotile_elementwise_lookup(x, AUTOTILE_ELEMENTWISE_FP16, NULL)->params;
+        printf("%d %d %d %d %d %d %d %d %d %d\n", (int)p->n, (int)p->int_, (int)p->tileLen, (int)p->new_,
+               (int)p->NULL_, p->scale == AUTOTILE_ELEMENTWISE_SCALE_NEG_0_5,
+               p->scale == AUTOTILE_ELEMENTWISE_SCALE__0_5, p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B,
+               p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B_2, p->mode == AUTOTILE_ELEMENTWISE_MODE_X__Y);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def odd(tmp_path):
+    """The odd spec's table (n=4096 on vector, the others on scalar) as tmp_path/table.json."""
+    (tmp_path / "spec.yaml").write_text(ODD)
+    spec = load_spec(tmp_path / "spec.yaml")
+    results = []
+    for shape in spec.shapes:
+        unit = "scalar" if shape["n"] in ODD_VALUES else "vector"
+        params = {"tile_len": 256, "buffer_num": 2, "cores": 4}
+        if unit == "scalar":
+            scale, mode = ODD_VALUES[shape["n"]]
+            params.update({"n": 3, "int": 1, "tileLen": 2, "new": 6, "NULL": 7, "scale": scale, "mode": mode})
+        assert spec.check(params, shape, "fp16", unit) is None
+        results.append({"shape": shape, "dtype": "fp16", "unit": unit, "params": params, "chosen": True})
+    write_table(tmp_path / "table.json", build_table(spec, {"results": results}, created="2026-01-01T00:00:00+00:00"))
+    return tmp_path
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_c_names_are_legal_and_distinct(odd):
+    assert cli(["export", str(odd), "--format", "c", "-o", str(odd / "odd.h")]) == 0
+    (odd / "main.c").write_text(C_MAIN)
+    compile_ok(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "main.c", "-o", "main", "-lm"], odd)
+    out = subprocess.run([str(odd / "main")], input="1024\n2048\n", capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["3 1 2 6 7 1 0 0 1 0", "3 1 2 6 7 0 1 0 0 1"]
+    header = (odd / "odd.h").read_text()
+    assert cli(["export", str(odd), "--format", "c", "-o", str(odd / "again.h")]) == 0
+    assert (odd / "again.h").read_text() == header  # deterministic
+
+
+@pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+def test_ascendc_fields_are_legal_and_distinct(odd):
+    assert cli(["export", str(odd), "--format", "ascendc", "-o", str(odd / "tiling.h")]) == 0
+    fields = ["n", "unit", "tileLen", "bufferNum", "cores", "n_2", "int_", "tileLen_2", "new_", "NULL_",
+              "scale", "mode"]
+    fill = ascendc_fill(odd, "Elementwise", 1, fields)
+    out = subprocess.run([str(fill)], input="1024 1\n2048 1\n", capture_output=True, text=True, check=True).stdout
+    for line, n, codes in zip(out.splitlines(), (1024, 2048), ((0, 1), (1, 2)), strict=True):
+        names, _, *values = line.split()
+        assert names.rstrip(",").split(",") == fields
+        got = dict(zip(fields, map(int, values), strict=True))
+        assert got == {"n": n, "unit": 1, "tileLen": 256, "bufferNum": 2, "cores": 4, "n_2": 3, "int_": 1,
+                       "tileLen_2": 2, "new_": 6, "NULL_": 7, "scale": codes[0], "mode": codes[1]}
+
+
+def test_mangling_rule():
+    assert (ident("x*/y"), ident(0.5), ident(-0.5), ident(-3), ident("")) == ("x__y", "_0_5", "NEG_0_5", "NEG_3", "X")
+    s = Scope(["taken"], members=True)
+    assert [s.take(x) for x in ("taken", "int", "int", "int_", "M_PI", "M", "M", "INT32_MAX", "uint8_t", "and")] == [
+        "taken_2", "int_", "int_2", "int_3", "M_PI_", "M", "M_2", "INT32_MAX_", "uint8_t_",
+        "and_"]
