@@ -123,3 +123,42 @@ def test_user_text_cannot_break_the_headers(tmp_path):
         src = tmp_path / ("main.c" if fmt == "c" else "main.cc")
         src.write_text(f'#include "{name}"\nint main(void) {{ return 0; }}\n')
         compile_ok(compiler + ["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I.", src.name], tmp_path)
+
+
+def test_c_and_ascendc_headers_in_one_translation_unit(built, tmp_path):
+    """The Ascend C header embeds the C header's body under a guard of its own: both headers of a
+    table can be included together, in either order; another table of the op is an #error."""
+    d, doc, _ = built
+    for fmt, name in (("c", "table.h"), ("ascendc", "tiling.h")):
+        assert cli(["export", str(d), "--format", fmt, "-o", str(tmp_path / name)]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    m, n, k = doc["entries"][0]["shape"].values()
+    main = """
+#include <cstdio>
+{includes}
+int main()
+{{
+    const int64_t x[3] = {{{m}, {n}, {k}}};
+    optiling::MatmulTilingData t;
+    uint32_t blockDim = 0;
+    const autotile_matmul_entry *e = autotile_matmul_lookup(x, AUTOTILE_MATMUL_FP16, NULL);
+    int rc = optiling::MatmulTilingFromTable(x, AUTOTILE_MATMUL_FP16, t, &blockDim);
+    std::printf("%d %d %d\\n", rc, (int)e->params.base_m, (int)t.get_baseM());
+    return 0;
+}}
+"""
+    for first, second in (("table.h", "tiling.h"), ("tiling.h", "table.h")):
+        (tmp_path / "main.cc").write_text(main.format(includes=f'#include "{first}"\n#include "{second}"',
+                                                      m=m, n=n, k=k))
+        compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "both"], tmp_path)
+        out = subprocess.run([str(tmp_path / "both")], capture_output=True, text=True, check=True).stdout
+        base_m = doc["entries"][0]["params"]["base_m"]
+        assert out.split() == ["0", str(base_m), str(base_m)]
+    other = dict(doc, entries=doc["entries"][1:])
+    write_table(tmp_path / "other.json", other)
+    assert cli(["export", str(tmp_path / "other.json"), "--format", "c", "-o", str(tmp_path / "other.h")]) == 0
+    (tmp_path / "main.cc").write_text(main.format(includes='#include "other.h"\n#include "tiling.h"', m=m, n=n, k=k))
+    r = subprocess.run(["g++", "-std=c++17", "-I.", "-fsyntax-only", "main.cc"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "another autotile matmul table" in r.stderr, r.stderr

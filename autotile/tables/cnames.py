@@ -93,8 +93,9 @@ class Names:
         pre, PRE = f"autotile_{self.op}_", f"AUTOTILE_{self.OP}_"
         self.params_t, self.entry_t, self.lookup = pre + "params", pre + "entry", pre + "lookup"
         self.entries, self.count, self.na = PRE + "ENTRIES", PRE + "NENTRIES", PRE + "NA"
+        self.guard = PRE + "TABLE_H"  # the include guard of the C body
         own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit")]
-        g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS")])
+        g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H")])
         self._dtypes = {d: g.take(PRE + ident(d).upper()) for d in spec.op.dtypes}
         self._units = {u: g.take(PRE + "UNIT_" + ident(u).upper()) for u in spec.op.units}
         self._enums, self._choices = {}, {}

@@ -13,6 +13,8 @@ The lookup implements the same rule as :mod:`autotile.tables.lookup` over the en
 
 from __future__ import annotations
 
+import hashlib
+
 from autotile.errors import InputError
 from autotile.tables.cnames import Names, is_enum
 from autotile.tables.ctext import comment
@@ -44,7 +46,21 @@ def _banner(table: Table, fmt: str) -> str:
 
 
 def body(table: Table) -> str:
-    """Everything after ``#pragma once``: includes, enums, structs, entries, lookup."""
+    """Everything after ``#pragma once``: includes, enums, structs, entries, lookup.
+
+    The Ascend C header embeds it too, so it has an include guard of its own (``#pragma once`` is
+    per file): both headers of a table go in one translation unit. The guard's value is a hash of
+    the body, so a second table of the same op is an ``#error``, not silently left out.
+    """
+    text = _body(table)
+    n = Names(table)
+    guard, mark = n.guard, "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    return (f"#ifndef {guard}\n#define {guard} {mark}\n\n{text}\n#elif {guard} != {mark}\n"
+            f'#error "another autotile {n.op} table is already included (one per op and translation unit)"\n'
+            f"#endif /* {guard} */\n")
+
+
+def _body(table: Table) -> str:
     n = Names(table)
     spec = table.spec
     dims = table.dims
