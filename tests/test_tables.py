@@ -72,6 +72,18 @@ def _bad(tmp_path, doc, edit=None, text=None):
     (lambda d: d.__setitem__("schema", "autotile.table/2"),
      "schema: table schema autotile.table/2 is newer than this autotile 0.1.0 reads (autotile.table/1)"),
     (lambda d: d.__setitem__("schema", "kernel_tuner/1"), "schema: expected 'autotile.table/1'"),
+    (lambda d: d.__setitem__("schema", "autotile.table/0"),
+     "schema: expected 'autotile.table/1', got 'autotile.table/0'"),
+    # hand edits outside the spec's domains (entries[0] is m=64, n=128, k=256 fp16)
+    (lambda d: d["entries"][0]["params"].__setitem__("single_core_m", 0),
+     "entries[0].params.single_core_m: expected a value in its domain [64] for m=64,n=128,k=256 fp16 cube, got 0"),
+    (lambda d: d["entries"][0]["params"].__setitem__("base_m", -16),
+     "entries[0].params.base_m: expected a value in its domain [16, 32, 48, 64] for m=64,n=128,k=256 fp16 cube, "
+     "got -16"),
+    (lambda d: d["entries"][0]["params"].__setitem__("base_m", 512),  # a multiple of 16, but above align_up(m, 16)
+     "entries[0].params.base_m: expected a value in its domain [16, 32, 48, 64]"),
+    (lambda d: d["entries"][0]["params"].__setitem__("db_l0a", 3),
+     "entries[0].params.db_l0a: expected a value in its domain [1, 2]"),
 ])
 def test_bad_tables_are_input_errors(tmp_path, doc, edit, expected, capsys):
     p = _bad(tmp_path, doc, edit)

@@ -168,9 +168,18 @@ def test_headers_say_the_unit_and_mark_params_of_other_units(tmp_path):
 
 def test_params_outside_int32_are_refused_not_confused_with_na(tmp_path, capsys):
     doc = default_table()
-    doc["entries"][0]["params"]["base_m"] = NA  # would read as "not applicable"
+    doc["entries"][0]["params"]["base_m"] = NA  # would read as "not applicable"; outside base_m's domain
     write_table(tmp_path / "table.json", doc)
     assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "entries[0].params.base_m: expected a value that fits int32" in err
+    assert err.count("\n") == 1 and "entries[0].params.base_m: expected a value in its domain" in err
+    # a domain may reach past int32 (a constant bound): such a value cannot go into the header
+    text = (UNITS_SPEC.parent / "elementwise.yaml").read_text()
+    (tmp_path / "spec.yaml").write_text(text.replace('high: "max(16, shape.n)"', "high: 8589934592"))
+    doc = default_table(tmp_path / "spec.yaml")
+    doc["entries"][0]["params"]["tile_len"] = 2**32
+    write_table(tmp_path / "table.json", doc)
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 2
+    err = capsys.readouterr().err.splitlines()  # a warning may come first: the constraints fail there
+    assert "error: " in err[-1] and "entries[0].params.tile_len: expected a value that fits int32" in err[-1]
     assert not (tmp_path / "t.h").exists()

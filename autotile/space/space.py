@@ -143,6 +143,20 @@ class Space:
                 return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
         return self.constraint_failure(params)
 
+    def outside_domain(self, params: dict) -> tuple[str, Sequence] | None:
+        """The first param whose value lies outside its domain (given the values above it) and
+        that domain, or None. A domain that cannot be evaluated is skipped: ``check`` calls the
+        configuration infeasible then, while this asks only whether a value is a possible one."""
+        env = {**self.base_env(), **params}
+        for p in self.params:
+            try:
+                dom = p.domain(env)
+            except EvalError:
+                continue
+            if p.name in params and not _contains(dom, params[p.name]):
+                return p.name, dom
+        return None
+
     def project(self, params: dict) -> dict:
         """``params`` moved onto this space's domains, param by param in spec order: a number to
         the nearest value its domain allows (by ratio, ties going down, so 304 becomes 256 among

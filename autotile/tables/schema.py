@@ -129,8 +129,9 @@ def table_path(path: str | Path) -> Path:
 def load_table(source, *, check_hashes: bool = True) -> Table:
     """A validated Table from a path (file, or tune folder), a JSON dict or a Table.
 
-    Raises InputError naming the file and field: invalid JSON, a wrong type, a schema newer
-    than this autotile reads, an embedded spec or profile that does not match its hash.
+    Raises InputError naming the file and field: invalid JSON, a wrong type, another schema
+    than this autotile reads, an embedded spec or profile that does not match its hash, a
+    param outside its domain.
     """
     if isinstance(source, Table):
         return source
@@ -200,6 +201,8 @@ def _validate(doc, file, check_hashes) -> Table:
     if int(version) > SCHEMA_VERSION:
         raise c.fail("schema", f"table schema {schema} is newer than this autotile {__version__} reads "
                                f"({SCHEMA}); upgrade autotile or re-export the table")
+    if schema != SCHEMA:
+        raise c.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
     op = c.get(doc, "op", "", str, "an op name")
     hw = c.get(doc, "hardware", "", dict, "a mapping {name, hash, profile}")
     c.get(hw, "name", "hardware", str, "a profile name")
@@ -262,7 +265,7 @@ def _entry(c: _Check, e, field, dims) -> Entry:
 
 
 def _check_params(c: _Check, table: Table) -> None:
-    """Each entry's dtype, unit and params fit the spec (names and value types)."""
+    """Each entry's dtype, unit and params fit the spec (names, value types and domains)."""
     spec = table.spec
     seen = set()
     for i, e in enumerate(table.entries):
@@ -287,3 +290,22 @@ def _check_params(c: _Check, table: Table) -> None:
                 raise c.fail(f"{f}.params.{n}", f"expected an integer, got {_show(v)}")
             if p.kind != "int" and not any(v == ch and type(v) is type(ch) for ch in p.choices):
                 raise c.fail(f"{f}.params.{n}", f"expected one of {', '.join(_show(ch) for ch in p.choices)}, got {_show(v)}")
+        _check_domains(c, spec, f, e)
+
+
+def _check_domains(c: _Check, spec, field: str, e: Entry) -> None:
+    """Each param of an entry lies in its domain for the entry's shape, dtype and unit (where the
+    domain can be evaluated): a hand edit such as ``single_core_m: 0`` would reach the headers
+    (which divide by it) and make the lookup skip the entry without a word."""
+    from autotile.space.space import describe
+
+    try:
+        space = spec.space(e.shape, e.dtype, e.unit)
+    except InputError as exc:
+        raise c.fail(field, exc.message) from None
+    bad = space.outside_domain(e.params)
+    if bad is not None:
+        name, dom = bad
+        shape = ",".join(f"{k}={v}" for k, v in e.shape.items())
+        raise c.fail(f"{field}.params.{name}", f"expected a value in its domain {describe(dom)} for {shape} "
+                                               f"{e.dtype} {e.unit}, got {_show(e.params[name])}")
