@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from autotile.errors import InputError
@@ -60,6 +61,16 @@ class ReportData:
     storage_note: str = ""
     _studies: dict = field(default_factory=dict)
 
+    @cached_property
+    def recorded(self) -> tuple[object | None, str]:
+        """(the spec this run recorded, or None; why not): see :func:`recorded_spec`."""
+        return recorded_spec(self.out_dir, self.summary)
+
+    @property
+    def spec(self):
+        """The run's own spec (table.json's copy), never the spec file on disk; None if unavailable."""
+        return self.recorded[0]
+
     @property
     def results(self) -> list[dict]:
         return self.summary.get("results", [])
@@ -81,6 +92,21 @@ class ReportData:
             except Exception:  # noqa: BLE001 - a study missing from this storage
                 self._studies[name] = None
         return self._studies[name]
+
+
+def recorded_spec(out_dir: Path, summary: dict) -> tuple[object | None, str]:
+    """(spec, "") from the copy table.json embeds, if its hash is summary.json's ``spec_hash``;
+    else (None, why). The spec file may have moved or changed since the run: it is not read."""
+    from autotile.tables.schema import load_table
+
+    try:
+        spec = load_table(out_dir / "table.json").spec
+    except Exception as exc:  # noqa: BLE001 - any unreadable table: say why, keep the report
+        return None, f"table.json, which records the run's spec, cannot be used: {exc}"
+    if spec.content_hash() != summary.get("spec_hash"):
+        return None, (f"table.json records a spec of hash {spec.content_hash()}, not this run's "
+                      f"{summary.get('spec_hash')} (summary.json)")
+    return spec, ""
 
 
 def load(out_dir: str | Path, storage: str | None = None) -> ReportData:

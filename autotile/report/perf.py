@@ -128,11 +128,10 @@ def crossover(data: ReportData) -> Section | None:
         return None
     from autotile.kernels import registry
     from autotile.models import crossover as cx
-    from autotile.report.traces import spec_options
-
     op = data.summary["op"]
     dims = registry.get(op).dims
-    on_chip = (spec_options(data) or {}).get("data") == "on_chip"
+    spec = data.spec  # the run's recorded spec: its framing, never the file on disk
+    on_chip = spec is not None and (spec.inputs or {}).get("data") == "on_chip"
     panels, rows = [], []
     for dtype in sorted({r["dtype"] for r in data.results}):
         rs = [r for r in data.results if r["dtype"] == dtype and r.get("cycles") is not None]
@@ -142,7 +141,7 @@ def crossover(data: ReportData) -> Section | None:
         tuned = {u: tuple(zip(*sorted((size[id(r)], r["cycles"]) for r in rs if r["unit"] == u))) for u in units}
         tuned = {u: v for u, v in tuned.items() if v}
         sim, marks = {}, []
-        if dims == ("n",) and op in cx.CATEGORICAL and data.hw is not None and rs:
+        if dims == ("n",) and op in cx.CATEGORICAL and data.hw is not None and spec is not None and rs:
             ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
             sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip)[0] for n in ns] for u in units}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
@@ -167,7 +166,7 @@ def crossover(data: ReportData) -> Section | None:
                  note=True)], "crossover")
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
     blocks = [
-        Para(f"Where each unit wins as the problem grows ({framing}, as in the spec). Lines: each unit at its best "
+        Para(f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its best "
              "tiling from a small exhaustive grid at sizes spaced by powers of two (the search autotile crossover "
              "runs); circles: the tuned studies of this run; dashed lines: crossovers, refined by bisection."
              + (f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
@@ -176,6 +175,9 @@ def crossover(data: ReportData) -> Section | None:
              "Cycles of each unit's tuned best against the problem size (product of the dimensions)."),
         plots.crossover(panels),
     ]
+    if spec is None and dims == ("n",) and op in cx.CATEGORICAL:
+        blocks[0] = Para("Cycles of each unit's tuned best against size n. No simulated lines: "
+                         f"{data.recorded[1]}, so the data framing of the run is unknown.")
     blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
                   Para("The fastest unit does not change over the sizes tuned.", note=True))
     blocks.append(Code(f"autotile crossover {op} --dtype {sorted({r['dtype'] for r in data.results})[0]} --grid"))

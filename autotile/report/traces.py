@@ -13,22 +13,14 @@ from autotile.sim.trace import write_chrome_trace
 TRACE_OPS = 6000
 
 
-def spec_options(data: ReportData) -> dict | None:
-    """The spec's ``inputs:`` mapping (data framing), when the spec can still be read."""
-    try:
-        from autotile.space import load_spec
-
-        return load_spec(data.summary["spec"]).inputs or None
-    except Exception:  # noqa: BLE001 - a moved spec: use the kernel's default framing
-        return None
-
-
 def write_traces(data: ReportData) -> dict[str, dict]:
     """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated} or {error}."""
     out: dict[str, dict] = {}
     if data.hw is None or registry.get(data.summary["op"]).generic:
         return out  # no profile, or replayed measurements: no kernel to trace
-    options = spec_options(data)
+    if data.spec is None:  # the kernel's default inputs could differ from the run's: simulate nothing
+        return {slug(r): {"error": f"not simulated: {data.recorded[1]}"} for r in data.exported}
+    options = data.spec.inputs or None
     kernel = registry.implementation(data.summary["op"])
     for r in data.exported:
         name = slug(r)
