@@ -77,3 +77,50 @@ def test_without_the_recorded_spec_nothing_is_simulated_under_a_guessed_framing(
     md = (run_copy / "report.md").read_text()
     assert "streamed from GM" not in md and "inputs already on chip" not in md
     assert "data framing of the run is unknown" in md and "not simulated: table.json" in md
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_crossover_commands_name_every_tuned_dtype_and_work(ws_run, capsys):
+    import shlex
+
+    sec = _section((ws_run / "report.md").read_text(), "Cycles against size per unit")
+    code = sec.split("```\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert [c for c in code if c.startswith("autotile crossover")] == code
+    assert {shlex.split(c)[shlex.split(c).index("--dtype") + 1] for c in code} == {"fp16", "fp32"}
+    for line in code:
+        assert cli(shlex.split(line)[1:]) == 0, line
+    assert "best cycles per size" in capsys.readouterr().out
+
+
+def test_matmul_crossover_says_what_it_plots(hw):
+    """matmul: no `autotile crossover` (one-size ops only), the x axis is m x n x k, and neither
+    caption nor text speaks of simulated lines or crossovers that are not drawn."""
+    from autotile.report import perf
+    from autotile.report.data import ReportData
+    from autotile.report.doc import Code, Para, Plot
+
+    results = [{"shape": {"m": m, "n": 256, "k": 256}, "dtype": "fp16", "unit": u, "cycles": c, "chosen": ch}
+               for m, u, c, ch in [(256, "cube", 100.0, True), (256, "vector", 900.0, False),
+                                   (1024, "cube", 300.0, True), (1024, "vector", 3000.0, False)]]
+    data = ReportData(out_dir=Path("."), summary={"op": "matmul", "hw": hw.name, "results": results}, hw=hw)
+    blocks = perf.crossover(data).blocks
+    assert not [b for b in blocks if isinstance(b, Code)]
+    plot = next(b for b in blocks if isinstance(b, Plot))
+    assert "m x n x k" in plot.svg and "size n (elements)" not in plot.svg and "m x n x k" in plot.alt
+    text = " ".join(b.text for b in blocks if isinstance(b, Para)) + plot.caption
+    assert "Lines" not in text and "dashed" not in text and "simulated" not in text
+    assert "no counterpart for matmul" in text
+
+
+def test_crossover_caption_names_only_what_is_drawn():
+    from autotile.report import plots
+
+    tuned = {"cube": ([512, 4096], [10.0, 20.0]), "vector": ([512, 4096], [5.0, 40.0])}
+    sim = {u: ([512, 1024, 4096], [1.0, 2.0, 3.0]) for u in tuned}
+    assert "dashed" not in plots.crossover([("fp16", sim, tuned, [])], "size n (elements)").caption
+    assert "Lines" in plots.crossover([("fp16", sim, tuned, [])], "size n (elements)").caption
+    marked = plots.crossover([("fp16", sim, tuned, [(2048, "vector→cube")])], "size n (elements)")
+    assert "dashed" in marked.caption and "crossovers marked" in marked.alt

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import shlex
 
 from autotile.report import fmt, plots
-from autotile.report.data import ReportData, result_label, slug
+from autotile.report.data import ReportData, result_label, shape_label, slug
 from autotile.report.doc import Code, Para, Section, Table
 
 CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
@@ -128,10 +129,13 @@ def crossover(data: ReportData) -> Section | None:
         return None
     from autotile.kernels import registry
     from autotile.models import crossover as cx
+
     op = data.summary["op"]
     dims = registry.get(op).dims
+    one_d = dims == ("n",)
     spec = data.spec  # the run's recorded spec: its framing, never the file on disk
     on_chip = spec is not None and (spec.inputs or {}).get("data") == "on_chip"
+    simulate = one_d and op in cx.CATEGORICAL and data.hw is not None and spec is not None
     panels, rows = [], []
     for dtype in sorted({r["dtype"] for r in data.results}):
         rs = [r for r in data.results if r["dtype"] == dtype and r.get("cycles") is not None]
@@ -141,7 +145,7 @@ def crossover(data: ReportData) -> Section | None:
         tuned = {u: tuple(zip(*sorted((size[id(r)], r["cycles"]) for r in rs if r["unit"] == u))) for u in units}
         tuned = {u: v for u, v in tuned.items() if v}
         sim, marks = {}, []
-        if dims == ("n",) and op in cx.CATEGORICAL and data.hw is not None and spec is not None and rs:
+        if simulate:
             ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
             sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip)[0] for n in ns] for u in units}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
@@ -151,34 +155,72 @@ def crossover(data: ReportData) -> Section | None:
                 rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}",
                              cx.explain(op, dtype, data.hw, on_chip, n, ua, ub)["why"]])
             sim = {u: (ns, v) for u, v in sim.items()}
-        by_size: dict = {}
-        for r in rs:
-            if r.get("chosen"):
-                by_size[size[id(r)]] = r["unit"]
-        seq = sorted(by_size.items())
-        for (n0, u0), (n1, u1) in zip(seq, seq[1:]):
+        seq = sorted((size[id(r)], shape_label(r["shape"]), r["unit"]) for r in rs if r.get("chosen"))
+        for (n0, s0, u0), (n1, s1, u1) in zip(seq, seq[1:]):
             if u0 != u1:
-                rows.append([dtype, "tuned shapes", f"{u0} → {u1}", f"between {n0:,} and {n1:,}", ""])
+                at = f"between {n0:,} and {n1:,}" if one_d else f"between {s0} and {s1}"
+                rows.append([dtype, "tuned shapes", f"{u0} → {u1}", at, ""])
         panels.append((dtype, sim, tuned, marks))
     if not panels:
         return Section("Cycles against size per unit", [
             Para("No unit found a feasible configuration for any shape, so there is nothing to compare.",
                  note=True)], "crossover")
-    framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
-    blocks = [
-        Para(f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its best "
-             "tiling from a small exhaustive grid at sizes spaced by powers of two (the search autotile crossover "
-             "runs); circles: the tuned studies of this run; dashed lines: crossovers, refined by bisection."
-             + (f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
-                if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results) else "")
-             if dims == ("n",) and op in cx.CATEGORICAL else
-             "Cycles of each unit's tuned best against the problem size (product of the dimensions)."),
-        plots.crossover(panels),
-    ]
-    if spec is None and dims == ("n",) and op in cx.CATEGORICAL:
-        blocks[0] = Para("Cycles of each unit's tuned best against size n. No simulated lines: "
-                         f"{data.recorded[1]}, so the data framing of the run is unknown.")
+    drawn = any(p[1] for p in panels)
+    blocks = [Para(_crossover_intro(data, op, dims, on_chip, any(p[3] for p in panels), simulate)),
+              plots.crossover(panels, "size n (elements)" if one_d else f"size {' x '.join(dims)}")]
     blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
-                  Para("The fastest unit does not change over the sizes tuned.", note=True))
-    blocks.append(Code(f"autotile crossover {op} --dtype {sorted({r['dtype'] for r in data.results})[0]} --grid"))
+                  Para("The fastest unit does not change over the sizes tuned"
+                       + (" or on the simulated grid." if drawn else "."), note=True))
+    commands = _crossover_commands(data, op, units, rows) if one_d else []
+    if commands:
+        blocks += [Para("The same per-size search on its own range (n = 16 to 16,384, in each data framing "
+                        f"{op} has), with the cycles per size, for every tuned dtype:"), Code("\n".join(commands))]
     return Section("Cycles against size per unit", blocks, "crossover")
+
+
+def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool) -> str:
+    """What the crossover plot draws, and why it draws no simulated lines when it does not."""
+    if len(dims) > 1:
+        return (f"Cycles of each unit's tuned best (circles) against the problem size {' x '.join(dims)}; "
+                "shapes of one size but other proportions can rank the units differently. "
+                f"autotile crossover searches one size n, so it has no counterpart for {op}.")
+    if not simulate:
+        text = "Cycles of each unit's tuned best (circles) against size n."
+        if data.hw is None:
+            text += f" No simulated lines: profile {data.summary.get('hw')} could not be loaded."
+        elif data.spec is None:
+            text += f" No simulated lines: {data.recorded[1]}, so the data framing of the run is unknown."
+        return text
+    framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
+    text = (f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its "
+            "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
+            "search autotile crossover runs); circles: the tuned studies of this run"
+            + ("; dashed lines: where the fastest unit changes on that grid, refined by bisection." if marked else "."))
+    if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results):
+        text += f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
+    return text
+
+
+def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list) -> list[str]:
+    """``autotile crossover`` lines for every tuned dtype: one per pair of units that trade places
+    (else the first two tuned units), with the run's profile; none when that cannot be loaded."""
+    from autotile.hardware.profile import DEFAULT_PROFILE
+    from autotile.kernels import registry
+
+    if data.hw is None:
+        return []
+    order = [u for u in registry.get(op).units if u in units]
+    pairs = []
+    for row in rows:
+        a, b = row[2].split(" → ")
+        if {a, b} not in [set(p) for p in pairs]:
+            pairs.append((a, b))
+    if not pairs:
+        pairs = [("vector", "cube")] if {"vector", "cube"} <= set(order) else [tuple(order[:2])]
+    hw = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
+    out = []
+    for dtype in sorted({r["dtype"] for r in data.results}):
+        for small, large in pairs:
+            who = "" if (small, large) == ("vector", "cube") else f" --small-unit {small} --large-unit {large}"
+            out.append(f"autotile crossover {op} --dtype {dtype}{hw}{who} --grid")
+    return out

@@ -215,10 +215,11 @@ def pipe_bars(labels: list[str], ratios: list[str], values: list[list[float]]) -
                   "Busy cycles of each pipe over the kernel's cycles on its slowest core (as msprof reports).")
 
 
-def crossover(panels: list) -> Plot:
-    """Per dtype: cycles against size for each unit, with the crossovers marked.
+def crossover(panels: list, xlabel: str) -> Plot:
+    """Per dtype: cycles against size (``xlabel`` names it) for each unit, crossovers marked.
 
-    ``panels``: ``[(title, {unit: ([n], [cycles])}, {unit: ([n], [cycles])} tuned, [(n, text)])]``.
+    ``panels``: ``[(title, {unit: ([n], [cycles])} simulated, {unit: ([n], [cycles])} tuned, [(n, text)])]``.
+    The caption names only what some panel draws.
     """
     fig, axes = _grid(len(panels), w=4.4, h=3.0, cols=2)
     for ax, (title, sim, tuned, marks) in zip(axes, panels):
@@ -232,14 +233,18 @@ def crossover(panels: list) -> Plot:
                         textcoords="offset points", fontsize=7, va="top")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("size n (elements)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("best cycles")
         ax.set_title(title)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    return finish(fig, "crossover", "cycles against size per unit with the crossover marked",
-                  "Lines: each unit at its best tiling on a size grid (simulated); circles: the tuned studies; "
-                  "dashed: where the fastest unit changes.")
+    marked = any(p[3] for p in panels)
+    parts = (["Lines: each unit at its best tiling on a size grid (simulated)"] if any(p[1] for p in panels) else []) \
+        + ["circles: each unit's tuned best per shape"] \
+        + (["dashed: where the fastest unit changes on the grid"] if marked else [])
+    caption = "; ".join(parts) + "."
+    return finish(fig, "crossover", f"best cycles against {xlabel} per unit" + (", crossovers marked" if marked else ""),
+                  caption[0].upper() + caption[1:])
 
 
 def portfolio_members(labels: list[str], members: list[str], trials: list[list[int]],
