@@ -124,3 +124,22 @@ def test_crossover_caption_names_only_what_is_drawn():
     assert "Lines" in plots.crossover([("fp16", sim, tuned, [])], "size n (elements)").caption
     marked = plots.crossover([("fp16", sim, tuned, [(2048, "vector→cube")])], "size n (elements)")
     assert "dashed" in marked.caption and "crossovers marked" in marked.alt
+
+
+def test_a_narrowed_rerun_leaves_no_trace_of_the_dropped_shape(tmp_path):
+    """Rendering again removes the traces of shapes the run no longer has (like stale plots);
+    files in traces/ that autotile does not name that way are left alone."""
+    spec = tmp_path / "ws.yaml"
+    spec.write_text(_spec_text().replace("[512, 4096]", "[512, 5000]").replace("units: [vector, cube]",
+                                                                               "units: [vector]"))
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    assert {p.name for p in (out / "traces").iterdir()} == {"n512_fp16_vector.json", "n5000_fp16_vector.json",
+                                                            "n512_fp32_vector.json", "n5000_fp32_vector.json"}
+    (out / "traces" / "mine.json").write_text("{}")
+    spec.write_text(spec.read_text().replace("[512, 5000]", "[512]"))
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    assert {p.name for p in (out / "traces").iterdir()} == {"n512_fp16_vector.json", "n512_fp32_vector.json",
+                                                            "mine.json"}
+    md = (out / "report.md").read_text()
+    assert "traces/n512_fp16_vector.json" in md and "n5000" not in md

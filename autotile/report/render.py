@@ -1,7 +1,8 @@
 """Write a run's report: ``DIR/report.html``, ``DIR/report.md`` + ``DIR/report_files/*.png``, ``DIR/traces/``.
 
 ``autotile tune`` calls ``write_report(out_dir)`` after writing the summary; ``autotile report DIR``
-calls it again. Every file is written atomically. A section that fails to build is replaced by a
+calls it again. Every file is written atomically; plots and traces of an earlier render that
+this one no longer has are removed. A section that fails to build is replaced by a
 visible note (and a warning on stderr) so one broken plot never costs the run its report.
 
 >>> # write_report("results/matmul")  # -> {"html": Path(...), "markdown": Path(...), ...}
@@ -55,12 +56,13 @@ def build(data: data_mod.ReportData, traces: dict) -> Report:
 
 def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     """Render the report of the run in ``out_dir``; returns the paths written and the time taken."""
-    from autotile.report.traces import write_traces
+    from autotile.report.traces import prune_traces, write_traces
 
     t0 = time.monotonic()
     out_dir = Path(out_dir)
     data = data_mod.load(out_dir, storage)
     traces = write_traces(data)
+    prune_traces(out_dir, traces)  # those of shapes, dtypes or units this run no longer has
     rep = build(data, traces)
     files = out_dir / FILES
     pngs = []

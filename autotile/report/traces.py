@@ -6,6 +6,9 @@ pipeline fill, overlap and steady state without writing files of hundreds of meg
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from autotile.kernels import registry
 from autotile.report.data import ReportData, slug
 from autotile.sim.trace import write_chrome_trace
@@ -40,3 +43,30 @@ def write_traces(data: ReportData) -> dict[str, dict]:
         out[name] = {"path": rel, "cycles": res.cycles,
                      "truncated": any(len(t[-1]) >= TRACE_OPS for t in traces)}
     return out
+
+
+def _name_pattern() -> re.Pattern:
+    """The names ``write_traces`` gives its files (``slug`` of a result of any op), and no others."""
+    alts = []
+    for op in registry.OPS:
+        info = registry.get(op)
+        if info.generic or not info.dims:
+            continue
+        dims = "_".join(re.escape(d) + r"\d+" for d in info.dims)
+        alts.append(f"{dims}_({'|'.join(map(re.escape, info.dtypes))})_({'|'.join(map(re.escape, info.units))})")
+    return re.compile(rf"(?:{'|'.join(alts)})\.json")
+
+
+def prune_traces(out_dir: Path, traces: dict) -> list[Path]:
+    """Delete the trace files of an earlier render that ``traces`` no longer lists (only names
+    ``write_traces`` writes: other files in ``traces/`` are left alone); returns those deleted."""
+    folder = Path(out_dir) / "traces"
+    keep = {Path(t["path"]).name for t in traces.values() if "path" in t}
+    gone = []
+    if folder.is_dir():
+        pattern = _name_pattern()
+        for old in sorted(folder.glob("*.json")):
+            if old.name not in keep and pattern.fullmatch(old.name) and old.is_file():
+                old.unlink(missing_ok=True)
+                gone.append(old)
+    return gone
