@@ -143,3 +143,26 @@ def test_a_narrowed_rerun_leaves_no_trace_of_the_dropped_shape(tmp_path):
                                                             "mine.json"}
     md = (out / "report.md").read_text()
     assert "traces/n512_fp16_vector.json" in md and "n5000" not in md
+
+
+def _tune_line(out: Path) -> str:
+    sec = _section((out / "report.md").read_text(), "Reproduce")
+    return next(line for line in sec.splitlines() if line.startswith("autotile tune"))
+
+
+def test_reproduce_names_the_storage_the_report_read(ws_run, run_copy):
+    """A copied run folder: the report reads the copy's journal, and so does the command it
+    prints (no --storage pointing back at the folder the run was made in)."""
+    assert cli(["report", str(run_copy)]) == 0
+    md = (run_copy / "report.md").read_text()
+    assert f"| study storage | {run_copy / 'studies.journal'} |" in md
+    line = _tune_line(run_copy)
+    assert "--storage" not in line and str(ws_run) not in line and line.endswith(f"--out {run_copy}")
+    # a storage named to `report` is the one to resume from
+    assert cli(["report", str(run_copy), "--storage", f"journal:{ws_run / 'studies.journal'}"]) == 0
+    assert _tune_line(run_copy).endswith(f"--out {run_copy} --storage journal:{ws_run / 'studies.journal'}")
+    # no journal in the copy: the report reads the one the run recorded, and says so in both places
+    (run_copy / "studies.journal").unlink()
+    assert cli(["report", str(run_copy)]) == 0
+    assert f"| study storage | {ws_run / 'studies.journal'} |" in (run_copy / "report.md").read_text()
+    assert _tune_line(run_copy).endswith(f" --storage journal:{ws_run / 'studies.journal'}")

@@ -58,6 +58,7 @@ class ReportData:
     hw: HardwareProfile | None
     storage: object | None = None
     storage_text: str = ""
+    storage_url: str = ""  # the storage this report opened, as a --storage URL (redacted)
     storage_note: str = ""
     _studies: dict = field(default_factory=dict)
 
@@ -219,11 +220,13 @@ def _open_storage(data: ReportData, url: str | None) -> None:
             warnings.simplefilter("ignore")
             data.storage = make_storage(url, data.out_dir)
         data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
+        data.storage_url = redact(url)
         return
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             data.storage = make_storage(url, data.out_dir)
         data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
+        data.storage_url = redact(url)
     except InputError as exc:
         data.storage_note = f"The study storage could not be opened: {exc}"

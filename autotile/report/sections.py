@@ -206,9 +206,7 @@ def reproduce(data: ReportData) -> Section:
     out = shlex.quote(str(data.out_dir))
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
            f"--sampler {s.get('sampler')} --out {out}"
-    storage = s.get("storage")
-    if storage and storage != str(Path(str(data.out_dir)) / "studies.journal"):
-        tune += f" --storage {shlex.quote(storage)}"  # resumes where the run kept its trials
+    tune += _storage_option(data)  # resumes where the run kept its trials
     dash = shlex.quote(data.storage_text or f"{data.out_dir}/studies.journal")
     return Section("Reproduce", [
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
@@ -216,3 +214,17 @@ def reproduce(data: ReportData) -> Section:
              "(pip install optuna-dashboard; it also follows a run live):"),
         Code(f"{tune}\nautotile report {out}\noptuna-dashboard {dash}"),
     ], "reproduce")
+
+
+def _storage_option(data: ReportData) -> str:
+    """`` --storage URL`` naming the storage this report read (else a URL the run recorded), redacted;
+    nothing for the folder's own journal, which tune --out uses by default."""
+    from autotile.report.data import URL_PREFIXES
+    from autotile.tune.storage import JOURNAL_NAME
+
+    recorded = str(data.summary.get("storage") or "")
+    url = data.storage_url or (recorded if recorded.startswith(URL_PREFIXES) else "")
+    if not url or url.startswith("journal:") and \
+            Path(url[len("journal:"):]).resolve() == (Path(data.out_dir) / JOURNAL_NAME).resolve():
+        return ""
+    return f" --storage {shlex.quote(url)}"
