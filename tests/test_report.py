@@ -334,3 +334,15 @@ def test_reproduce_names_the_storage_a_run_kept_its_trials_in(tmp_path):
     assert "--storage" not in command(str(tmp_path / "studies.journal"))
     assert command("sqlite:////data/runs/mm.db").endswith(" --storage sqlite:////data/runs/mm.db")
     assert command("postgresql://tuner:***@db/autotile").endswith(" --storage 'postgresql://tuner:***@db/autotile'")
+
+
+def test_roofline_says_which_bytes_it_counts(matmul_run):
+    """256 x 256 x 512 fits L2 with its output: the output stays there during the kernel, so its
+    must-move bytes (and intensity) are A and B read once; the text and the row say so."""
+    md = (matmul_run / "report.md").read_text()
+    sec = md.split("## Roofline\n", 1)[1].split("\n## ", 1)[0]
+    assert "the output written once" not in sec and "stays in L2 until the kernel ends" in sec
+    row = _md_table(md, "FLOP/byte")[0]
+    flops, reads = 2 * 256 * 256 * 512, (256 * 256 + 256 * 512) * 2
+    assert float(row["FLOP/byte"].replace(",", "")) == pytest.approx(flops / reads, abs=0.05)
+    assert row["output write"] == "not counted: stays in L2 during the kernel"

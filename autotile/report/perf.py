@@ -26,11 +26,15 @@ def roofline_points(data: ReportData) -> tuple[list, list]:
     return pts, skipped
 
 
-def roofline(data: ReportData) -> Section:
+def roofline(data: ReportData, traces: dict) -> Section:
     """Arithmetic intensity against achieved FLOP/s under the chip's compute and HBM roofs."""
-    intro = Para("Arithmetic intensity is the useful FLOPs over the bytes that must move between HBM and the "
-                 "chip (each input read once, the output written once); achieved FLOP/s is the useful work over "
-                 "the simulated time. A point under the sloped HBM roof is limited by bandwidth at best, one under "
+    intro = Para("Arithmetic intensity is the useful FLOPs over the bytes the kernel cannot avoid moving between "
+                 "HBM and the chip while it runs: its inputs read once (resize and roi_align: only the source data "
+                 "they sample) and its output written once, unless the output is a single value or stays in L2 "
+                 "until the kernel ends. A matmul whose operands and output fit L2 together keeps its output "
+                 "there for the kernel's duration and writes it back to HBM after it, so only A and B, read once, "
+                 "are counted; the table marks those rows. % of HBM bandwidth uses the same bytes. Achieved "
+                 "FLOP/s is the useful work over the simulated time. A point under the sloped HBM roof is limited by bandwidth at best, one under "
                  "the flat roof by compute; the ratio to the roof at its intensity is the headroom left.")
     if data.hw is None:
         return Section("Roofline", [intro, Para(f"Profile {data.summary.get('hw')} could not be loaded.", note=True)],
@@ -42,14 +46,16 @@ def roofline(data: ReportData) -> Section:
         roofs = sorted({(f"{r['unit']} {r['dtype']}", data.hw.peak_flops(r["unit"], r["dtype"])) for r, _, _ in pts},
                        key=lambda x: -x[1])
         blocks.append(plots.roofline([(result_label(r), ai, fl) for r, ai, fl in pts], roofs, bw))
+        in_l2 = {id(r): traces.get(slug(r), {}).get("writes_in_l2") for r, _, _ in pts}
         rows = []
         for r, ai, fl in pts:
             peak = data.hw.peak_flops(r["unit"], r["dtype"])
             roof = min(peak, ai * bw)
             rows.append([result_label(r), f"{ai:,.1f}", f"{fl / 1e12:,.2f}", f"{roof / 1e12:,.2f}",
-                         "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound", "-")])
+                         "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound", "-")]
+                        + ([_output_bytes(in_l2[id(r)])] if any(in_l2.values()) else []))
         blocks.append(Table(["study", "FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s", "roof", "% of roof",
-                             "simulated bound"], rows, "lrrrlrl"))
+                             "simulated bound"] + (["output write"] if any(in_l2.values()) else []), rows, "lrrrlrll"))
         blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {p / bw:,.0f} FLOP/byte' for lab, p in roofs)}. "
                            "The simulated bound names the busiest pipe of the slowest core; a matmul whose operand "
                            "panels hit L2 can be compute-bound while its HBM intensity alone would allow more.",
@@ -57,6 +63,13 @@ def roofline(data: ReportData) -> Section:
     for r, why in skipped:
         blocks.append(Para(f"{result_label(r)}: not on the roofline ({why}).", note=True))
     return Section("Roofline", blocks, "roofline")
+
+
+def _output_bytes(in_l2: bool | None) -> str:
+    """The roofline table's word on whether a row's output write is among its bytes."""
+    if in_l2 is None:
+        return "unknown (not re-simulated)"
+    return "not counted: stays in L2 during the kernel" if in_l2 else "counted"
 
 
 def pipes(data: ReportData, traces: dict) -> Section:

@@ -31,7 +31,7 @@ def build(data: data_mod.ReportData, traces: dict) -> Report:
         ("Optimization history", lambda: search.history(data)),
         ("Parameter importance", lambda: search.importance(data)),
         ("Pareto front", lambda: search.pareto(data)),
-        ("Roofline", lambda: perf.roofline(data)),
+        ("Roofline", lambda: perf.roofline(data, traces)),
         ("Pipe utilization and traces", lambda: perf.pipes(data, traces)),
         ("Cycles against size per unit", lambda: perf.crossover(data)),
         ("Verification", lambda: sections.verification(data)),

@@ -118,7 +118,8 @@ def best(data: ReportData) -> Section:
     blocks = [
         Para("One row per shape and dtype: the configuration the table exports (the chosen unit's best "
              "verified configuration). % of peak is useful work over the whole chip's peak for that unit "
-             "and dtype; the band is the one the CANN seed talks use: above 90% excellent, 80-90% good, "
+             "and dtype; % of HBM bw is the bytes the Roofline section counts over what HBM moves in "
+             "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% good, "
              "70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the band is "
              "taken on % of bandwidth instead. The default heuristic is the careful-engineer tiling each "
              "kernel proposes; it was trial 0 of every study."),

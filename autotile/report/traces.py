@@ -17,7 +17,8 @@ TRACE_OPS = 6000
 
 
 def write_traces(data: ReportData) -> dict[str, dict]:
-    """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated} or {error}."""
+    """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated,
+    writes_in_l2 (its output stays in L2 for the kernel's duration)} or {error}."""
     out: dict[str, dict] = {}
     if data.hw is None or registry.get(data.summary["op"]).generic:
         return out  # no profile, or replayed measurements: no kernel to trace
@@ -40,7 +41,7 @@ def write_traces(data: ReportData) -> dict[str, dict]:
         meta = {"op": data.summary["op"], "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"],
                 "params": r["params"], "cycles": res.cycles}
         write_chrome_trace(data.out_dir / rel, traces, data.hw, meta)
-        out[name] = {"path": rel, "cycles": res.cycles,
+        out[name] = {"path": rel, "cycles": res.cycles, "writes_in_l2": "l2_write_back" in res.bytes,
                      "truncated": any(len(t[-1]) >= TRACE_OPS for t in traces)}
     return out
 
