@@ -166,3 +166,23 @@ def test_reproduce_names_the_storage_the_report_read(ws_run, run_copy):
     assert cli(["report", str(run_copy)]) == 0
     assert f"| study storage | {ws_run / 'studies.journal'} |" in (run_copy / "report.md").read_text()
     assert _tune_line(run_copy).endswith(f" --storage journal:{ws_run / 'studies.journal'}")
+
+
+def test_report_uses_the_profile_the_run_recorded(tmp_path):
+    """A custom profile edited after the run: the report keeps the run's copy (table.json's),
+    so its peaks and traces are the run's, with no 'profile has changed' note."""
+    prof = tmp_path / "chip.yaml"
+    text = (ROOT / "autotile" / "hardware" / "ascend910b2.yaml").read_text()
+    prof.write_text(text.replace('name: "ascend910b2"', "name: mychip", 1))
+    assert "name: mychip" in prof.read_text()
+    spec = tmp_path / "ws.yaml"
+    spec.write_text(_spec_text().replace("hardware: ascend910b2", "hardware: chip.yaml"))
+    assert "hardware: chip.yaml" in spec.read_text()
+    out = tmp_path / "out"
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    before = (out / "report.md").read_text()
+    prof.write_text(prof.read_text().replace("clock_ghz: {value: 1.8,", "clock_ghz: {value: 0.9,"))
+    assert cli(["report", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "1.8 GHz" in md and "0.9 GHz" not in md and "has changed since this run" not in md
+    assert _section(md, "Best configurations") == _section(before, "Best configurations")

@@ -127,13 +127,22 @@ def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
     if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
         raise InputError(f"{path}: not an autotile summary (no results list)")
     check_summary(summary, path)
-    try:
-        hw = load_profile(summary["hw"]) if summary.get("hw") else None
-    except Exception:  # noqa: BLE001 - a custom profile file that has moved
-        hw = None
-    data = ReportData(out_dir=out_dir, summary=summary, hw=hw)
+    data = ReportData(out_dir=out_dir, summary=summary, hw=None)
+    data.hw = _profile(data)
     _open_storage(data, storage)
     return data
+
+
+def _profile(data: ReportData) -> HardwareProfile | None:
+    """The profile the run used: the copy table.json embeds (with the recorded spec), else the
+    named profile as it is now (the report says when its hash no longer matches the run's)."""
+    summary = data.summary
+    if data.spec is not None and data.spec.hardware.content_hash() == summary.get("hw_hash"):
+        return data.spec.hardware
+    try:
+        return load_profile(summary["hw"]) if summary.get("hw") else None
+    except Exception:  # noqa: BLE001 - a custom profile file that has moved
+        return None
 
 
 _NUM = (int, float)
