@@ -40,6 +40,8 @@ def _write(tmp_path, body, name="m.csv"):
     (HEADER + "x,vfrob,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
     (HEADER + "x,conv2d,fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
     (HEADER + "x,mmad,fp16,16,16,16,,,3,sometimes\n", ":2:10: series:"),
+    (HEADER + "x,vexp_typo,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op 'vexp_typo'"),
+    (HEADER + "x,vexp,fp16_fp16_fp16,,,,128,1,3.0,vector\n", ":2:3: dtype: vexp takes a signature of 2 dtypes"),
 ])
 def test_strict_csv_errors(tmp_path, capsys, body, needle):
     path = _write(tmp_path, body)
@@ -53,7 +55,7 @@ def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
     rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
     rows += [f"x,mmad,fp16,16,16,{n},,,{2.5 + n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
     rows += [f"x,vadd,fp32_fp32_fp32,,,,{64 * r},{r},{max(4.0, 1.0 + 3.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32, 300)]
-    rows += [f"x,vnew,fp16_fp16,,,,{128 * r},{r},{max(5.0, 0.5 + 1.5 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32)]
+    rows += [f"x,vsqrt,fp16_fp16,,,,{128 * r},{r},{max(5.0, 0.5 + 1.5 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32)]
     csv = _write(tmp_path, HEADER + "\n".join(rows) + "\n")
     out = tmp_path / "fit.yaml"
     assert run(["calibrate", "--hw", "ascend910b2", "--measurements", csv, "-o", str(out), "--json"]) == 0
@@ -64,7 +66,7 @@ def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
     assert fitted.cube.latency_cycles == pytest.approx(20.0, abs=0.2)
     v = fitted.vector["vadd"]["fp32_fp32_fp32"]
     assert (v.per_repeat, v.startup, v.min_cycles) == pytest.approx((3.0, 1.0, 4.0), abs=0.05)
-    assert "vnew" in fitted.vector
+    assert "vsqrt" in fitted.vector  # an instruction the profile lacked is added
     assert fitted.notes["cube.issue_cycles"].startswith("calibrated: fitted to m.csv (7 rows")
     assert fitted.vector["vexp"] == hw.vector["vexp"]  # untouched constants stay
 

@@ -1,9 +1,14 @@
 """Bundled hardware profiles: all four load strictly and carry a note per constant."""
 
 import json
+import re
+
+import pytest
 
 from autotile.cli import run
 from autotile.hardware import bundled_names, load_profile
+from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
+from autotile.hardware.profile import bundled_path
 
 EXPECTED = {"ascend910b2": (24, 48, 1.8), "ascend910b4": (20, 40, 1.5), "ascend910": (32, 32, 1.0),
             "ascend310p3": (8, 15, None)}
@@ -50,3 +55,58 @@ def test_default_profile_is_fitted_and_covers_library_ops():
 def test_every_bundled_profile_loads():
     for name in bundled_names():
         assert load_profile(name).content_hash()
+
+
+# -- the operation catalogue: typos and gaps fail at load, located -------------------------------
+
+B2 = bundled_path("ascend910b2").read_text()
+
+
+def _profile(tmp_path, text, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _drop_op(text, op):
+    return re.sub(rf"\n    {op}:\n(      .*\n)+", "\n", text, count=1)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda t: t.replace("\n  exp: {value: 6.0", "\n  exp_: {value: 6.0"), ":177:3: scalar.exp_: unknown key, did you mean exp?"),
+    (lambda t: re.sub(r"\n  exp: \{value: 6.0.*", "", t), ":171:3: scalar: missing key 'exp' (the kernels use it)"),
+    (lambda t: _drop_op(t, "vexp"), ":80:5: vector.ops: missing key 'vexp' (the kernels use it)"),
+    (lambda t: t.replace("\n    vexp:\n", "\n    vexp_typo:\n"), ":93:5: vector.ops.vexp_typo: unknown key, did you mean vexp?"),
+    (lambda t: t.replace("      fp16_fp16: {startup: 0.0729", "      fp16_xx: {startup: 0.0729"),
+     ":94:7: vector.ops.vexp.fp16_xx: unknown dtype 'xx'"),
+    (lambda t: t.replace("      fp16_fp16: {startup: 0.0729", "      fp16_fp16_fp16: {startup: 0.0729"),
+     ":94:7: vector.ops.vexp.fp16_fp16_fp16: vexp takes a signature of 2 dtypes"),
+])
+def test_profile_ops_are_checked_at_load(tmp_path, run_cli, edit, needle):
+    path = _profile(tmp_path, edit(B2))
+    code, _, err = run_cli("hw", "show", path)
+    assert code == 2 and err.count("\n") == 1 and f"{path}{needle}" in err, err
+
+
+def test_a_profile_without_a_cost_a_kernel_needs_fails_before_simulating(tmp_path, run_cli):
+    prof = _profile(tmp_path, re.sub(r"\n  exp: \{value: 6.0.*", "", B2))
+    spec = (bundled_path("ascend910b2").parents[2] / "studies" / "sigmoid.yaml").read_text()
+    spec = re.sub(r"(?m)^hardware:.*$", "hardware: p.yaml", spec)
+    code, _, err = run_cli("simulate", _profile(tmp_path, spec, "s.yaml"), "--shape", "n=4096", "--unit", "scalar")
+    assert code == 2 and err.count("\n") == 1 and f"{prof}:171:3: scalar: missing key 'exp'" in err, err
+
+
+def test_optional_ops_may_be_left_out(tmp_path):
+    hw = load_profile(_profile(tmp_path, _drop_op(re.sub(r"\n  ln: \{value.*", "", B2), "vln")))
+    assert "vln" not in hw.vector and "ln" not in hw.scalar
+    assert {"vln"}.isdisjoint(KERNEL_VECTOR_OPS) and "ln" not in KERNEL_SCALAR_OPS
+
+
+def test_calibrate_blames_the_profile_for_an_op_it_lacks(tmp_path, run_cli):
+    prof = _profile(tmp_path, _drop_op(B2, "vln"))
+    csv = tmp_path / "m.csv"
+    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\nx,vadd,fp16_fp16_fp16,,,,128,1,6.0,vector\n"
+                   "x,vln,fp16_fp16,,,,128,1,4.0,vector\n")
+    code, _, err = run_cli("calibrate", "--hw", prof, "--measurements", str(csv))
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{prof}:80:5: vector.ops: vector op 'vln' is not in hardware profile" in err and "m.csv line 3" in err

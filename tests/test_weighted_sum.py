@@ -114,7 +114,9 @@ def test_infeasible_tiling_reports_reason():
 def test_missing_profile_op_fails_clearly():
     import dataclasses
     hw = dataclasses.replace(HW, vector={k: v for k, v in HW.vector.items() if k != "vcadd"})
-    with pytest.raises(KeyError, match="vcadd"):
+    from autotile.errors import InputError
+
+    with pytest.raises(InputError, match="vector.ops.vcadd: .*no cost for vector op 'vcadd'"):
         W.simulate({"n": 256}, W.default_params({"n": 256}, "fp16", hw), "fp16", hw)
 
 

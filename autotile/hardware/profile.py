@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from autotile.errors import InputError
+from autotile.hardware.ops import (
+    KERNEL_SCALAR_OPS,
+    KERNEL_VECTOR_OPS,
+    SCALAR_OPS,
+    VECTOR_OPS,
+    signature_problem,
+)
 from autotile.yamlsrc import Located, load_file, suggest
 
 SCHEMA = "autotile.hardware/1"
@@ -209,6 +216,19 @@ def load_profile(name_or_path: str | None = None) -> HardwareProfile:
     return prof
 
 
+_NEEDED = {("vector", "ops"): " (the kernels use it)", ("scalar",): " (the kernels use it)"}
+
+
+def profile_error(hw: HardwareProfile, path: tuple, message: str) -> InputError:
+    """An InputError located at ``path`` in ``hw``'s file (its field alone if it has none)."""
+    if hw.path:
+        try:
+            return load_file(hw.path).error(path, message)
+        except InputError:
+            pass
+    return InputError(message, file=hw.path or hw.name, field=".".join(map(str, path)))
+
+
 class _Reader:
     """Strict reading of a profile document, collecting source notes as it goes."""
 
@@ -228,7 +248,7 @@ class _Reader:
                 )
         for k in keys_required:
             if k not in value:
-                raise self.doc.error(path, f"missing key {k!r}")
+                raise self.doc.error(path, f"missing key {k!r}" + _NEEDED.get(path, ""))
         return value
 
     def _get(self, path):
@@ -273,6 +293,34 @@ class _Reader:
         return kind(v)
 
 
+def _vector_ops(r: _Reader) -> dict:
+    """``vector.ops``: instructions from the catalogue (``ops.VECTOR_OPS``), each with its dtype
+    signatures; every one the kernels use must be there."""
+    doc = r.doc
+    ops_node = r.mapping(("vector", "ops"), KERNEL_VECTOR_OPS, [o for o in VECTOR_OPS if o not in KERNEL_VECTOR_OPS])
+    vector = {}
+    for op, sigs in ops_node.items():
+        if not isinstance(sigs, dict) or not sigs:
+            raise doc.error(("vector", "ops", op), "expected a mapping of dtype signatures to costs")
+        vector[op] = {}
+        for sig, node in sigs.items():
+            path = ("vector", "ops", op, sig)
+            problem = signature_problem(op, sig)
+            if problem:
+                raise doc.error(path, problem, key=True)
+            r.mapping(path, ["startup", "per_repeat", "min_cycles"], ["source", "calibrated"])
+            if sum(k in node for k in ("source", "calibrated")) != 1:
+                raise doc.error(path, "every constant needs exactly one of source: or calibrated:")
+            note_key = "source" if "source" in node else "calibrated"
+            r.notes[".".join(path)] = f"{note_key}: {node[note_key]}"
+            vector[op][sig] = VectorCost(
+                r.number(path + ("startup",), positive=False),
+                r.number(path + ("per_repeat",)),
+                r.number(path + ("min_cycles",), positive=False),
+            )
+    return vector
+
+
 def parse_profile(doc: Located) -> HardwareProfile:
     """Validate a loaded profile document and build the profile."""
     r = _Reader(doc)
@@ -310,29 +358,9 @@ def parse_profile(doc: Located) -> HardwareProfile:
         r.const(("cube", "latency_cycles"), positive=False),
     )
     r.mapping(("vector",), ["bytes_per_repeat", "max_repeat", "ops"])
-    ops_node = r.mapping(("vector", "ops"), list(doc.value["vector"].get("ops") or {}) if isinstance(doc.value["vector"].get("ops"), dict) else [])
-    vector = {}
-    for op, sigs in ops_node.items():
-        if not isinstance(sigs, dict) or not sigs:
-            raise doc.error(("vector", "ops", op), "expected a mapping of dtype signatures to costs")
-        vector[op] = {}
-        for sig, node in sigs.items():
-            path = ("vector", "ops", op, sig)
-            r.mapping(path, ["startup", "per_repeat", "min_cycles"], ["source", "calibrated"])
-            if sum(k in node for k in ("source", "calibrated")) != 1:
-                raise doc.error(path, "every constant needs exactly one of source: or calibrated:")
-            note_key = "source" if "source" in node else "calibrated"
-            r.notes[".".join(path)] = f"{note_key}: {node[note_key]}"
-            vector[op][sig] = VectorCost(
-                r.number(path + ("startup",), positive=False),
-                r.number(path + ("per_repeat",)),
-                r.number(path + ("min_cycles",), positive=False),
-            )
-    scalar_node = r.mapping(("scalar",), list(doc.value["scalar"]) if isinstance(doc.value["scalar"], dict) else [])
+    vector = _vector_ops(r)
+    scalar_node = r.mapping(("scalar",), KERNEL_SCALAR_OPS, [o for o in SCALAR_OPS if o not in KERNEL_SCALAR_OPS])
     scalar = {op: r.const(("scalar", op)) for op in scalar_node}
-    for need in ("add", "mul"):
-        if need not in scalar:
-            raise doc.error(("scalar",), f"missing key {need!r}")
 
     prof = HardwareProfile(
         name=name,

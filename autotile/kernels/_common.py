@@ -14,8 +14,9 @@ import numpy as np
 from numba import njit
 
 from autotile.dtypes import get as get_dtype
-from autotile.errors import InfeasibleConfig
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
+from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
 from autotile.kernels import registry
 from autotile.sim import engine as E
 from autotile.sim.costs import vector_table
@@ -137,20 +138,29 @@ def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add,
 
 
 def vtable(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
-    """``vector_table`` with a message that names the operator's need when the profile lacks an op."""
-    try:
-        return vector_table(hw, ops)
-    except KeyError as exc:
-        raise KeyError(f"{exc.args[0]} (needed by this kernel; add it to the profile's vector.ops)") from None
+    """``vector_table`` for a kernel's instructions. Profiles read from files have every op in
+    ``KERNEL_VECTOR_OPS``; one built in code may not, which is an InputError naming the op."""
+    for op, _ in ops:
+        _known(op, KERNEL_VECTOR_OPS, "vector op")
+        if op not in hw.vector:
+            raise InputError(f"hardware profile {hw.name} has no cost for vector op {op!r}, which this kernel "
+                             "needs: add it under vector.ops", file=hw.path, field=f"vector.ops.{op}")
+    return vector_table(hw, ops)
 
 
 def scalar_cost(hw: HardwareProfile, name: str) -> float:
-    """Cycles of one scalar ``name`` op from the profile; a clear KeyError when it is missing."""
-    try:
-        return float(hw.scalar[name])
-    except KeyError:
-        raise KeyError(f"hardware profile {hw.name} has no scalar cost {name!r} "
-                       f"(has {', '.join(sorted(hw.scalar))})") from None
+    """Cycles of one scalar ``name`` op from the profile (InputError naming it when missing)."""
+    _known(name, KERNEL_SCALAR_OPS, "scalar cost")
+    if name not in hw.scalar:
+        raise InputError(f"hardware profile {hw.name} has no scalar cost {name!r}, which this kernel needs "
+                         f"(has {', '.join(sorted(hw.scalar))})", file=hw.path, field=f"scalar.{name}")
+    return float(hw.scalar[name])
+
+
+def _known(name: str, needed: tuple, what: str) -> None:
+    """A kernel may ask only for what profiles must have (``hardware.ops``): keep the list in step."""
+    if name not in needed:
+        raise AssertionError(f"kernel asks for {what} {name!r}: add it to autotile/hardware/ops.py")
 
 
 MEMORY_OPS = ("load", "store")

@@ -24,9 +24,12 @@ from scipy.optimize import least_squares
 from autotile.dtypes import DTYPES
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, VectorCost
+from autotile.hardware.ops import VECTOR_OPS, signature_problem
+from autotile.hardware.profile import profile_error
 from autotile.sim import engine as E
 from autotile.sim import micro as U
 from autotile.sim.costs import cost_vector
+from autotile.yamlsrc import suggest
 
 COLUMNS = ("chip", "op", "dtype", "m", "k", "n", "elems", "repeat", "cycles", "series")
 MMAD_SERIES = ("back_to_back", "isolated")
@@ -171,11 +174,12 @@ def _row(path, line, rec: dict) -> Measurement:
         m, k, n = (num(c, int, True) for c in ("m", "k", "n"))
         return Measurement(line, rec["chip"], op, rec["dtype"], m, k, n, None, num("repeat", int, False),
                            cycles, series)
-    if not (op.startswith("v") and op.isalnum()):
-        raise err("op", f"unknown op {op!r}: expected mmad or a vector instruction (vadd, vexp, ...)")
-    parts = rec["dtype"].split("_")
-    if any(p not in U.DTYPE_BYTES for p in parts):
-        raise err("dtype", f"dtype signature {rec['dtype']!r}: expected dtypes joined by _ (fp16_fp16_fp32)")
+    if op not in VECTOR_OPS:
+        raise err("op", f"unknown op {op!r}: expected mmad or a vector instruction (vadd, vexp, ...)"
+                  + suggest(op, ["mmad", *VECTOR_OPS]))
+    problem = signature_problem(op, rec["dtype"])
+    if problem:
+        raise err("dtype", problem)
     elems, repeat = num("elems", int, False), num("repeat", int, False)
     if elems is None and repeat is None:
         raise err("repeat", "a vector row needs elems or repeat")
@@ -183,16 +187,17 @@ def _row(path, line, rec: dict) -> Measurement:
 
 
 def check_ops(rows: list[Measurement], hw: HardwareProfile, path) -> None:
-    """Every vector row must be costable by the profile (the fitter adds signatures and ops)."""
+    """Every vector row must be costable by the profile to compare with it: a cost the profile
+    lacks is the profile's gap (located in its file), not the row's; fitting (-o) adds it."""
     for r in rows:
         if r.op == "mmad":
             continue
         try:
             U.vector_signature(hw, r.op, r.dtype)
         except InputError as exc:
-            col = "op" if r.op not in hw.vector else "dtype"
-            raise InputError(f"unknown op for {hw.name}: {exc.message}", file=str(path), line=r.line,
-                             col=COLUMNS.index(col) + 1, field=col) from None
+            where = ("vector", "ops", r.op) if r.op in hw.vector else ("vector", "ops")
+            raise profile_error(hw, where, f"{exc.message}; {path} line {r.line} measures it: add it to the "
+                                           "profile, or fit one to the measurements with -o") from None
 
 
 def predictable(hw: HardwareProfile, r: Measurement) -> bool:
