@@ -79,3 +79,19 @@ def test_far_off_rows_are_flagged(tmp_path, hw):
     flagged = [r for r in fit.after.rows if r.far_off]
     assert [r.line for r in flagged] == [13]
     assert fit.after.median_abs_rel_error < 0.02  # the robust loss did not bend to it
+
+
+@pytest.mark.parametrize("target", ["m.csv", "./m.csv", "link.csv", "p.yaml"])
+def test_fit_never_writes_over_its_inputs(tmp_path, run_cli, monkeypatch, target):
+    from autotile.hardware.profile import bundled_path
+
+    monkeypatch.chdir(tmp_path)
+    body = HEADER + "".join(f"x,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector\n" for r in (1, 4, 16))
+    _write(tmp_path, body)
+    (tmp_path / "link.csv").symlink_to("m.csv")
+    (tmp_path / "p.yaml").write_text(bundled_path("ascend910b2").read_text())
+    before = {p: (tmp_path / p).read_text() for p in ("m.csv", "p.yaml")}
+    code, out, err = run_cli("calibrate", "--hw", "p.yaml", "--measurements", "m.csv", "-o", target)
+    flag = "--hw" if target == "p.yaml" else "--measurements"
+    assert code == 2 and out == "" and f"-o {target}: is the {flag} file this fit reads" in err, err
+    assert {p: (tmp_path / p).read_text() for p in before} == before

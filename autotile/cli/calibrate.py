@@ -7,10 +7,12 @@ profile's cube and vector constants and write the fitted profile atomically.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 
 from autotile.atomic import write_text
 from autotile.cli.common import print_json
+from autotile.errors import InputError
 from autotile.hardware import load_profile
 
 HELP = "compare a hardware profile with measured micro-operations, or fit it to them (-o)"
@@ -19,7 +21,8 @@ HELP = "compare a hardware profile with measured micro-operations, or fit it to 
 def add_arguments(p) -> None:
     p.add_argument("--hw", default=None, help="hardware profile name or path (default ascend910b2)")
     p.add_argument("--measurements", required=True, help="CSV: chip,op,dtype,m,k,n,elems,repeat,cycles,series")
-    p.add_argument("-o", "--output", default=None, help="write the fitted profile here")
+    p.add_argument("-o", "--output", default=None,
+                   help="write the fitted profile here (not the measurements or the --hw file)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -28,6 +31,8 @@ def run(args) -> int:
     from autotile.sim import calibrate as C
 
     hw = load_profile(args.hw)
+    if args.output:
+        _not_an_input(args.output, {"--measurements": args.measurements, "--hw": hw.path})
     rows = C.read_measurements(args.measurements)
     if not args.output:
         C.check_ops(rows, hw, args.measurements)
@@ -67,6 +72,25 @@ def run(args) -> int:
             print(f"note: {n}")
         print(f"wrote {args.output}")
     return 0
+
+
+def _not_an_input(output: str, inputs: dict) -> None:
+    """Refuse an -o that is one of the files the fit reads: it would replace them."""
+    out = Path(output)
+    for flag, path in inputs.items():
+        if path and _same(out, Path(path)):
+            raise InputError(f"-o {output}: is the {flag} file this fit reads; write the fitted profile "
+                             "to another file")
+
+
+def _same(a: Path, b: Path) -> bool:
+    """One file under two names (links included), or one path spelled two ways."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def _params(p: dict) -> str:
