@@ -8,6 +8,7 @@ positions keyed by the path of each value (a tuple of keys and indices).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,21 @@ from autotile.errors import InputError
 MAX_NODES = 200_000  # refuse alias bombs ("billion laughs") before they expand
 
 Path_ = tuple  # a path into the document: keys (str) and list indices (int)
+
+# YAML 1.2 floats with an exponent that YAML 1.1 (PyYAML) reads as text: 1e6, 1.0e6, -2E-3, .5e3
+FLOAT_12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+
+
+class SafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that also reads YAML 1.2 exponent floats as numbers."""
+
+
+class SafeDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper that quotes text ``SafeLoader`` would read as a float (``"1e6"``)."""
+
+
+for _cls in (SafeLoader, SafeDumper):
+    _cls.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT_12, list("-+0123456789."))
 
 
 @dataclass(frozen=True)
@@ -70,7 +86,7 @@ def suggest(word: str, choices) -> str:
 def load_text(text: str, file: str) -> Located:
     """Parse YAML text with the safe loader into plain values plus positions."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = SafeLoader(text)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. NUL
         line = text.count("\n", 0, exc.position) + 1
         col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1

@@ -110,3 +110,21 @@ def test_calibrate_blames_the_profile_for_an_op_it_lacks(tmp_path, run_cli):
     code, _, err = run_cli("calibrate", "--hw", prof, "--measurements", str(csv))
     assert code == 2 and err.count("\n") == 1, err
     assert f"{prof}:80:5: vector.ops: vector op 'vln' is not in hardware profile" in err and "m.csv line 3" in err
+
+
+def test_profiles_read_exponent_floats_as_numbers(tmp_path):
+    text = B2.replace("clock_ghz: {value: 1.8,", "clock_ghz: {value: 18e-1,").replace(
+        "fp16_fp16: {startup: 0.0729,", "fp16_fp16: {startup: 7.29e-2,")
+    hw = load_profile(_profile(tmp_path, text))
+    assert hw.clock_ghz == 1.8 and hw.vector["vexp"]["fp16_fp16"].startup == 0.0729
+    assert hw.content_hash() == load_profile("ascend910b2").content_hash()
+
+
+def test_a_fitted_profile_reads_back_what_it_wrote(tmp_path):
+    from autotile.hardware import emit
+
+    path = _profile(tmp_path, B2.replace("fp16_fp16: {startup: 0.0729,", "fp16_fp16: {startup: 1e-5,"))
+    doc = emit.load_document(path)
+    assert doc["vector"]["ops"]["vexp"]["fp16_fp16"]["startup"] == 1e-5
+    again = _profile(tmp_path, emit.render(doc), "again.yaml")  # 1e-05 written, a number read
+    assert load_profile(again).vector["vexp"]["fp16_fp16"].startup == 1e-5

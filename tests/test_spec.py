@@ -607,3 +607,27 @@ def test_a_spec_missing_a_kernel_param_is_refused_before_simulating(write_spec, 
                                                    "  depth_b1: {type: fixed, value: 1}\n  step_m:")))
     with pytest.raises(InputError, match="missing step_n,"):
         spec.require_kernel_params("cube")
+
+
+# -- YAML 1.2 floats: exponents without a dot or a signed exponent are numbers -------------------
+
+@pytest.mark.parametrize("text,value", [("1e6", 1e6), ("1.0e6", 1e6), ("1E6", 1e6), ("+1e6", 1e6),
+                                        ("2.5e-1", 0.25), (".5e0", 0.5), ("1.0e+6", 1e6)])
+def test_exponent_floats_are_numbers(write_spec, text, value):
+    spec = load_spec(write_spec(
+        "op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n"
+        f"  tile_c: {{type: fixed, value: 1}}\ninputs: {{spatial_scale: {text}}}\n"))
+    assert spec.inputs["spatial_scale"] == value
+
+
+def test_exponent_floats_keep_positions_and_quoted_ones_stay_text(write_spec):
+    from autotile.yamlsrc import SafeDumper, load_text
+
+    doc = load_text("a: [1, -2E-3]\nb: '1e6'\nc: 1e\n", "x.yaml")
+    assert doc.value == {"a": [1, -0.002], "b": "1e6", "c": "1e"}
+    assert doc.where(("a", 1)) == (1, 8)
+    assert load_text(yaml.dump(doc.value, Dumper=SafeDumper), "y.yaml").value == doc.value  # text quoted
+    path = write_spec("op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\n"
+                      "params:\n  tile_c: {type: fixed, value: 1}\ninputs: {spatial_scale: '1e6'}\n")
+    with pytest.raises(InputError, match=r":5:25: inputs.spatial_scale: expected a number .*got '1e6'"):
+        load_spec(path)

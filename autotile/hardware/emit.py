@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
 from autotile.hardware.profile import VectorCost
+from autotile.yamlsrc import load_file
 
 
 def load_document(path: str | Path) -> dict:
-    """The plain YAML document of a profile file (already validated by ``load_profile``)."""
-    with open(path) as fh:
-        return yaml.safe_load(fh)
+    """The plain YAML document of a profile file (already validated by ``load_profile``), read
+    as ``load_profile`` reads it."""
+    return load_file(path).value
 
 
 def set_constant(doc: dict, path: tuple, value, note: str, key: str = "calibrated") -> None:

@@ -27,6 +27,7 @@ from autotile.atomic import write_text
 from autotile.errors import InputError
 from autotile.tune import ktcache
 from autotile.tune.measurements import norm
+from autotile.yamlsrc import SafeDumper
 
 DIMS = ("x", "y", "z")
 MAX_BUDGET = 100
@@ -161,16 +162,16 @@ def write_spec(spec: dict, out: str | Path) -> Path:
 def dump(spec: dict) -> str:
     """YAML text of a spec mapping: keys in order, one line per parameter."""
     head = {k: v for k, v in spec.items() if k not in ("params", "shapes", "budget")}
-    lines = [yaml.safe_dump({"description": head.pop("description")}, width=10_000, sort_keys=False).rstrip()]
+    lines = [yaml.dump({"description": head.pop("description")}, width=10_000, sort_keys=False, Dumper=SafeDumper).rstrip()]
     lines.append(f"op: {head.pop('op')}")
     lines.append("shapes: " + _flow(spec["shapes"]))
     lines.append("params:")
     for name, d in spec["params"].items():
         lines.append(f"  {_flow(name)}: {_flow(d)}")
     lines.append("budget: " + _flow(spec["budget"]))
-    lines.extend(yaml.safe_dump(head, sort_keys=False, width=10_000).rstrip().splitlines())
+    lines.extend(yaml.dump(head, sort_keys=False, width=10_000, Dumper=SafeDumper).rstrip().splitlines())
     return "\n".join(lines) + "\n"
 
 
 def _flow(value) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000, sort_keys=False).strip().removesuffix("\n...")
+    return yaml.dump(value, default_flow_style=True, width=10_000, sort_keys=False, Dumper=SafeDumper).strip().removesuffix("\n...")
