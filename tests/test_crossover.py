@@ -202,3 +202,47 @@ def test_text_mode_says_nowhere_and_shortens_long_range_lists(capsys):
     assert run(["crossover", "weighted_sum", "--dtype", "fp16"]) == 0
     out = capsys.readouterr().out
     assert "None" not in out and "nowhere up to n=16,384 (inputs in GM)" in out
+
+
+# -- every one-size op with two units has a default pair; op options reach the kernels ----------
+
+@pytest.mark.parametrize("op", ["sigmoid", "elementwise"])
+def test_two_unit_ops_default_to_their_own_units(capsys, op):
+    assert run(["crossover", op, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    small, large = out["units"]
+    assert {small, large} == {"vector", "scalar"}
+    # the small unit is the one faster at the grid's first size (inputs in GM)
+    assert best(op, small, 16, "fp16", HW, False)[0] <= best(op, large, 16, "fp16", HW, False)[0]
+
+
+def test_explicit_units_still_choose_the_pair(capsys):
+    assert run(["crossover", "elementwise", "--small-unit", "scalar", "--large-unit", "vector", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["units"] == ["scalar", "vector"] and out["end_to_end_n"] == 16
+    assert run(["crossover", "elementwise", "--large-unit", "scalar", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["units"] == ["vector", "scalar"]
+
+
+def test_elementwise_kind_is_simulated(capsys):
+    relu = best("elementwise", "vector", 4096, "fp16", HW, True, {"kind": "relu"})[0]
+    assert relu < best("elementwise", "vector", 4096, "fp16", HW, True, {"kind": "add"})[0]
+    assert best("elementwise", "vector", 4096, "fp16", HW, True) == best("elementwise", "vector", 4096, "fp16", HW, True,
+                                                                         {"kind": "add"})
+    grids = {}
+    for kind in ("add", "relu"):
+        assert run(["crossover", "elementwise", "--inputs", f"kind={kind}", "--json", "--grid"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["inputs"] == {"kind": kind}
+        grids[kind] = {r["n"]: r["vector"] for r in out["grid_on_chip"]}
+    assert grids["relu"][4096] == pytest.approx(relu) and grids["relu"][4096] < grids["add"][4096]
+    assert "trained with the default options" in out["learned_note"]
+
+
+@pytest.mark.parametrize("inputs,needle", [("kind=foo", "--inputs kind: expected one of add, mul, relu, got 'foo'"),
+                                           ("data=gm", "--inputs data: crossover runs both framings"),
+                                           ("bogus=1", "--inputs bogus: unknown option of elementwise")])
+def test_bad_crossover_inputs(capsys, inputs, needle):
+    assert run(["crossover", "elementwise", "--inputs", inputs]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

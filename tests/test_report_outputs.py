@@ -186,3 +186,32 @@ def test_report_uses_the_profile_the_run_recorded(tmp_path):
     md = (out / "report.md").read_text()
     assert "1.8 GHz" in md and "0.9 GHz" not in md and "has changed since this run" not in md
     assert _section(md, "Best configurations") == _section(before, "Best configurations")
+
+
+def test_crossover_section_simulates_the_runs_op_options(tmp_path, monkeypatch, capsys):
+    """elementwise kind: relu: the simulated lines, the crossover rows and the suggested command
+    use relu (the recorded spec's inputs), not the kernel's default add."""
+    import shlex
+
+    from autotile.models import crossover as cx
+    from autotile.report.render import write_report
+
+    text = (ROOT / "studies" / "elementwise.yaml").read_text()
+    text = re.sub(r"(?m)^shapes:.*$", "shapes: [{grid: {n: [256, 4096]}}]", text, count=1)
+    text = re.sub(r"(?m)^dtypes:.*$", "dtypes: [fp16]", text, count=1)
+    text = re.sub(r"(?m)^inputs:.*$", "inputs: {kind: relu, data: gm}", text, count=1)
+    (tmp_path / "ew.yaml").write_text(text)
+    out = tmp_path / "out"
+    assert cli(["tune", str(tmp_path / "ew.yaml"), "--trials", "3", "--quiet", "--out", str(out)]) == 0
+    seen = []
+    real = cx.best
+    monkeypatch.setattr(cx, "best", lambda *a: seen.append(a[6:]) or real(*a))
+    write_report(out)
+    assert seen and all(opts == ({"kind": "relu"},) for opts in seen)
+    sec = _section((out / "report.md").read_text(), "Cycles against size per unit")
+    assert "kind=relu, inputs streamed from GM" in sec
+    code = sec.split("```\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert code and all("--inputs kind=relu" in line for line in code)
+    capsys.readouterr()
+    assert cli(shlex.split(code[0])[1:] + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out.split("\nbest cycles")[0])["inputs"] == {"kind": "relu"}

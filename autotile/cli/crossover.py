@@ -8,15 +8,18 @@ from autotile.hardware import load_profile
 from autotile.kernels import registry
 from autotile.models.crossover import FRACTAL
 
-HELP = "size from which one unit (default cube) stays faster than another (default vector)"
+HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
 
 
 def add_arguments(p) -> None:
     p.add_argument("op")
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--hw", default=None, help="hardware profile name or path")
-    p.add_argument("--small-unit", default="vector")
-    p.add_argument("--large-unit", default="cube")
+    p.add_argument("--small-unit", default=None,
+                   help="default: vector for ops with a cube, else the unit faster at n=16 (inputs in GM)")
+    p.add_argument("--large-unit", default=None, help="default: cube for ops with one, else the other unit")
+    p.add_argument("--inputs", default="",
+                   help="the op's options as a spec's inputs: has them, e.g. kind=relu (data: both framings are run)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--grid", action="store_true", help="also print the per-size best cycles of each unit")
     p.add_argument("--models", default=None, help="cache folder given to `autotile train -o` (for learned_n)")
@@ -32,19 +35,22 @@ def run(args) -> int:
     if info.dims != ("n",):
         raise InputError(f"crossover searches one size n; op {args.op} has dims {', '.join(info.dims) or 'from its spec'} "
                          f"(compare units on given shapes with `autotile simulate`)")
+    if args.dtype not in info.dtypes:
+        raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
+    options = _inputs(args.op, args.inputs)
     for u in (args.small_unit, args.large_unit):
-        if u not in info.units:
+        if u is not None and u not in info.units:
             raise InputError(f"op {args.op} has no unit {u!r} (has {', '.join(info.units)})")
-    if args.small_unit == args.large_unit:
+    if args.small_unit is not None and args.small_unit == args.large_unit:
         raise InputError(f"--small-unit and --large-unit are both {args.small_unit!r}: expected two "
                          "different units to compare")
     from autotile.models.store import given_dir
 
     given_dir(args.models)
-    if args.dtype not in info.dtypes:
-        raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     hw = load_profile(args.hw)
-    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
+    args.small_unit, args.large_unit = _units(args, hw, options)
+    args.options = options
+    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
     on = crossover(args.op, args.dtype, hw, on_chip=True, **kw) if framed else {"n": None, "windows": [], "grid": []}
     e2e = crossover(args.op, args.dtype, hw, on_chip=False, **kw)
@@ -54,6 +60,7 @@ def run(args) -> int:
     why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], **kw),
            "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], **kw)}
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
+           "inputs": options,
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
            "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why,
            "simulated_n_unaligned": on_u["n"], "end_to_end_n_unaligned": e2e_u["n"],
@@ -77,7 +84,7 @@ def run(args) -> int:
     if args.json:
         print_json(out)
     else:
-        print(f"{args.op} {args.dtype}: {args.large_unit} stays faster than {args.small_unit} from "
+        print(f"{args.op} {args.dtype}{_kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
               f"{_from(on['n'])} (data on chip), {_from(e2e['n'])} (inputs in GM); learned: "
               f"{_from(out['learned_n'])} (on chip), {_from(out['learned_end_to_end_n'])} (GM)")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
@@ -130,7 +137,7 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
         if n is None or n % FRACTAL:
             continue
         m = unaligned(n)
-        cyc = {u: (best(args.op, u, n, args.dtype, hw, on_chip)[0], best(args.op, u, m, args.dtype, hw, on_chip)[0])
+        cyc = {u: tuple(best(args.op, u, x, args.dtype, hw, on_chip, args.options)[0] for x in (n, m))
                for u in (args.small_unit, args.large_unit)}
         parts = "; ".join(f"{u} {a:.1f} -> {b:.1f}" for u, (a, b) in cyc.items())
         out.append(f"{where}: cycles at n={n:,} -> n={m:,}: {parts}"
@@ -138,15 +145,52 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
     return out
 
 
+def _inputs(op: str, text: str) -> dict:
+    """``--inputs k=v,...``: the op's options (checked as a spec's ``inputs:``), ``data`` left out."""
+    from autotile.cli.common import parse_kv
+
+    given = parse_kv(text, what="--inputs")
+    if "data" in given:
+        raise InputError("--inputs data: crossover runs both framings (data on chip and inputs in GM); leave it out")
+    try:
+        registry.get(op).check_options(given)
+    except registry.OptionError as exc:
+        raise InputError(f"--inputs {exc.key}: {exc}") from None
+    return given
+
+
+def _units(args, hw, options: dict) -> tuple[str, str]:
+    """The unit pair: as given, else the op's default pair (one given: the other of that pair,
+    or of the op's units)."""
+    from autotile.models.crossover import default_units
+
+    small, large = args.small_unit, args.large_unit
+    if small and large:
+        return small, large
+    pair = default_units(args.op, args.dtype, hw, options)
+    if small is None and large is None:
+        return pair
+    given = small or large
+    other = next(u for u in (*pair, *registry.get(args.op).units) if u != given)
+    return (given, other) if small else (other, given)
+
+
+def _kv(options: dict) -> str:
+    return "".join(f" {k}={v}" for k, v in options.items())
+
+
 def _learned(args, hw, framed: bool) -> dict:
     """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
-    trained unit selector, if any."""
+    trained unit selector, if any (it is trained with the op's default options only)."""
     from autotile.models import store
 
+    none = {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None, "learned_end_to_end_windows": None}
+    defaults = registry.get(args.op).check_options(None)
+    if any(v != defaults[k] for k, v in args.options.items()):
+        return {**none, "learned_note": f"the unit selector is trained with the default options, not{_kv(args.options)}"}
     path = store.locate("units", args.op, args.models, hw)
     if not path.exists():
-        return {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None, "learned_end_to_end_windows": None,
-                "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
+        return {**none, "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
     sel = store.load_selector(args.op, hw, args.models)
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
     return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,

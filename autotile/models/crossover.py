@@ -6,6 +6,7 @@ itself), buffer_num 1 or 2, core counts in powers of two and the whole chip (onl
 single-core by definition), and every value of the unit's categorical params; tiles longer than
 a core's slice duplicate the shortest one that covers it and are not simulated (see ``best``). The crossover is
 located on a log grid (powers of two from ``lo`` to ``hi``) and refined by integer bisection.
+The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) are passed to every simulation.
 """
 
 from __future__ import annotations
@@ -55,8 +56,15 @@ def covering_tile(n: int, cores: int, tiles) -> int | None:
     return min((t for t in tiles if t >= per), default=None)
 
 
-def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: bool) -> tuple[float, dict]:
-    """(cycles, params) of the fastest feasible tiling in the grid for one unit at size n.
+def framed(options: dict | None, on_chip: bool) -> dict:
+    """The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) in one data framing."""
+    return {**(options or {}), "data": "on_chip" if on_chip else "gm"}
+
+
+def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: bool,
+         options: dict | None = None) -> tuple[float, dict]:
+    """(cycles, params) of the fastest feasible tiling in the grid for one unit at size n, for
+    the op's ``options`` (its ``data`` set by ``on_chip``).
 
     A tile longer than the smallest grid tile that already covers a core's whole slice runs the
     same single tile per core (the kernels clamp the tile to the slice), so it simulates to the
@@ -66,7 +74,7 @@ def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: b
     if on_chip and "on_chip" not in registry.get(op).placements:
         raise InputError(f"op {op} has no on-chip framing: its kernel always reads its inputs from GM")
     mod = registry.implementation(op)
-    options = {"data": "on_chip"} if on_chip else None
+    options = _options(op, options, on_chip)
     top = (float("inf"), {})
     cands = candidate_params(op, unit, n, hw, on_chip)
     tiles = sorted({p["tile_len"] for p in cands})
@@ -80,6 +88,25 @@ def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: b
     return top
 
 
+def _options(op: str, options: dict | None, on_chip: bool) -> dict | None:
+    """What the kernel is given: ``options`` in the framing (an op without ``data`` gets none)."""
+    if "on_chip" not in registry.get(op).placements:
+        return dict(options) if options else None
+    return framed(options, on_chip)
+
+
+def default_units(op: str, dtype: str, hw: HardwareProfile, options: dict | None = None) -> tuple[str, str]:
+    """(small_unit, large_unit) when none are given: vector and cube for the ops that have a
+    cube; for an op with two units, the one faster at the grid's smallest size (inputs in GM,
+    the framing every op has) first, ties in the registry's order."""
+    units = registry.get(op).units
+    if "cube" in units and "vector" in units:
+        return "vector", "cube"
+    a, b = units[:2]
+    ca, cb = (best(op, u, 16, dtype, hw, False, options)[0] for u in (a, b))
+    return (b, a) if cb < ca else (a, b)
+
+
 FRACTAL = 256  # elements of one 16 x 16 Cube fractal: sizes that are multiples of it leave no partial one
 
 
@@ -89,7 +116,8 @@ def unaligned(n: int) -> int:
 
 
 def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "vector", large_unit: str = "cube",
-              on_chip: bool = True, lo: int = 16, hi: int = 16384, aligned: bool = True) -> dict:
+              on_chip: bool = True, lo: int = 16, hi: int = 16384, aligned: bool = True,
+              options: dict | None = None) -> dict:
     """Smallest n from which ``large_unit`` stays faster than ``small_unit`` (None if never on the grid).
 
     ``aligned=False`` asks every probed size that is a multiple of ``FRACTAL`` at ``unaligned(n)``
@@ -103,8 +131,8 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     def wins(n: int) -> bool:
         if not aligned:
             n = unaligned(n)
-        a, _ = best(op, small_unit, n, dtype, hw, on_chip)
-        b, _ = best(op, large_unit, n, dtype, hw, on_chip)
+        a, _ = best(op, small_unit, n, dtype, hw, on_chip, options)
+        b, _ = best(op, large_unit, n, dtype, hw, on_chip, options)
         table.append({"n": n, small_unit: a, large_unit: b})
         return b < a
 
@@ -193,7 +221,8 @@ def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
     return stays_from(windows(wins, lo, hi), hi)
 
 
-def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str) -> dict:
+def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str,
+            options: dict | None = None) -> dict:
     """What decides a change of the fastest unit at size ``n`` (``before`` wins below, ``after`` from n).
 
     Each unit at its best tiling at n and at 2n: the growth per element between the two and the
@@ -201,13 +230,12 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     result's bound. The sentence names the side that pays off.
     """
     mod = registry.implementation(op)
-    options = {"data": "on_chip"} if on_chip else None
     info = {}
     for u in (before, after):
-        c1, p1 = best(op, u, n, dtype, hw, on_chip)
-        c2, _ = best(op, u, 2 * n, dtype, hw, on_chip)
+        c1, p1 = best(op, u, n, dtype, hw, on_chip, options)
+        c2, _ = best(op, u, 2 * n, dtype, hw, on_chip, options)
         slope = (c2 - c1) / n
-        bound = mod.simulate({"n": n}, p1, dtype, hw, unit=u, options=options).bound if p1 else ""
+        bound = mod.simulate({"n": n}, p1, dtype, hw, unit=u, options=_options(op, options, on_chip)).bound if p1 else ""
         info[u] = {"cycles": round(c1, 1), "fixed_cycles": round(c1 - slope * n, 1),
                    "cycles_per_element": round(slope, 4), "cores": p1.get("cores", 1), "bound": bound}
     a, b = info[before], info[after]
@@ -226,12 +254,12 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
 
 
 def edges(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, spans: list[list[int]], small_unit: str,
-          large_unit: str, lo: int = 16, hi: int = 16384) -> list[dict]:
+          large_unit: str, lo: int = 16, hi: int = 16384, options: dict | None = None) -> list[dict]:
     """``explain`` at every edge of the ranges where ``large_unit`` wins (``windows``)."""
     out = []
     for a, b in spans:
         if a > lo:
-            out.append(explain(op, dtype, hw, on_chip, a, small_unit, large_unit))
+            out.append(explain(op, dtype, hw, on_chip, a, small_unit, large_unit, options))
         if b < hi:
-            out.append(explain(op, dtype, hw, on_chip, b + 1, large_unit, small_unit))
+            out.append(explain(op, dtype, hw, on_chip, b + 1, large_unit, small_unit, options))
     return out

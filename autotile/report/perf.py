@@ -122,13 +122,13 @@ def _changes(ns: list[int], curves: dict) -> list[tuple[int, int, str, str]]:
             if best[i] != best[i - 1] and best[i] and best[i - 1]]
 
 
-def _refine(op, dtype, hw, on_chip, a, b, ua, ub) -> int:
+def _refine(op, dtype, hw, on_chip, a, b, ua, ub, options) -> int:
     """Bisect between grid sizes a (``ua`` faster) and b (``ub`` faster) to the first size ``ub`` wins."""
     from autotile.models.crossover import best
 
     while b - a > max(1, a // 64):
         m = (a + b) // 2
-        if best(op, ub, m, dtype, hw, on_chip)[0] < best(op, ua, m, dtype, hw, on_chip)[0]:
+        if best(op, ub, m, dtype, hw, on_chip, options)[0] < best(op, ua, m, dtype, hw, on_chip, options)[0]:
             b = m
         else:
             a = m
@@ -148,6 +148,7 @@ def crossover(data: ReportData) -> Section | None:
     one_d = dims == ("n",)
     spec = data.spec  # the run's recorded spec: its framing, never the file on disk
     on_chip = spec is not None and (spec.inputs or {}).get("data") == "on_chip"
+    options = _options(spec)
     simulate = one_d and op in cx.CATEGORICAL and data.hw is not None and spec is not None
     panels, rows = [], []
     for dtype in sorted({r["dtype"] for r in data.results}):
@@ -160,13 +161,13 @@ def crossover(data: ReportData) -> Section | None:
         sim, marks = {}, []
         if simulate:
             ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
-            sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip)[0] for n in ns] for u in units}
+            sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip, options)[0] for n in ns] for u in units}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
             for a, b, ua, ub in _changes(ns, sim):
-                n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub)
+                n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub, options)
                 marks.append((n, f"{ua}→{ub} at n≈{n:,}"))
                 rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}",
-                             cx.explain(op, dtype, data.hw, on_chip, n, ua, ub)["why"]])
+                             cx.explain(op, dtype, data.hw, on_chip, n, ua, ub, options)["why"]])
             sim = {u: (ns, v) for u, v in sim.items()}
         seq = sorted((size[id(r)], shape_label(r["shape"]), r["unit"]) for r in rs if r.get("chosen"))
         for (n0, s0, u0), (n1, s1, u1) in zip(seq, seq[1:]):
@@ -184,11 +185,16 @@ def crossover(data: ReportData) -> Section | None:
     blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
                   Para("The fastest unit does not change over the sizes tuned"
                        + (" or on the simulated grid." if drawn else "."), note=True))
-    commands = _crossover_commands(data, op, units, rows) if one_d else []
+    commands = _crossover_commands(data, op, units, rows, options) if one_d else []
     if commands:
         blocks += [Para("The same per-size search on its own range (n = 16 to 16,384, in each data framing "
                         f"{op} has), with the cycles per size, for every tuned dtype:"), Code("\n".join(commands))]
     return Section("Cycles against size per unit", blocks, "crossover")
+
+
+def _cli(value) -> str:
+    """An option value as ``--inputs`` reads it back (bools as true/false)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool) -> str:
@@ -205,6 +211,7 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
             text += f" No simulated lines: {data.recorded[1]}, so the data framing of the run is unknown."
         return text
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
+    framing = "".join(f"{k}={_cli(v)}, " for k, v in _options(data.spec).items()) + framing
     text = (f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its "
             "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
             "search autotile crossover runs); circles: the tuned studies of this run"
@@ -214,9 +221,16 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
     return text
 
 
-def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list) -> list[str]:
+def _options(spec) -> dict:
+    """The recorded spec's op options but ``data`` (the framing is chosen apart): elementwise's
+    ``kind`` changes what is simulated."""
+    return {k: v for k, v in ((spec.inputs if spec is not None else None) or {}).items() if k != "data"}
+
+
+def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list, options: dict) -> list[str]:
     """``autotile crossover`` lines for every tuned dtype: one per pair of units that trade places
-    (else the first two tuned units), with the run's profile; none when that cannot be loaded."""
+    (else the first two tuned units), with the run's profile and op options; none when the
+    profile cannot be loaded."""
     from autotile.hardware.profile import DEFAULT_PROFILE
     from autotile.kernels import registry
 
@@ -230,10 +244,12 @@ def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list)
             pairs.append((a, b))
     if not pairs:
         pairs = [("vector", "cube")] if {"vector", "cube"} <= set(order) else [tuple(order[:2])]
-    hw = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
+    flags = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
+    if options:
+        flags += f" --inputs {shlex.quote(','.join(f'{k}={_cli(v)}' for k, v in options.items()))}"
     out = []
     for dtype in sorted({r["dtype"] for r in data.results}):
         for small, large in pairs:
             who = "" if (small, large) == ("vector", "cube") else f" --small-unit {small} --large-unit {large}"
-            out.append(f"autotile crossover {op} --dtype {dtype}{hw}{who} --grid")
+            out.append(f"autotile crossover {op} --dtype {dtype}{flags}{who} --grid")
     return out
