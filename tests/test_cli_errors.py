@@ -69,3 +69,25 @@ def test_parse_shape_accepts_the_largest_dimension():
     from autotile.cli.common import parse_shape
 
     assert parse_shape("m=2147483647,n=1") == {"m": 2**31 - 1, "n": 1}
+
+
+@pytest.mark.parametrize("assign, needle", [
+    ("base_m=abc", "--set base_m: expected an integer, got 'abc'"),
+    ("base_m=", "--set base_m: expected an integer, got ''"),
+    ("base_m=1.5", "--set base_m: expected an integer, got 1.5"),
+    ("base_m=true", "--set base_m: expected an integer, got True"),
+    ("iterate_order=foo", "--set iterate_order: expected one of m_first, n_first, got 'foo'"),
+    ("iterate_order=1", "--set iterate_order: expected one of m_first, n_first, got 1"),
+])
+def test_simulate_set_value_of_the_wrong_kind(capsys, assign, needle):
+    _fails(capsys, ["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64", "--set", assign], needle)
+
+
+@pytest.mark.parametrize("assign, feasible", [("base_m=-16", False), ("base_m=17", False), ("base_m=16", True),
+                                              ("base_m=16.0", True), ("iterate_order=n_first", True)])
+def test_simulate_set_integers_outside_the_domain_are_infeasible_answers(capsys, assign, feasible):
+    assert cli(["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64", "--set", assign, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["feasible"] == feasible
+    if not feasible:
+        assert "base_m=" in out["reason"] and "outside its domain" in out["reason"]

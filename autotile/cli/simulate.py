@@ -14,7 +14,11 @@ def add_arguments(p) -> None:
     p.add_argument("--shape", required=True, help="e.g. m=1024,n=2048,k=512")
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--unit", help="default: the spec's first unit")
-    p.add_argument("--set", dest="set_", default="", help="params, e.g. base_m=128,base_n=256 (others: default tiling)")
+    p.add_argument("--set", dest="set_", default="",
+                   help="params, e.g. base_m=128,base_n=256 (others: the default tiling). A value of the "
+                        "wrong kind (not an integer for an integer param, not one of a choice param's "
+                        "choices) is an error (exit 2); an integer outside its domain, or a constraint "
+                        "it breaks, is answered as infeasible (exit 0)")
     p.add_argument("--trace", help="write a Chrome trace / Perfetto JSON file of the schedule")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -42,7 +46,7 @@ def run(args) -> int:
 
         raise InputError(f"--set: unknown param {unknown[0]!r} of {spec.op.name} ({space.unit})"
                          + suggest(unknown[0], space.names))
-    params.update(given)
+    params.update({k: _typed(space.param(k), v) for k, v in given.items()})
     reason = space.check(params)
     want = bool(args.trace)
     if reason is not None:  # outside the spec: not simulated, like any infeasible configuration
@@ -67,3 +71,27 @@ def run(args) -> int:
         if want:
             print(f"trace: {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
     return 0  # an infeasible configuration is an answer (feasible: false, reason), not an error
+
+
+def _typed(param, value):
+    """``value`` as ``param`` takes it: an integer for an int param (whether it lies in the
+    domain is the simulation's question), one of the choices for a choice param."""
+    from autotile.space import IntParam
+
+    if isinstance(param, IntParam):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InputError(f"--set {param.name}: expected an integer, got {value!r}")
+    for choice in param.choices:
+        if isinstance(choice, str) and str(value) == choice:
+            return choice
+        if not isinstance(choice, str) and isinstance(value, bool) == isinstance(choice, bool) and value == choice:
+            return choice
+    raise InputError(f"--set {param.name}: expected one of {', '.join(_text(c) for c in param.choices)}, "
+                     f"got {value!r}")
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
