@@ -7,6 +7,7 @@ import pytest
 from autotile.cli import run
 from autotile.hardware import load_profile
 from autotile.sim import calibrate as C
+from autotile.sim import fitting as F
 
 HEADER = "chip,op,dtype,m,k,n,elems,repeat,cycles,series\n"
 
@@ -54,7 +55,7 @@ def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
     # synthetic measurements from known constants: the fitter must find them again
     rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
     rows += [f"x,mmad,fp16,16,16,{n},,,{2.5 + n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
-    rows += [f"x,vadd,fp32_fp32_fp32,,,,{64 * r},{r},{max(4.0, 1.0 + 3.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32, 300)]
+    rows += [f"x,vadd,fp32_fp32_fp32,,,,{64 * r},{r},{max(5.0, 1.0 + 3.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32, 255)]
     rows += [f"x,vsqrt,fp16_fp16,,,,{128 * r},{r},{max(5.0, 0.5 + 1.5 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32)]
     csv = _write(tmp_path, HEADER + "\n".join(rows) + "\n")
     out = tmp_path / "fit.yaml"
@@ -65,7 +66,7 @@ def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
     assert fitted.cube.issue_cycles == pytest.approx(2.5, abs=0.05)
     assert fitted.cube.latency_cycles == pytest.approx(20.0, abs=0.2)
     v = fitted.vector["vadd"]["fp32_fp32_fp32"]
-    assert (v.per_repeat, v.startup, v.min_cycles) == pytest.approx((3.0, 1.0, 4.0), abs=0.05)
+    assert (v.per_repeat, v.startup, v.min_cycles) == pytest.approx((3.0, 1.0, 5.0), abs=0.05)
     assert "vsqrt" in fitted.vector  # an instruction the profile lacked is added
     assert fitted.notes["cube.issue_cycles"].startswith("calibrated: fitted to m.csv (7 rows")
     assert fitted.vector["vexp"] == hw.vector["vexp"]  # untouched constants stay
@@ -75,7 +76,7 @@ def test_far_off_rows_are_flagged(tmp_path, hw):
     rows = [f"x,vexp,fp16_fp16,,,,{128 * r},{r},{3.9 * r:.3f},vector" for r in range(1, 12)]
     rows.append("x,vexp,fp16_fp16,,,,1280,10,400.0,vector")  # a broken row
     rows = C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n"))
-    fit = C.fit(hw, rows, "t.csv", "today")
+    fit = F.fit(hw, rows, "t.csv", "today")
     flagged = [r for r in fit.after.rows if r.far_off]
     assert [r.line for r in flagged] == [13]
     assert fit.after.median_abs_rel_error < 0.02  # the robust loss did not bend to it
@@ -95,3 +96,68 @@ def test_fit_never_writes_over_its_inputs(tmp_path, run_cli, monkeypatch, target
     flag = "--hw" if target == "p.yaml" else "--measurements"
     assert code == 2 and out == "" and f"-o {target}: is the {flag} file this fit reads" in err, err
     assert {p: (tmp_path / p).read_text() for p in before} == before
+
+
+# -- rows the profile's model cannot take, and constants the rows cannot determine --------------
+
+@pytest.mark.parametrize("row,needle", [
+    ("x,vadd,fp16_fp16_fp16,,,,128,99999,6.058,vector", ":2:8: repeat: expected 1..max_repeat (255 in ascend910b2)"),
+    ("x,vadd,fp16_fp16_fp16,,,,99999,,6.058,vector", ":2:7: elems: 99999 elements take 782 repeats of 128 lanes"),
+])
+@pytest.mark.parametrize("fitting", [False, True])
+def test_a_vector_row_is_one_instruction(tmp_path, run_cli, row, needle, fitting):
+    path = _write(tmp_path, HEADER + row + "\n")
+    code, _, err = run_cli("calibrate", "--measurements", path, *(["-o", str(tmp_path / "f.yaml")] if fitting else []))
+    assert code == 2 and f"{path}{needle}" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "f.yaml").exists()
+
+
+def test_one_isolated_mmad_changes_no_cube_constant(tmp_path, run_cli, hw):
+    csv = _write(tmp_path, HEADER + "x,mmad,fp16,16,16,16,,,24.983,isolated\n")
+    out = tmp_path / "fit.yaml"
+    code, stdout, _ = run_cli("calibrate", "--measurements", csv, "-o", str(out), "--json")
+    assert code == 0
+    res = json.loads(stdout)
+    assert res["constants"] == {}
+    assert set(res["not_determined"]) == {"cube.issue_cycles", "cube.latency_cycles", "cube.macs_per_cycle.fp16"}
+    assert res["not_determined"]["cube.issue_cycles"]["value"] == hw.cube.issue_cycles
+    fitted = load_profile(str(out))
+    assert fitted.cube == hw.cube and fitted.notes["cube.issue_cycles"] == hw.notes["cube.issue_cycles"]
+
+
+def test_back_to_back_rows_alone_leave_the_latency(tmp_path, hw):
+    rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
+    fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
+    assert fit.profile.cube.issue_cycles == pytest.approx(2.5, abs=0.05)
+    assert fit.profile.cube.latency_cycles == hw.cube.latency_cycles
+    assert ("cube", "issue_cycles") in fit.updates and ("cube", "latency_cycles") not in fit.updates
+    assert set(fit.undetermined) == {("cube", "latency_cycles")}
+
+
+def test_vector_constants_the_rows_cannot_determine_are_kept(tmp_path, hw):
+    # one repeat count: nothing; a line without a short instruction on the floor: not min_cycles
+    rows = ["x,vadd,fp16_fp16_fp16,,,,128,1,6.058,vector"]
+    rows += [f"x,vmul,fp32_fp32_fp32,,,,{64 * r},{r},{1.0 + 3.0 * r:.4f},vector" for r in (8, 16, 32, 64)]
+    fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
+    assert fit.profile.vector["vadd"] == hw.vector["vadd"]
+    assert ("vector", "ops", "vadd", "fp16_fp16_fp16") not in fit.updates
+    assert {p[-1] for p in fit.undetermined if p[2] == "vadd"} == {"startup", "per_repeat", "min_cycles"}
+    vmul = fit.profile.vector["vmul"]["fp32_fp32_fp32"]
+    assert (vmul.startup, vmul.per_repeat) == pytest.approx((1.0, 3.0), abs=0.05)
+    assert vmul.min_cycles == hw.vector["vmul"]["fp32_fp32_fp32"].min_cycles
+    assert "min_cycles not determined by them" in fit.updates[("vector", "ops", "vmul", "fp32_fp32_fp32")][1]
+
+
+def test_a_new_instruction_needs_rows_that_determine_its_line(tmp_path, run_cli):
+    csv = _write(tmp_path, HEADER + "x,vsqrt,fp16_fp16,,,,128,1,5.0,vector\n")
+    code, _, err = run_cli("calibrate", "--measurements", csv, "-o", str(tmp_path / "f.yaml"))
+    assert code == 2 and f"{csv}:2:8: repeat: vsqrt fp16_fp16: the profile has no cost for it" in err, err
+
+
+def test_a_kept_floor_never_exceeds_the_rows(tmp_path, hw):
+    # vexp fp16's floor is ~3.97: rows all on a cheaper line keep the floor at most their shortest
+    rows = [f"x,vexp,fp16_fp16,,,,{128 * r},{r},{0.5 + 1.0 * r:.4f},vector" for r in (2, 4, 8, 16)]
+    fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
+    v = fit.profile.vector["vexp"]["fp16_fp16"]
+    assert (v.startup, v.per_repeat, v.min_cycles) == pytest.approx((0.5, 1.0, 2.5), abs=0.02)
+    assert fit.after.p90_abs_rel_error < 0.01

@@ -1,7 +1,8 @@
 """``autotile calibrate --hw PROFILE --measurements FILE.csv [-o NEW.yaml] [--json]``.
 
 Without ``-o``: measured vs predicted cycles per row and the error summary. With ``-o``: fit the
-profile's cube and vector constants and write the fitted profile atomically.
+profile's cube and vector constants the rows determine (the others are kept and listed as not
+determined) and write the fitted profile atomically.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.hardware import emit
     from autotile.sim import calibrate as C
+    from autotile.sim import fitting
 
     hw = load_profile(args.hw)
     if args.output:
         _not_an_input(args.output, {"--measurements": args.measurements, "--hw": hw.path})
     rows = C.read_measurements(args.measurements)
+    C.check_repeats(rows, hw, args.measurements)
     if not args.output:
         C.check_ops(rows, hw, args.measurements)
         rep = C.evaluate(hw, rows, C.series_notes(hw, rows))
@@ -50,17 +53,23 @@ def run(args) -> int:
         return 0
     src = Path(args.measurements).name
     date = _dt.date.today().isoformat()
-    fit = C.fit(hw, rows, src, date)
+    try:
+        fit = fitting.fit(hw, rows, src, date)
+    except InputError as exc:
+        raise exc.located(file=args.measurements) from None
     doc = emit.load_document(hw.path)
     for path, (value, note) in fit.updates.items():
         emit.set_constant(doc, path, value, note)
-    header = _header(hw.path) + f"\nConstants marked calibrated: fitted by `autotile calibrate` to {src}, {date}."
+    header = _header(hw.path, keep_calibrated=not fit.updates)  # nothing fitted: the old line still holds
+    if fit.updates:
+        header += f"\nConstants marked calibrated: fitted by `autotile calibrate` to {src}, {date}."
     write_text(args.output, emit.render(doc, header))
     load_profile(args.output)  # the written file must load strictly
     if args.json:
         print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements),
                     "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
-                    "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()}})
+                    "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()},
+                    "not_determined": {".".join(p): {"value": v, "why": why} for p, (v, why) in fit.undetermined.items()}})
     else:
         _summary("before", fit.before)
         _summary("after ", fit.after)
@@ -68,6 +77,8 @@ def run(args) -> int:
             if r.far_off:
                 print(f"far off after the fit: line {r.line} {r.op} {r.dtype} {_params(r.params)} "
                       f"measured {r.measured} predicted {r.predicted:.3f}")
+        for p, (v, why) in fit.undetermined.items():
+            print(f"not determined: {'.'.join(p)} = {v}: {why}")
         for n in fit.notes:
             print(f"note: {n}")
         print(f"wrote {args.output}")
@@ -107,11 +118,11 @@ def _summary(what, rep) -> None:
           f"p90 {100 * rep.p90_abs_rel_error:.2f}%, {far} far off")
 
 
-def _header(path) -> str:
+def _header(path, keep_calibrated: bool = False) -> str:
     lines = []
     for line in Path(path).read_text().splitlines():
         if not line.startswith("#"):
             break
-        if "Constants marked calibrated" not in line:
+        if keep_calibrated or "Constants marked calibrated" not in line:
             lines.append(line[1:].strip())
     return "\n".join(lines)

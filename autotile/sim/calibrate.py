@@ -1,34 +1,25 @@
-"""Calibration: compare a profile with measured micro-operation cycles, and fit its constants.
+"""Calibration: read measured micro-operation cycles strictly and compare a profile with them.
 
-Every prediction goes through ``sim.micro`` (the engine the kernels use). The fit is per
-physical group, each a least-squares problem on log cycles with a robust (soft L1) loss:
-
-* cube: ``issue_cycles``, ``latency_cycles`` and the fractal rate (MACs per cycle) from the
-  back-to-back (steady state per Mmad) and isolated (one Mmad, with latency) series;
-* vector, per (op, dtype signature): ``startup``, ``per_repeat``, ``min_cycles`` of
-  ``max(min_cycles, startup + per_repeat * repeat)`` (split at the profile's max repeat).
-
-Rows that stay far off after the fit are flagged, not bent to: the model is physical.
+Every prediction goes through ``sim.micro`` (the engine the kernels use); ``sim.fitting`` fits
+the profile's constants to the rows. Rows that stay far off after a fit are flagged, not bent
+to: the model is physical.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from autotile.dtypes import DTYPES
 from autotile.errors import InputError
-from autotile.hardware import HardwareProfile, VectorCost
+from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import VECTOR_OPS, signature_problem
 from autotile.hardware.profile import profile_error
-from autotile.sim import engine as E
 from autotile.sim import micro as U
-from autotile.sim.costs import cost_vector
 from autotile.yamlsrc import suggest
 
 COLUMNS = ("chip", "op", "dtype", "m", "k", "n", "elems", "repeat", "cycles", "series")
@@ -97,17 +88,6 @@ class Report:
         if with_rows:
             out = {"rows": [r.to_json() for r in self.rows], **out}
         return out
-
-
-@dataclass(frozen=True)
-class Fit:
-    """A fitted profile, the constants that changed (path -> (value, note)) and the errors."""
-
-    profile: HardwareProfile
-    updates: dict
-    before: Report
-    after: Report
-    notes: tuple = field(default=())
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -200,6 +180,22 @@ def check_ops(rows: list[Measurement], hw: HardwareProfile, path) -> None:
                                            "profile, or fit one to the measurements with -o") from None
 
 
+def check_repeats(rows: list[Measurement], hw: HardwareProfile, path) -> None:
+    """A vector row times one instruction: its repeat (given, or from elems) is 1..max_repeat."""
+    top = hw.vector_max_repeat
+    for r in rows:
+        if r.op == "mmad":
+            continue
+        if r.repeat is not None and r.repeat > top:
+            raise InputError(f"expected 1..max_repeat ({top} in {hw.name}) for one vector instruction, "
+                             f"got {r.repeat}", file=str(path), line=r.line, col=COLUMNS.index("repeat") + 1,
+                             field="repeat")
+        if r.repeat is None and row_repeat(hw, r) > top:
+            raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.dtype)} "
+                             f"lanes: expected 1..max_repeat ({top} in {hw.name}) for one vector instruction",
+                             file=str(path), line=r.line, col=COLUMNS.index("elems") + 1, field="elems")
+
+
 def predictable(hw: HardwareProfile, r: Measurement) -> bool:
     """Can the profile cost this row (its op, and a signature with the same source dtype)?"""
     if r.op == "mmad":
@@ -259,94 +255,3 @@ def series_notes(hw: HardwareProfile, rows: list[Measurement]) -> list[str]:
                          f"{hw.vector_bytes_per_repeat} B/repeat ({per} lanes), e.g. line {ex.line}: "
                          f"elems={ex.elems} repeat={ex.repeat}; the repeat column is used")
     return notes
-
-
-# -- fitting ---------------------------------------------------------------------------------
-
-def _robust(fun, x0, lo, hi):
-    x0 = np.clip(np.asarray(x0, float), np.asarray(lo) + 1e-9, np.asarray(hi) - 1e-9)
-    return least_squares(fun, x0, bounds=(lo, hi), loss="soft_l1", f_scale=LOSS_SCALE,
-                         diff_step=1e-4).x
-
-
-def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> tuple[float, float, float]:
-    """(issue_cycles, latency_cycles, fp16 MACs per cycle) fitted to the Mmad rows."""
-    mm = [r for r in rows if r.op == "mmad"]
-    dtype = mm[0].dtype
-    meas = np.log([r.cycles for r in mm])
-    base = cost_vector(hw, dtype)
-
-    def resid(x):
-        c = base.copy()
-        c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[2] * 4096.0
-        pred = []
-        for r in mm:
-            rep = B2B_REPEAT if r.series == "back_to_back" else (r.repeat or 1)
-            cyc, per = U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
-            pred.append(per if r.series == "back_to_back" else cyc)
-        return np.log(pred) - meas
-
-    # the profile's rate is the documented peak: a fit may find the cube slower, never faster
-    peak = hw.cube.macs_per_cycle[dtype] / 4096.0
-    x0 = (hw.cube.issue_cycles, hw.cube.latency_cycles, peak * 0.99)
-    x = _robust(resid, x0, [0.0, 0.0, 0.25 * peak], [64.0, 512.0, peak])
-    return float(x[0]), float(x[1]), float(x[2] * 4096.0)
-
-
-def fit_vector(hw: HardwareProfile, rs: list[Measurement]) -> VectorCost:
-    """(startup, per_repeat, min_cycles) of one (op, signature) series."""
-    reps = np.array([row_repeat(hw, r) for r in rs], float)
-    meas = np.array([r.cycles for r in rs])
-    cost = cost_vector(hw, "fp16")
-
-    def resid(x):
-        return np.log([U.run_vector(cost, x, int(n))[0] for n in reps]) - np.log(meas)
-
-    # start from the physics: the slope of the long instructions, the floor of the short ones
-    order = np.argsort(reps)
-    tail = order[len(order) // 2:]
-    slope, icpt = np.polyfit(reps[tail], meas[tail], 1) if len(set(reps[tail])) > 1 else (meas[tail][0] / reps[tail][0], 0.0)
-    x0 = [max(icpt, 0.0), max(slope, 0.05), float(meas[order[0]])]
-    x = _robust(resid, x0, [0.0, 0.01, 0.0], [1e3, 1e3, 1e3])
-    return VectorCost(*(round(float(v), 4) for v in x))
-
-
-def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str) -> Fit:
-    """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors."""
-    notes = series_notes(hw, rows)
-    known = [r for r in rows if predictable(hw, r)]
-    if len(known) < len(rows):
-        notes.append(f"{len(rows) - len(known)} rows the input profile could not cost (op or "
-                     "source dtype missing) are only in the 'after' errors")
-    before = evaluate(hw, known, notes) if known else None
-    updates = {}
-    cube = hw.cube
-    series = sorted({r.series for r in rows})
-    mm = [r for r in rows if r.op == "mmad"]
-    if mm:
-        issue, lat, macs = fit_cube(hw, rows)
-        dtype = mm[0].dtype
-        tag = f"fitted to {source} ({len(mm)} rows, mmad {'+'.join(sorted({r.series for r in mm}))}), {date}"
-        macs_i = int(round(macs))
-        cube = replace(cube, issue_cycles=round(issue, 4), latency_cycles=round(lat, 4),
-                       macs_per_cycle={**cube.macs_per_cycle, dtype: macs_i})
-        updates[("cube", "issue_cycles")] = (cube.issue_cycles, tag)
-        updates[("cube", "latency_cycles")] = (cube.latency_cycles, tag)
-        updates[("cube", "macs_per_cycle", dtype)] = (
-            macs_i, f"{tag}; fractal rate {macs / 4096.0:.4f} per cycle, bounded above by the "
-                    f"documented peak {hw.cube.macs_per_cycle[dtype]} (16x16x16 per cycle)")
-    vector = {op: dict(t) for op, t in hw.vector.items()}
-    groups: dict = {}
-    for r in rows:
-        if r.op != "mmad":
-            groups.setdefault((r.op, r.dtype), []).append(r)
-    for (op, sig), rs in groups.items():
-        vc = fit_vector(hw, rs)
-        vector.setdefault(op, {})[sig] = vc
-        ser = "+".join(sorted({r.series for r in rs}))
-        updates[("vector", "ops", op, sig)] = (vc, f"fitted to {source} ({len(rs)} rows, {ser}), {date}")
-    new = replace(hw, cube=cube, vector=vector)
-    after = evaluate(new, rows, notes)
-    if before is None:
-        before = after
-    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]))

@@ -1,0 +1,221 @@
+"""Fitting a profile's constants to calibration rows (``calibrate`` reads them), per physical
+group, each a least-squares problem on log cycles with a robust (soft L1) loss:
+
+* cube: ``issue_cycles``, ``latency_cycles`` and the fractal rate (MACs per cycle) from the
+  back-to-back (steady state per Mmad) and isolated (Mmads then their latency) series;
+* vector, per (op, dtype signature): ``startup``, ``per_repeat``, ``min_cycles`` of
+  ``max(min_cycles, startup + per_repeat * repeat)``, one instruction per row.
+
+Only the constants the rows determine (``identify``) are fitted; the others keep the profile's
+values and are reported as not determined, never marked calibrated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from autotile.dtypes import DTYPES
+from autotile.errors import InputError
+from autotile.hardware import HardwareProfile, VectorCost
+from autotile.sim import engine as E
+from autotile.sim import micro as U
+from autotile.sim.calibrate import (
+    B2B_REPEAT,
+    COLUMNS,
+    LOSS_SCALE,
+    Measurement,
+    Report,
+    evaluate,
+    predictable,
+    row_repeat,
+    series_notes,
+)
+from autotile.sim.costs import cost_vector
+from autotile.sim.identify import VECTOR_NAMES, cube_design, determined, vector_determined
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted profile, the constants that changed (path -> (value, note)), the errors, and the
+    constants the rows cannot determine, kept at the profile's values (path -> (value, why))."""
+
+    profile: HardwareProfile
+    updates: dict
+    before: Report
+    after: Report
+    notes: tuple = field(default=())
+    undetermined: dict = field(default_factory=dict)
+
+
+def _robust(fun, x0, lo, hi):
+    x0 = np.clip(np.asarray(x0, float), np.asarray(lo) + 1e-9, np.asarray(hi) - 1e-9)
+    return least_squares(fun, x0, bounds=(lo, hi), loss="soft_l1", f_scale=LOSS_SCALE,
+                         diff_step=1e-4).x
+
+
+def _padded_macs(base: np.ndarray, r: Measurement) -> float:
+    """The MACs one Mmad of row ``r`` pays for (whole fractals), as the engine counts them."""
+    c = base.copy()
+    c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = 0.0, 0.0, 1.0
+    return U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, 1)[0]
+
+
+def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> tuple[float, float, float, list[bool]]:
+    """(issue_cycles, latency_cycles, fp16 MACs per cycle, which of them the Mmad rows determine);
+    the undetermined ones keep the profile's values and only the others are fitted."""
+    mm = [r for r in rows if r.op == "mmad"]
+    dtype = mm[0].dtype
+    meas = np.log([r.cycles for r in mm])
+    base = cost_vector(hw, dtype)
+    # the profile's rate is the documented peak: a fit may find the cube slower, never faster
+    peak = hw.cube.macs_per_cycle[dtype] / 4096.0
+    prior = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak])
+    free = np.array(determined(cube_design(mm, lambda r: _padded_macs(base, r))))
+
+    def resid(xf):
+        x = prior.copy()
+        x[free] = xf
+        c = base.copy()
+        c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[2] * 4096.0
+        pred = []
+        for r in mm:
+            rep = B2B_REPEAT if r.series == "back_to_back" else (r.repeat or 1)
+            cyc, per = U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
+            pred.append(per if r.series == "back_to_back" else cyc)
+        return np.log(pred) - meas
+
+    x = prior.copy()
+    if free.any():
+        x0 = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak * 0.99])
+        lo, hi = np.array([0.0, 0.0, 0.25 * peak]), np.array([64.0, 512.0, peak])
+        x[free] = _robust(resid, x0[free], lo[free], hi[free])
+    return float(x[0]), float(x[1]), float(x[2] * 4096.0), [bool(f) for f in free]
+
+
+def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | None) -> tuple[VectorCost, list[bool]]:
+    """(startup, per_repeat, min_cycles) of one (op, signature) series and which of them its rows
+    determine; the others keep ``prior`` (the profile's cost for it; a floor no higher than
+    the shortest row). Without a prior an undetermined floor is 0 (none measured); an
+    undetermined line is an InputError."""
+    reps = np.array([row_repeat(hw, r) for r in rs], float)
+    meas = np.array([r.cycles for r in rs])
+    cost = cost_vector(hw, "fp16")
+
+    def resid_of(fixed, free):
+        def resid(xf):
+            x = fixed.copy()
+            x[free] = xf
+            return np.log([U.run_vector(cost, x, int(n))[0] for n in reps]) - np.log(meas)
+        return resid
+
+    # start from the physics: the slope of the long instructions, the floor of the short ones
+    order = np.argsort(reps)
+    tail = order[len(order) // 2:]
+    slope, icpt = np.polyfit(reps[tail], meas[tail], 1) if len(set(reps[tail])) > 1 else (meas[tail][0] / reps[tail][0], 0.0)
+    x0 = np.array([max(icpt, 0.0), max(slope, 0.05), float(meas[order[0]])])
+    lo, hi = np.array([0.0, 0.01, 0.0]), np.full(3, 1e3)
+    every = np.ones(3, bool)
+    x = _robust(resid_of(x0, every), x0, lo, hi)
+    free = np.array(vector_determined(reps, *x))
+    if not free.all():
+        if prior is None and not free[:2].all():
+            r = rs[0]
+            raise InputError(f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {_rows(len(rs), 'row')} "
+                             "cannot separate startup from per_repeat: measure it at two or more repeat "
+                             "counts of one instruction", line=r.line, col=COLUMNS.index("repeat") + 1, field="repeat")
+        held = np.array([prior.startup, prior.per_repeat, prior.min_cycles] if prior else [0.0, 0.0, 0.0])
+        if free[0] and not free[2]:  # a floor above the shortest row would contradict it
+            held[2] = min(held[2], float(meas.min()))
+        x = held.copy()
+        if free.any():
+            x[free] = _robust(resid_of(held, free), x0[free], lo[free], hi[free])
+    return VectorCost(*(round(float(v), 4) for v in x)), [bool(f) for f in free]
+
+
+def prior_cost(hw: HardwareProfile, op: str, sig: str) -> VectorCost | None:
+    """What the profile costs (op, sig) with today (its own entry, or the signature it falls
+    back to), or None when it cannot cost it."""
+    try:
+        used, _ = U.vector_signature(hw, op, sig)
+    except InputError:
+        return None
+    return hw.vector[op][used]
+
+
+CUBE_WHY = ("back_to_back Mmad rows at two or more sizes determine issue_cycles and the MAC rate, "
+            "isolated rows then latency_cycles")
+VECTOR_WHY = {"startup": "rows at two or more repeat counts on its line (startup + per_repeat x repeat) "
+                         "determine it", "per_repeat": "rows at two or more repeat counts on its line determine it",
+              "min_cycles": "a row on its floor (a short instruction) determines it"}
+
+
+def _rows(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str) -> Fit:
+    """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors.
+
+    Only the constants the rows determine (``identify``) change and are marked calibrated; the
+    others keep the profile's values and are listed in ``Fit.undetermined``.
+    """
+    notes = series_notes(hw, rows)
+    known = [r for r in rows if predictable(hw, r)]
+    if len(known) < len(rows):
+        notes.append(f"{len(rows) - len(known)} rows the input profile could not cost (op or "
+                     "source dtype missing) are only in the 'after' errors")
+    before = evaluate(hw, known, notes) if known else None
+    updates, undetermined = {}, {}
+    cube = hw.cube
+    series = sorted({r.series for r in rows})
+    mm = [r for r in rows if r.op == "mmad"]
+    if mm:
+        issue, lat, macs, free = fit_cube(hw, rows)
+        dtype = mm[0].dtype
+        tag = f"fitted to {source} ({len(mm)} rows, mmad {'+'.join(sorted({r.series for r in mm}))}), {date}"
+        macs_i = int(round(macs))
+        values = {("cube", "issue_cycles"): (round(issue, 4), tag), ("cube", "latency_cycles"): (round(lat, 4), tag),
+                  ("cube", "macs_per_cycle", dtype): (
+                      macs_i, f"{tag}; fractal rate {macs / 4096.0:.4f} per cycle, bounded above by the "
+                              f"documented peak {hw.cube.macs_per_cycle[dtype]} (16x16x16 per cycle)")}
+        cube = replace(cube, issue_cycles=values[("cube", "issue_cycles")][0],
+                       latency_cycles=values[("cube", "latency_cycles")][0],
+                       macs_per_cycle={**cube.macs_per_cycle, dtype: macs_i})
+        for (path, (value, note)), ok in zip(values.items(), free):
+            if ok:
+                updates[path] = (value, note)
+            else:
+                undetermined[path] = (value, f"{_rows(len(mm), 'Mmad row')} do not determine it alone (kept "
+                                             f"from the profile): {CUBE_WHY}")
+    vector = {op: dict(t) for op, t in hw.vector.items()}
+    groups: dict = {}
+    for r in rows:
+        if r.op != "mmad":
+            groups.setdefault((r.op, r.dtype), []).append(r)
+    for (op, sig), rs in groups.items():
+        prior = prior_cost(hw, op, sig)
+        vc, free = fit_vector(hw, rs, prior)
+        path = ("vector", "ops", op, sig)
+        kept = [n for n, ok in zip(VECTOR_NAMES, free) if not ok]
+        held = "kept from the profile" if prior else "0: no floor measured"
+        if prior and vc.min_cycles < prior.min_cycles:
+            held = f"kept from the profile; min_cycles lowered from {prior.min_cycles} to the shortest row's cycles"
+        for name in kept:
+            undetermined[path + (name,)] = (getattr(vc, name), f"{_rows(len(rs), 'row')} do not determine it ({held}): "
+                                                               f"{VECTOR_WHY[name]}")
+        if len(kept) == 3:
+            continue  # nothing learned: the profile's cost stays as it is
+        vector.setdefault(op, {})[sig] = vc
+        ser = "+".join(sorted({r.series for r in rs}))
+        note = f"fitted to {source} ({len(rs)} rows, {ser}), {date}"
+        if kept:
+            note += f"; {', '.join(kept)} not determined by them, {held}"
+        updates[path] = (vc, note)
+    new = replace(hw, cube=cube, vector=vector)
+    after = evaluate(new, rows, notes)
+    if before is None:
+        before = after
+    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]), undetermined)
