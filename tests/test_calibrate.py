@@ -161,3 +161,11 @@ def test_a_kept_floor_never_exceeds_the_rows(tmp_path, hw):
     v = fit.profile.vector["vexp"]["fp16_fp16"]
     assert (v.startup, v.per_repeat, v.min_cycles) == pytest.approx((0.5, 1.0, 2.5), abs=0.02)
     assert fit.after.p90_abs_rel_error < 0.01
+
+
+@pytest.mark.parametrize("row,needle", [("abc,x,vadd,fp16_fp16_fp16,,,,128,9,vector", ":2:1: cycles: expected a number"),
+                                        ("6.0,x,vadd,fp16_fp16_fp16,,,,128,999,vector", ":2:9: repeat: expected 1..max_repeat")])
+def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
+    path = _write(tmp_path, "cycles,chip,op,dtype,m,k,n,elems,repeat,series\n" + row + "\n")
+    code, _, err = run_cli("calibrate", "--measurements", path)
+    assert code == 2 and f"{path}{needle}" in err, err

@@ -44,6 +44,11 @@ class Measurement:
     repeat: int | None
     cycles: float
     series: str
+    header: tuple = COLUMNS  # the file's columns, in its order
+
+    def col(self, name: str) -> int:
+        """1-based column of ``name`` in the row's file."""
+        return self.header.index(name) + 1
 
 
 @dataclass(frozen=True)
@@ -120,15 +125,15 @@ def read_measurements(path: str | Path) -> list[Measurement]:
             continue
         if len(rec) != len(header):
             raise InputError(f"expected {len(header)} columns, got {len(rec)}", file=str(path), line=lineno)
-        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}))
+        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header)))
     if not rows:
         raise InputError("no measurement rows", file=str(path), line=2)
     return rows
 
 
-def _row(path, line, rec: dict) -> Measurement:
+def _row(path, line, rec: dict, header: tuple) -> Measurement:
     def err(col, msg):
-        return InputError(msg, file=str(path), line=line, col=COLUMNS.index(col) + 1, field=col)
+        return InputError(msg, file=str(path), line=line, col=header.index(col) + 1, field=col)
 
     def num(col, kind, required):
         raw = rec[col]
@@ -153,7 +158,7 @@ def _row(path, line, rec: dict) -> Measurement:
             raise err("dtype", f"mmad dtype {rec['dtype']!r}: expected one of {', '.join(DTYPES)}")
         m, k, n = (num(c, int, True) for c in ("m", "k", "n"))
         return Measurement(line, rec["chip"], op, rec["dtype"], m, k, n, None, num("repeat", int, False),
-                           cycles, series)
+                           cycles, series, header)
     if op not in VECTOR_OPS:
         raise err("op", f"unknown op {op!r}: expected mmad or a vector instruction (vadd, vexp, ...)"
                   + suggest(op, ["mmad", *VECTOR_OPS]))
@@ -163,7 +168,7 @@ def _row(path, line, rec: dict) -> Measurement:
     elems, repeat = num("elems", int, False), num("repeat", int, False)
     if elems is None and repeat is None:
         raise err("repeat", "a vector row needs elems or repeat")
-    return Measurement(line, rec["chip"], op, rec["dtype"], None, None, None, elems, repeat, cycles, series)
+    return Measurement(line, rec["chip"], op, rec["dtype"], None, None, None, elems, repeat, cycles, series, header)
 
 
 def check_ops(rows: list[Measurement], hw: HardwareProfile, path) -> None:
@@ -188,12 +193,12 @@ def check_repeats(rows: list[Measurement], hw: HardwareProfile, path) -> None:
             continue
         if r.repeat is not None and r.repeat > top:
             raise InputError(f"expected 1..max_repeat ({top} in {hw.name}) for one vector instruction, "
-                             f"got {r.repeat}", file=str(path), line=r.line, col=COLUMNS.index("repeat") + 1,
+                             f"got {r.repeat}", file=str(path), line=r.line, col=r.col("repeat"),
                              field="repeat")
         if r.repeat is None and row_repeat(hw, r) > top:
             raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.dtype)} "
                              f"lanes: expected 1..max_repeat ({top} in {hw.name}) for one vector instruction",
-                             file=str(path), line=r.line, col=COLUMNS.index("elems") + 1, field="elems")
+                             file=str(path), line=r.line, col=r.col("elems"), field="elems")
 
 
 def predictable(hw: HardwareProfile, r: Measurement) -> bool:

@@ -24,7 +24,6 @@ from autotile.sim import engine as E
 from autotile.sim import micro as U
 from autotile.sim.calibrate import (
     B2B_REPEAT,
-    COLUMNS,
     LOSS_SCALE,
     Measurement,
     Report,
@@ -125,7 +124,7 @@ def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | N
             r = rs[0]
             raise InputError(f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {_rows(len(rs), 'row')} "
                              "cannot separate startup from per_repeat: measure it at two or more repeat "
-                             "counts of one instruction", line=r.line, col=COLUMNS.index("repeat") + 1, field="repeat")
+                             "counts of one instruction", line=r.line, col=r.col("repeat"), field="repeat")
         held = np.array([prior.startup, prior.per_repeat, prior.min_cycles] if prior else [0.0, 0.0, 0.0])
         if free[0] and not free[2]:  # a floor above the shortest row would contradict it
             held[2] = min(held[2], float(meas.min()))
