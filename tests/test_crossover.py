@@ -210,10 +210,14 @@ def test_text_mode_says_nowhere_and_shortens_long_range_lists(capsys):
 def test_two_unit_ops_default_to_their_own_units(capsys, op):
     assert run(["crossover", op, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    small, large = out["units"]
-    assert {small, large} == {"vector", "scalar"}
-    # the small unit is the one faster at the grid's first size (inputs in GM)
-    assert best(op, small, 16, "fp16", HW, False)[0] <= best(op, large, 16, "fp16", HW, False)[0]
+    # the narrower unit first: the answer is where the Vector takes over from the S pipe
+    assert out["units"] == ["scalar", "vector"]
+    assert out["end_to_end_n"] is not None and out["end_to_end_n"] <= 1024  # the decision tree's ~1 KB
+
+
+def test_a_one_unit_op_has_no_crossover(run_cli):
+    code, _, err = run_cli("crossover", "copy")
+    assert code == 2 and "one unit" in err and err.count("\n") == 1
 
 
 def test_explicit_units_still_choose_the_pair(capsys):

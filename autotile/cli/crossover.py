@@ -35,6 +35,8 @@ def run(args) -> int:
     if info.dims != ("n",):
         raise InputError(f"crossover searches one size n; op {args.op} has dims {', '.join(info.dims) or 'from its spec'} "
                          f"(compare units on given shapes with `autotile simulate`)")
+    if len(info.units) < 2:
+        raise InputError(f"op {args.op} runs on one unit ({info.units[0]}): there is no crossover to find")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     options = _inputs(args.op, args.inputs)
@@ -48,7 +50,7 @@ def run(args) -> int:
 
     given_dir(args.models)
     hw = load_profile(args.hw)
-    args.small_unit, args.large_unit = _units(args, hw, options)
+    args.small_unit, args.large_unit = _units(args)
     args.options = options
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
@@ -159,7 +161,7 @@ def _inputs(op: str, text: str) -> dict:
     return given
 
 
-def _units(args, hw, options: dict) -> tuple[str, str]:
+def _units(args) -> tuple[str, str]:
     """The unit pair: as given, else the op's default pair (one given: the other of that pair,
     or of the op's units)."""
     from autotile.models.crossover import default_units
@@ -167,7 +169,7 @@ def _units(args, hw, options: dict) -> tuple[str, str]:
     small, large = args.small_unit, args.large_unit
     if small and large:
         return small, large
-    pair = default_units(args.op, args.dtype, hw, options)
+    pair = default_units(args.op)
     if small is None and large is None:
         return pair
     given = small or large

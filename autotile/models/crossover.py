@@ -95,16 +95,18 @@ def _options(op: str, options: dict | None, on_chip: bool) -> dict | None:
     return framed(options, on_chip)
 
 
-def default_units(op: str, dtype: str, hw: HardwareProfile, options: dict | None = None) -> tuple[str, str]:
-    """(small_unit, large_unit) when none are given: vector and cube for the ops that have a
-    cube; for an op with two units, the one faster at the grid's smallest size (inputs in GM,
-    the framing every op has) first, ties in the registry's order."""
+WIDTH = ("scalar", "vector", "cube")  # units from the narrowest to the widest
+
+
+def default_units(op: str) -> tuple[str, str]:
+    """(small_unit, large_unit) when none are given: vector and cube for the ops that have both,
+    else the op's two units narrower first (scalar, then vector), so the answer is the size from
+    which the wider unit stays faster, the question the seed's decision tree asks."""
     units = registry.get(op).units
     if "cube" in units and "vector" in units:
         return "vector", "cube"
-    a, b = units[:2]
-    ca, cb = (best(op, u, 16, dtype, hw, False, options)[0] for u in (a, b))
-    return (b, a) if cb < ca else (a, b)
+    a, b = sorted(units, key=WIDTH.index)[:2]
+    return a, b
 
 
 FRACTAL = 256  # elements of one 16 x 16 Cube fractal: sizes that are multiples of it leave no partial one
