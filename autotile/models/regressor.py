@@ -112,7 +112,10 @@ class CostRegressor:
                 "cube_cores": self.cube_cores, "hw": self.hw, "ranges": self.ranges}
 
     @classmethod
-    def from_state(cls, state: dict, models: dict) -> CostRegressor:
+    def from_state(cls, state: dict, models: dict, op: str | None = None) -> CostRegressor:
+        """The model a file holds; ``op``: the op it must be for (its file name's)."""
+        if op is not None and isinstance(state, dict) and state.get("op") != op:
+            raise ValueError(f"its state is for op {state.get('op')!r}, not {op}")
         reg = cls(state["op"], cube_cores=int(state["cube_cores"]), hw=state.get("hw"))
         reg.units, reg.names, reg.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
         reg.ranges = ranges_from_state(state)

@@ -119,7 +119,10 @@ class UnitSelector:
                 "ranges": self.ranges}
 
     @classmethod
-    def from_state(cls, state: dict, models: dict) -> UnitSelector:
+    def from_state(cls, state: dict, models: dict, op: str | None = None) -> UnitSelector:
+        """The model a file holds; ``op``: the op it must be for (its file name's)."""
+        if op is not None and isinstance(state, dict) and state.get("op") != op:
+            raise ValueError(f"its state is for op {state.get('op')!r}, not {op}")
         sel = cls(state["op"])
         sel.units, sel.names, sel.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
         sel.ranges = ranges_from_state(state)

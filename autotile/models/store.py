@@ -98,10 +98,11 @@ def save(path, *, kind: str, op: str, hw_hash: str, fingerprint: str, state: dic
     return write_bytes(path, buf.getvalue())
 
 
-def load(path, *, kind: str, hw_hash: str | None = None, retrain: str = "run `autotile train` again"
-         ) -> tuple[dict, dict]:
-    """(meta, estimators) of a model file, checked against ``kind``, the version and the profile;
-    ``retrain`` ends the message of a profile mismatch."""
+def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None,
+         retrain: str = "run `autotile train` again") -> tuple[dict, dict]:
+    """(meta, estimators) of a model file, checked against ``kind``, ``op`` (a file copied or
+    renamed from another op's model is refused), the version and the profile; ``retrain`` ends
+    the message of a profile mismatch."""
     import skops.io as sio
 
     path = Path(path)
@@ -115,6 +116,9 @@ def load(path, *, kind: str, hw_hash: str | None = None, retrain: str = "run `au
         raise InputError(f"{path}: corrupt model file ({exc}); run `autotile train` again") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("kind") != kind:
         raise InputError(f"{path}: not an autotile {kind} model file")
+    if op is not None and meta.get("op") != op:
+        raise InputError(f"{path}: a {kind} model trained for op {meta.get('op')!r}, not {op} (copied or renamed?); "
+                         f"run `autotile train --ops {op}`")
     if meta.get("autotile_version") != __version__:
         raise InputError(f"{path}: model built by autotile {meta.get('autotile_version')}, this is "
                          f"{__version__}; run `autotile train` again")
@@ -141,7 +145,7 @@ def load_selector(op: str, hw=None, out=None, path=None):
 
     p, (meta, models) = _read("units", op, out, hw, path)
     try:
-        return UnitSelector.from_state(meta["state"], models)
+        return UnitSelector.from_state(meta["state"], models, op=op)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{p}: corrupt model file ({exc})") from None
 
@@ -157,7 +161,7 @@ def load_regressor(op: str, out=None, hw=None, path=None):
 
     p, (meta, models) = _read("cost", op, out, hw, path)
     try:
-        return CostRegressor.from_state(meta["state"], models)
+        return CostRegressor.from_state(meta["state"], models, op=op)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{p}: corrupt model file ({exc})") from None
 
@@ -167,10 +171,10 @@ def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict]]:
     says so, since retraining writes the per-profile file and leaves it in place."""
     h = hw.content_hash() if hw is not None else None
     if path:
-        return Path(path), load(path, kind=kind, hw_hash=h)
+        return Path(path), load(path, kind=kind, op=op, hw_hash=h)
     p = locate(kind, op, out, hw)
     if p != legacy_path(kind, op, out):
-        return p, load(p, kind=kind, hw_hash=h)
+        return p, load(p, kind=kind, op=op, hw_hash=h)
     name = hw.name if hw is not None else "NAME"
-    return p, load(p, kind=kind, hw_hash=h, retrain=f"it is an old one-file-per-op model (models now live in "
+    return p, load(p, kind=kind, op=op, hw_hash=h, retrain=f"it is an old one-file-per-op model (models now live in "
                                                      f"{p.parent}/<profile>/); run `autotile train --hw {name}`")

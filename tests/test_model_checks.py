@@ -1,0 +1,72 @@
+"""A model file is used only for what it was built for: its op, its simulator, its profile.
+
+Models here are fitted on synthetic rows (no simulation), so each check takes a second or less.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotile.models import dataset as D
+from autotile.models import store
+from autotile.models.dataset import Row
+from autotile.models.regressor import CostRegressor
+from autotile.models.selector import UnitSelector
+
+
+def synth_rows(op: str, units, dtypes=("fp16",), sizes=(64, 256, 1024, 4096), data=("gm",), params=None):
+    """Rows of made-up cycles: each unit a line in n, bf16 a tenth slower than fp16."""
+    rows = []
+    for where in data:
+        for n in sizes:
+            for dt in dtypes:
+                for i, u in enumerate(units):
+                    cyc = (100 + 50 * i + n * 0.01 * (i + 1)) * (1.1 if dt == "bf16" else 1.0)
+                    for p in params or [{}]:
+                        rows.append(Row(op, {"n": n}, dt, u, dict(p), cyc * (1 + 0.01 * len(p)), "sim", where))
+    return rows
+
+
+def selector(op: str, units=("vector", "scalar"), **kw) -> UnitSelector:
+    return UnitSelector(op).fit(synth_rows(op, units, **kw))
+
+
+@pytest.fixture
+def table(tmp_path):
+    from tablekit import default_table
+
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(default_table()))
+    return path
+
+
+def test_decide_refuses_another_ops_selector_under_its_name(tmp_path, run_cli, hw):
+    """sigmoid's selector copied as weighted_sum.units.zip answered weighted_sum's decide."""
+    target = store.path_for("units", "weighted_sum", tmp_path, hw)
+    store.save_selector(selector("sigmoid"), hw, D.fingerprint(hw), path=target)
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(tmp_path), "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert str(target) in err and "'sigmoid'" in err and "autotile train --ops weighted_sum" in err
+
+
+def test_lookup_skips_another_ops_cost_model_under_its_name(tmp_path, run_cli, table, hw):
+    """weighted_sum's cost model copied as matmul.cost.zip answered a matmul lookup."""
+    reg = CostRegressor("weighted_sum").fit(synth_rows("weighted_sum", ("vector",), params=[{"tile_len": 256}]))
+    target = store.path_for("cost", "matmul", tmp_path, hw)
+    store.save_regressor(reg, hw, D.fingerprint(hw), path=target)
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["match"] == "default"
+    assert err.count("\n") == 1 and "warning" in err and str(target) in err and "'weighted_sum'" in err
+
+
+def test_a_state_of_another_op_is_refused(tmp_path, hw):
+    sel = selector("weighted_sum")
+    path = store.path_for("units", "weighted_sum", tmp_path, hw)
+    store.save(path, kind="units", op="weighted_sum", hw_hash=hw.content_hash(), fingerprint=D.fingerprint(hw),
+               state=dict(sel.state(), op="sigmoid"), models=sel.models)
+    from autotile.errors import InputError
+
+    with pytest.raises(InputError, match="for op 'sigmoid', not weighted_sum"):
+        store.load_selector("weighted_sum", hw, tmp_path)
