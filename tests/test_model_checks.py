@@ -16,7 +16,8 @@ from autotile.models.regressor import CostRegressor
 from autotile.models.selector import UnitSelector
 
 
-def synth_rows(op: str, units, dtypes=("fp16",), sizes=(64, 256, 1024, 4096), data=("gm",), params=None):
+def synth_rows(op: str, units, dtypes=("fp16",), sizes=(64, 256, 1024, 4096), data=("gm",), params=None,
+               dims=("n",)):
     """Rows of made-up cycles: each unit a line in n, bf16 a tenth slower than fp16."""
     rows = []
     for where in data:
@@ -25,7 +26,7 @@ def synth_rows(op: str, units, dtypes=("fp16",), sizes=(64, 256, 1024, 4096), da
                 for i, u in enumerate(units):
                     cyc = (100 + 50 * i + n * 0.01 * (i + 1)) * (1.1 if dt == "bf16" else 1.0)
                     for p in params or [{}]:
-                        rows.append(Row(op, {"n": n}, dt, u, dict(p), cyc * (1 + 0.01 * len(p)), "sim", where))
+                        rows.append(Row(op, dict.fromkeys(dims, n), dt, u, dict(p), cyc * (1 + 0.01 * len(p)), "sim", where))
     return rows
 
 
@@ -70,3 +71,21 @@ def test_a_state_of_another_op_is_refused(tmp_path, hw):
 
     with pytest.raises(InputError, match="for op 'sigmoid', not weighted_sum"):
         store.load_selector("weighted_sum", hw, tmp_path)
+
+
+def test_a_model_of_an_older_simulator_is_refused(tmp_path, run_cli, table, hw):
+    """The fingerprint of the simulator whose cycles a model learned is compared on load, as
+    studies and datasets compare theirs."""
+    store.save_selector(selector("weighted_sum"), hw, "0ld51mulat0r000", tmp_path)
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(tmp_path), "--json")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "weighted_sum.units.zip" in err and "another simulator" in err and "0ld51mulat0r000" in err
+    assert f"retrain with `autotile train --ops weighted_sum -o {tmp_path}`" in err
+    reg = CostRegressor("matmul").fit(synth_rows("matmul", ("cube",), params=[{"tile": 16}], dims=("m", "n", "k")))
+    store.save_regressor(reg, hw, "0ld51mulat0r000", tmp_path)
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["match"] == "default"
+    assert err.count("\n") == 1 and "matmul.cost.zip" in err and "another simulator" in err
+    store.save_selector(selector("weighted_sum"), hw, D.fingerprint(hw), tmp_path)  # retrained: used
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["unit"] == "vector"

@@ -9,6 +9,7 @@ import pytest
 
 from autotile.errors import InputError
 from autotile.models import store
+from autotile.models.dataset import fingerprint
 
 
 def _deflated_zip(path, payload: bytes) -> None:
@@ -55,7 +56,7 @@ def _other_profile_model(tiny_regressor, models):
     """A cost model saved for ascend910 at the path an ascend910b2 table reads."""
     from autotile.hardware import load_profile
 
-    store.save_regressor(tiny_regressor, load_profile("ascend910"), "fp", models)
+    store.save_regressor(tiny_regressor, load_profile("ascend910"), fingerprint(load_profile("ascend910")), models)
     p = store.path_for("cost", "matmul", models, load_profile("ascend910"))
     q = store.path_for("cost", "matmul", models, load_profile("ascend910b2"))
     q.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +86,8 @@ def test_models_for_two_profiles_coexist(tmp_path, tiny_regressor):
     from autotile.hardware import load_profile
 
     b2, b4 = load_profile("ascend910b2"), load_profile("ascend910b4")
-    store.save_regressor(tiny_regressor, b2, "fp", tmp_path)
-    store.save_regressor(tiny_regressor, b4, "fp", tmp_path)
+    store.save_regressor(tiny_regressor, b2, fingerprint(b2), tmp_path)
+    store.save_regressor(tiny_regressor, b4, fingerprint(b4), tmp_path)
     assert store.path_for("cost", "matmul", tmp_path, b2) != store.path_for("cost", "matmul", tmp_path, b4)
     for hw in (b2, b4):
         assert store.load_regressor("matmul", tmp_path, hw=hw).units == tiny_regressor.units
@@ -98,11 +99,11 @@ def test_an_old_one_file_model_is_read_when_it_matches_and_named_when_not(tmp_pa
     b2, b4 = load_profile("ascend910b2"), load_profile("ascend910b4")
     old = store.legacy_path("cost", "matmul", tmp_path)
     old.parent.mkdir(parents=True)
-    store.save_regressor(tiny_regressor, b2, "fp", path=old)
+    store.save_regressor(tiny_regressor, b2, fingerprint(b2), path=old)
     assert store.load_regressor("matmul", tmp_path, hw=b2).units == tiny_regressor.units
     with pytest.raises(InputError, match="old one-file-per-op model.*--hw ascend910b4"):
         store.load_regressor("matmul", tmp_path, hw=b4)
-    store.save_regressor(tiny_regressor, b4, "fp", tmp_path)  # the per-profile file wins from then on
+    store.save_regressor(tiny_regressor, b4, fingerprint(b4), tmp_path)  # the per-profile file wins from then on
     assert store.load_regressor("matmul", tmp_path, hw=b4).units == tiny_regressor.units
 
 
@@ -142,7 +143,7 @@ def test_lookup_model_answer_on_a_huge_shape_is_bounded_and_says_how(tmp_path, t
 
     from autotile.hardware import load_profile
 
-    store.save_regressor(tiny_regressor, load_profile("ascend910b2"), "fp", tmp_path)
+    store.save_regressor(tiny_regressor, load_profile("ascend910b2"), fingerprint(load_profile("ascend910b2")), tmp_path)
 
     def too_slow(*_):
         raise TimeoutError("lookup took over 60 s")
@@ -174,7 +175,7 @@ def test_a_regressor_keeps_its_training_ranges_through_its_file(tmp_path, tiny_r
     from autotile.models.regressor import CostRegressor
 
     hw = load_profile("ascend910b2")
-    store.save_regressor(tiny_regressor, hw, "fp", tmp_path)
+    store.save_regressor(tiny_regressor, hw, fingerprint(hw), tmp_path)
     back = store.load_regressor("matmul", tmp_path, hw=hw)
     assert back.ranges == {"gm": {"m": [256, 256], "n": [256, 256], "k": [256, 256]}}
     assert back.outside({"m": 256, "n": 256, "k": 256}) is None
@@ -218,7 +219,7 @@ def test_decide_warns_outside_the_training_range(tmp_path, run_cli, hw):
     from autotile.models.selector import UnitSelector
 
     rows = D.unit_rows("weighted_sum", ("fp16",), hw, sizes=[256, 1024, 4096], placements=("gm",))
-    store.save_selector(UnitSelector("weighted_sum").fit(rows), hw, "fp", tmp_path)
+    store.save_selector(UnitSelector("weighted_sum").fit(rows), hw, fingerprint(hw), tmp_path)
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=1000", "--models", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["warning"] is None
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=2000000000", "--models", str(tmp_path), "--json")

@@ -177,7 +177,7 @@ def test_dataset_rows_skip_the_domain_recheck_but_not_the_constraints(mm_rows):
 
 def test_model_files_round_trip_and_refuse_mismatch(tmp_path, ws_rows, hw, monkeypatch):
     sel = UnitSelector("weighted_sum").fit(ws_rows)
-    path = store.save_selector(sel, hw, "fp", tmp_path)
+    path = store.save_selector(sel, hw, D.fingerprint(hw), tmp_path)
     again = store.load_selector("weighted_sum", hw, tmp_path)
     assert again.decide({"n": 300}, "fp16") == sel.decide({"n": 300}, "fp16")
     with zipfile.ZipFile(path) as z:
@@ -310,7 +310,7 @@ def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cl
     from tablekit import default_table
 
     _, rows = mm_rows
-    store.save_regressor(CostRegressor("matmul").fit(rows), hw, "fp", tmp_path)
+    store.save_regressor(CostRegressor("matmul").fit(rows), hw, D.fingerprint(hw), tmp_path)
     table = tmp_path / "table.json"
     table.write_text(json.dumps(default_table()))
     shape = "m=20000,n=24,k=40"

@@ -98,11 +98,12 @@ def save(path, *, kind: str, op: str, hw_hash: str, fingerprint: str, state: dic
     return write_bytes(path, buf.getvalue())
 
 
-def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None,
+def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None, fingerprint: str | None = None,
          retrain: str = "run `autotile train` again") -> tuple[dict, dict]:
     """(meta, estimators) of a model file, checked against ``kind``, ``op`` (a file copied or
-    renamed from another op's model is refused), the version and the profile; ``retrain`` ends
-    the message of a profile mismatch."""
+    renamed from another op's model is refused), the version, the profile and the simulator
+    (``fingerprint``: ``dataset.fingerprint``, which a model trained on older cycles lacks);
+    ``retrain`` ends the message of a profile or simulator mismatch."""
     import skops.io as sio
 
     path = Path(path)
@@ -125,6 +126,9 @@ def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None,
     if hw_hash is not None and meta.get("profile_hash") != hw_hash:
         raise InputError(f"{path}: model built for profile {meta.get('profile_hash')}, the current profile is "
                          f"{hw_hash}; {retrain}")
+    if fingerprint is not None and meta.get("fingerprint") != fingerprint:
+        raise InputError(f"{path}: model trained on another simulator's cycles (fingerprint "
+                         f"{meta.get('fingerprint')}, this simulator's is {fingerprint}); {retrain}")
     try:
         models = sio.loads(blob, trusted=TRUSTED)
     except Exception as exc:  # skops raises several types for untrusted or broken content
@@ -167,14 +171,37 @@ def load_regressor(op: str, out=None, hw=None, path=None):
 
 
 def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict]]:
-    """``load`` of ``path``, else of the located file; an old-layout file that does not match
-    says so, since retraining writes the per-profile file and leaves it in place."""
-    h = hw.content_hash() if hw is not None else None
+    """``load`` of ``path``, else of the located file, checked against ``hw`` (default: the
+    default profile) and the current simulator; an old-layout file that does not match says so,
+    since retraining writes the per-profile file and leaves it in place."""
+    from autotile.hardware import load_profile
+    from autotile.models.dataset import fingerprint
+
+    hw = hw if hw is not None else load_profile(None)
+    check = {"kind": kind, "op": op, "hw_hash": hw.content_hash(), "fingerprint": fingerprint(hw),
+             "retrain": f"retrain with `{retrain_command(op, hw, out)}`"}
     if path:
-        return Path(path), load(path, kind=kind, op=op, hw_hash=h)
+        return Path(path), load(path, **check)
     p = locate(kind, op, out, hw)
     if p != legacy_path(kind, op, out):
-        return p, load(p, kind=kind, op=op, hw_hash=h)
-    name = hw.name if hw is not None else "NAME"
-    return p, load(p, kind=kind, op=op, hw_hash=h, retrain=f"it is an old one-file-per-op model (models now live in "
-                                                     f"{p.parent}/<profile>/); run `autotile train --hw {name}`")
+        return p, load(p, **check)
+    check["retrain"] = (f"it is an old one-file-per-op model (models now live in {p.parent}/<profile>/); "
+                        f"run `{retrain_command(op, hw, out)}`")
+    return p, load(p, **check)
+
+
+def retrain_command(op: str, hw, out=None) -> str:
+    """The ``autotile train`` line that rebuilds ``op``'s models for ``hw`` in ``out``."""
+    from autotile.hardware.profile import DEFAULT_PROFILE
+
+    ref = hw.name if _is_bundled(hw) else (hw.path or hw.name)
+    return " ".join(["autotile train", f"--ops {op}", *([f"--hw {ref}"] if ref != DEFAULT_PROFILE else []),
+                     *([f"-o {out}"] if out else [])])
+
+
+def _is_bundled(hw) -> bool:
+    """Whether ``hw`` is a bundled profile as shipped (its name's file, same content)."""
+    from autotile.hardware import load_profile
+    from autotile.hardware.profile import bundled_names
+
+    return hw.name in bundled_names() and load_profile(hw.name).content_hash() == hw.content_hash()
