@@ -89,3 +89,28 @@ def test_a_model_of_an_older_simulator_is_refused(tmp_path, run_cli, table, hw):
     store.save_selector(selector("weighted_sum"), hw, D.fingerprint(hw), tmp_path)  # retrained: used
     code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["unit"] == "vector"
+
+
+def test_an_edited_profile_with_a_bundled_name_keeps_its_own_folder(tmp_path, run_cli, hw):
+    """`calibrate -o` keeps `name: ascend910b2`: its models replaced the shipped profile's, after
+    which a plain decide failed with a profile mismatch."""
+    from autotile.hardware import load_profile
+    from autotile.hardware.profile import bundled_path
+
+    text = bundled_path("ascend910b2").read_text()
+    assert "clock_ghz: {value: 1.8," in text
+    (tmp_path / "clk.yaml").write_text(text.replace("clock_ghz: {value: 1.8,", "clock_ghz: {value: 1.5,"))
+    edited = load_profile(str(tmp_path / "clk.yaml"))
+    assert edited.name == hw.name and edited.content_hash() != hw.content_hash()
+    models = tmp_path / "cache"
+    store.save_selector(selector("weighted_sum"), hw, D.fingerprint(hw), models)
+    store.save_selector(selector("weighted_sum", units=("vector", "cube")), edited, D.fingerprint(edited), models)
+    assert store.profile_folder(hw) == "ascend910b2"
+    assert store.profile_folder(edited) == f"ascend910b2-{edited.content_hash()[:8]}"
+    for prof, units in ((hw, ["scalar", "vector"]), (edited, ["cube", "vector"])):
+        assert store.load_selector("weighted_sum", prof, models).units == units
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(models), "--json")
+    assert code == 0, err
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(models), "--json",
+                             "--hw", str(tmp_path / "clk.yaml"))
+    assert code == 0 and set(json.loads(out)["predicted_cycles"]) == {"vector", "cube"}

@@ -1,8 +1,9 @@
 """Model files without pickle: a zip holding ``meta.json`` and the estimators in skops format.
 
-Files live in ``<cache>/models/<profile name>/<op>.<kind>.zip``, so models trained for two
-chips coexist; a file of the older one-file-per-op layout (``<cache>/models/<op>.<kind>.zip``)
-is still read when no per-profile file exists, and named as such when it does not match.
+Files live in ``<cache>/models/<profile>/<op>.<kind>.zip`` (``profile_folder``: the name of a
+bundled profile, name and content hash of any other), so models of two profiles coexist; a file
+of the older one-file-per-op layout (``<cache>/models/<op>.<kind>.zip``) is still read when no
+per-profile file exists, and named as such when it does not match.
 ``meta.json`` records the kind (units or cost), the op, the autotile version, the hardware
 profile's content hash, the dataset fingerprint and the model's JSON state (feature names,
 units). ``load`` reads the metadata first and refuses a file built for another profile or
@@ -55,8 +56,11 @@ def given_dir(out, flag: str = "--models"):
 
 
 def profile_folder(hw) -> str:
-    """The folder name of ``hw``'s models: its profile name, made safe as a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", hw.name).lstrip(".") or "profile"
+    """The folder of ``hw``'s models and datasets: its name (made safe as a file name) for a
+    bundled profile as shipped, else ``<name>-<8 hex digits of its content hash>``, since a
+    calibrated or edited copy keeps the name and must not replace the shipped profile's files."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", hw.name).lstrip(".") or "profile"
+    return name if _is_bundled(hw) else f"{name}-{hw.content_hash()[:8]}"
 
 
 def path_for(kind: str, op: str, out=None, hw=None) -> Path:
