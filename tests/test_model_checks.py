@@ -34,6 +34,11 @@ def selector(op: str, units=("vector", "scalar"), **kw) -> UnitSelector:
     return UnitSelector(op).fit(synth_rows(op, units, **kw))
 
 
+@pytest.fixture(scope="module")
+def ws_selector():
+    return selector("weighted_sum")
+
+
 @pytest.fixture
 def table(tmp_path):
     from tablekit import default_table
@@ -114,3 +119,57 @@ def test_an_edited_profile_with_a_bundled_name_keeps_its_own_folder(tmp_path, ru
     code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(models), "--json",
                              "--hw", str(tmp_path / "clk.yaml"))
     assert code == 0 and set(json.loads(out)["predicted_cycles"]) == {"vector", "cube"}
+
+
+def _tampered(sel, **change):
+    """``sel``'s state and estimators with ``change`` applied (state keys, or ``models``)."""
+    models = change.pop("models", sel.models)
+    return dict(sel.state(), **change), models
+
+
+def _linear(n_features: int):
+    import numpy as np
+    from sklearn.linear_model import LinearRegression
+
+    return LinearRegression().fit(np.ones((3, n_features)), np.ones(3))
+
+
+TAMPER = {
+    "names_wrong": lambda s: _tampered(s, names=["x"]),
+    "names_empty": lambda s: _tampered(s, names=[]),
+    "names_text": lambda s: _tampered(s, names="abc"),
+    "ranges_list": lambda s: _tampered(s, ranges=[1, 2]),
+    "ranges_short": lambda s: _tampered(s, ranges={"gm": {"n": [1]}}),
+    "ranges_text": lambda s: _tampered(s, ranges={"gm": {"n": ["a", "b"]}}),
+    "n_rows_text": lambda s: _tampered(s, n_rows="many"),
+    "units_more": lambda s: _tampered(s, units=["vector", "cube", "scalar"]),
+    "arrays": lambda s: _tampered(s, models={u: __import__("numpy").ones(3) for u in s.units}),
+    "linear_2_features": lambda s: _tampered(s, models={u: _linear(2) for u in s.units}),
+    "state_null": lambda s: (None, s.models),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPER))
+def test_a_tampered_selector_is_one_line_not_a_traceback(tmp_path, run_cli, hw, ws_selector, case):
+    """Files that are still valid zip + JSON with trusted estimators gave tracebacks (exit 1)."""
+    state, models = TAMPER[case](ws_selector)
+    path = store.path_for("units", "weighted_sum", tmp_path, hw)
+    store.save(path, kind="units", op="weighted_sum", hw_hash=hw.content_hash(), fingerprint=D.fingerprint(hw),
+               state=state, models=models)
+    code, out, err = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--models", str(tmp_path), "--json")
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert f"{path}: unusable model file (" in err and "autotile train" in err
+
+
+@pytest.mark.parametrize("case", ["names_wrong", "arrays", "hw_incomplete"])
+def test_lookup_skips_a_tampered_cost_model(tmp_path, run_cli, table, hw, case):
+    """A cost model that is refused on load, or that loads but fails inside its prediction (a
+    profile-constants map lacking what the matmul features read), is skipped with a warning."""
+    reg = CostRegressor("matmul").fit(synth_rows("matmul", ("cube",), params=[{"tile": 16}], dims=("m", "n", "k")))
+    state, models = TAMPER[case](reg) if case in TAMPER else _tampered(reg, hw={"l2": 1.0})
+    path = store.path_for("cost", "matmul", tmp_path, hw)
+    store.save(path, kind="cost", op="matmul", hw_hash=hw.content_hash(), fingerprint=D.fingerprint(hw),
+               state=state, models=models)
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["match"] == "default"
+    assert err.count("\n") == 1 and f"{path}: unusable model file (" in err and "falls back" in err

@@ -296,11 +296,6 @@ def shape_ranges(rows) -> dict:
     return ranges
 
 
-def ranges_from_state(state: dict) -> dict:
-    """``shape_ranges`` as saved in a model's JSON state ({} for a model saved without them)."""
-    return {k: {d: [int(a), int(b)] for d, (a, b) in v.items()} for k, v in state.get("ranges", {}).items()}
-
-
 def outside(ranges: dict, shape: dict, data: str = "gm") -> str | None:
     """Why ``shape`` lies outside ``ranges`` for ``data``, or None (also when nothing is known)."""
     span = ranges.get(data)

@@ -20,12 +20,12 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
+from autotile.models import state as S
 from autotile.models.features import (
     config_features,
     hw_constants,
     matrix,
     outside,
-    ranges_from_state,
     shape_ranges,
 )
 from autotile.space.space import Space
@@ -67,6 +67,7 @@ class CostRegressor:
         self.models: dict = {}
         self.n_rows = 0
         self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
+        self.source: str | None = None  # the file it was read from (its errors then name it)
 
     def _features(self, shape, dtype, unit, configs, data) -> list[dict]:
         return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores, self.hw) for c in configs]
@@ -103,8 +104,8 @@ class CostRegressor:
             raise InputError(f"cost regressor for {self.op} has no unit {unit!r} (has {', '.join(self.units)})")
         if not configs:
             return np.zeros(0)
-        X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
-        with one_thread():
+        with S.guard(self.source), one_thread():
+            X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
             return 2.0 ** self.models[unit].predict(X)
 
     def state(self) -> dict:
@@ -113,15 +114,20 @@ class CostRegressor:
 
     @classmethod
     def from_state(cls, state: dict, models: dict, op: str | None = None) -> CostRegressor:
-        """The model a file holds; ``op``: the op it must be for (its file name's)."""
-        if op is not None and isinstance(state, dict) and state.get("op") != op:
-            raise ValueError(f"its state is for op {state.get('op')!r}, not {op}")
-        reg = cls(state["op"], cube_cores=int(state["cube_cores"]), hw=state.get("hw"))
-        reg.units, reg.names, reg.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
-        reg.ranges = ranges_from_state(state)
+        """The model a file holds, checked (``models.state``); ``op``: the op it must be for."""
+        got = S.fields(state, op)
+        S.check_names(got["names"], got["op"], exact=False)
+        S.check_estimators(models, got["units"], len(got["names"]))
+        cores, hw = state.get("cube_cores"), state.get("hw")
+        if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+            raise ValueError(f"state.cube_cores is {cores!r}, not a core count")
+        if hw is not None and not (isinstance(hw, dict) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in hw.values())):
+            raise ValueError("state.hw is not a mapping of profile constants")
+        reg = cls(got["op"], cube_cores=cores, hw=hw)
+        reg.units, reg.names, reg.n_rows = got["units"], got["names"], got["n_rows"]
+        reg.ranges = S.ranges(state)
         reg.models = dict(models)
-        if set(reg.models) != set(reg.units):
-            raise ValueError("unit models do not match the units")
         return reg
 
 

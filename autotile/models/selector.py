@@ -16,11 +16,11 @@ import numpy as np
 from sklearn.base import clone
 
 from autotile.errors import InputError
+from autotile.models import state as S
 from autotile.models.crossover import runs, stays_from
 from autotile.models.features import (
     matrix,
     outside,
-    ranges_from_state,
     shape_features,
     shape_ranges,
 )
@@ -54,6 +54,7 @@ class UnitSelector:
         self.models: dict = {}
         self.n_rows = 0
         self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
+        self.source: str | None = None  # the file it was read from (its errors then name it)
 
     def fit(self, rows) -> UnitSelector:
         """Fit one regressor per unit on the best cycles of each problem in ``rows``."""
@@ -80,8 +81,9 @@ class UnitSelector:
 
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
-        X = matrix([shape_features(self.op, s, d, p) for s, d, p in problems], self.names)
-        preds = {u: 2.0 ** m.predict(X) for u, m in self.models.items()}
+        with S.guard(self.source):
+            X = matrix([shape_features(self.op, s, d, p) for s, d, p in problems], self.names)
+            preds = {u: 2.0 ** m.predict(X) for u, m in self.models.items()}
         return [{u: float(preds[u][i]) for u in self.units} for i in range(len(problems))]
 
     def predict_cycles(self, shape: dict, dtype: str, data: str = "gm") -> dict:
@@ -120,13 +122,12 @@ class UnitSelector:
 
     @classmethod
     def from_state(cls, state: dict, models: dict, op: str | None = None) -> UnitSelector:
-        """The model a file holds; ``op``: the op it must be for (its file name's)."""
-        if op is not None and isinstance(state, dict) and state.get("op") != op:
-            raise ValueError(f"its state is for op {state.get('op')!r}, not {op}")
-        sel = cls(state["op"])
-        sel.units, sel.names, sel.n_rows = list(state["units"]), list(state["names"]), int(state["n_rows"])
-        sel.ranges = ranges_from_state(state)
+        """The model a file holds, checked (``models.state``); ``op``: the op it must be for."""
+        got = S.fields(state, op)
+        S.check_names(got["names"], got["op"], exact=True)
+        S.check_estimators(models, got["units"], len(got["names"]))
+        sel = cls(got["op"])
+        sel.units, sel.names, sel.n_rows = got["units"], got["names"], got["n_rows"]
+        sel.ranges = S.ranges(state)
         sel.models = dict(models)
-        if set(sel.models) != set(sel.units):
-            raise ValueError("unit models do not match the units")
         return sel

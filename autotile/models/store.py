@@ -153,9 +153,11 @@ def load_selector(op: str, hw=None, out=None, path=None):
 
     p, (meta, models) = _read("units", op, out, hw, path)
     try:
-        return UnitSelector.from_state(meta["state"], models, op=op)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{p}: corrupt model file ({exc})") from None
+        model = UnitSelector.from_state(meta.get("state"), models, op=op)
+    except ValueError as exc:
+        raise InputError(f"{p}: unusable model file ({exc}); run `autotile train` again") from None
+    model.source = str(p)
+    return model
 
 
 def save_regressor(reg, hw, fingerprint: str, out=None, path=None) -> Path:
@@ -169,9 +171,11 @@ def load_regressor(op: str, out=None, hw=None, path=None):
 
     p, (meta, models) = _read("cost", op, out, hw, path)
     try:
-        return CostRegressor.from_state(meta["state"], models, op=op)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{p}: corrupt model file ({exc})") from None
+        model = CostRegressor.from_state(meta.get("state"), models, op=op)
+    except ValueError as exc:
+        raise InputError(f"{p}: unusable model file ({exc}); run `autotile train` again") from None
+    model.source = str(p)
+    return model
 
 
 def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict]]:

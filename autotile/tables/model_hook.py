@@ -4,7 +4,7 @@ table's own spec for a shape nobody tuned (``autotile train`` writes the model).
 The model file is read only when a lookup falls through to the model: an exact or nearest
 match never needs it, so a stale, corrupt or other-profile model cannot break those. When it
 is needed but unusable, ``warn`` gets one line naming the file and why, and the lookup goes on
-to its next method (the default tiling).
+to its next method (the default tiling); so does a model that loads but fails to predict.
 """
 
 from __future__ import annotations
@@ -40,11 +40,21 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         return loaded[0]
 
     def model(op: str, shape: dict, dtype: str):
-        from autotile.models.regressor import pick_params
+        from autotile.models.state import UnusableModel
 
         reg = regressor()
         if reg is None:
             return None
+        try:
+            return answer(reg, op, shape, dtype)
+        except UnusableModel as exc:
+            warn(f"{exc}; the lookup falls back to the default tiling")
+            loaded[0] = None
+            return None
+
+    def answer(reg, op: str, shape: dict, dtype: str):
+        from autotile.models.regressor import pick_params
+
         spec = table.spec
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         for unit in spec.units:
