@@ -173,3 +173,27 @@ def test_lookup_skips_a_tampered_cost_model(tmp_path, run_cli, table, hw, case):
     code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["match"] == "default"
     assert err.count("\n") == 1 and f"{path}: unusable model file (" in err and "falls back" in err
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "other_profile", "old_simulator"])
+def test_crossover_answers_without_an_unusable_model(tmp_path, run_cli, hw, ws_selector, damage):
+    """simulated_n does not depend on the model: an unusable one is skipped with a note and a
+    warning (it exited 2 with no output)."""
+    from autotile.hardware import load_profile
+
+    path = store.path_for("units", "weighted_sum", tmp_path, hw)
+    if damage == "corrupt":
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"")
+    else:
+        made = load_profile("ascend910") if damage == "other_profile" else hw
+        store.save_selector(ws_selector, made, "0ld51mulat0r000" if damage == "old_simulator" else D.fingerprint(made),
+                            path=path)
+    code, out, err = run_cli("crossover", "weighted_sum", "--models", str(tmp_path), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["simulated_n"] == 1280 and doc["learned_n"] is None
+    why = {"corrupt": "corrupt model file", "other_profile": "profile", "old_simulator": "another simulator"}[damage]
+    assert doc["learned_note"].startswith(f"model skipped: {path}: ") and why in doc["learned_note"]
+    assert err.count("\n") == 1 and "warning" in err and str(path) in err
+    code, out, err = run_cli("crossover", "weighted_sum", "--models", str(tmp_path))
+    assert code == 0 and "learned: no usable model" in out and f"learned: model skipped: {path}" in out

@@ -86,9 +86,10 @@ def run(args) -> int:
     if args.json:
         print_json(out)
     else:
+        learned_text = "no usable model" if out.get("learned_note") else (
+            f"{_from(out['learned_n'])} (on chip), {_from(out['learned_end_to_end_n'])} (GM)")
         print(f"{args.op} {args.dtype}{_kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
-              f"{_from(on['n'])} (data on chip), {_from(e2e['n'])} (inputs in GM); learned: "
-              f"{_from(out['learned_n'])} (on chip), {_from(out['learned_end_to_end_n'])} (GM)")
+              f"{_from(on['n'])} (data on chip), {_from(e2e['n'])} (inputs in GM); learned: {learned_text}")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM)")
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
@@ -183,22 +184,33 @@ def _kv(options: dict) -> str:
 
 def _learned(args, hw, framed: bool) -> dict:
     """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
-    trained unit selector, if any (it is trained with the op's default options only)."""
+    trained unit selector, if any (it is trained with the op's default options only). A missing
+    or unusable model (corrupt, another profile's or simulator's) leaves them null with a
+    ``learned_note`` saying why, and an unusable one is also warned about on stderr, as lookup
+    does: the simulated results never depend on the model."""
     from autotile.models import store
+    from autotile.tables.model_hook import warn_stderr
 
-    none = {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None, "learned_end_to_end_windows": None}
+    none = {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None,
+            "learned_end_to_end_windows": None}
     defaults = registry.get(args.op).check_options(None)
     if any(v != defaults[k] for k, v in args.options.items()):
         return {**none, "learned_note": f"the unit selector is trained with the default options, not{_kv(args.options)}"}
     path = store.locate("units", args.op, args.models, hw)
     if not path.exists():
-        return {**none, "learned_note": f"no trained model at {path}; run `autotile train --ops {args.op}`"}
-    sel = store.load_selector(args.op, hw, args.models)
+        return {**none, "learned_note": f"no trained model at {path}; run "
+                                        f"`{store.retrain_command(args.op, hw, args.models)}`"}
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
-    return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
-            "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
-            "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw) if framed else None,
-            "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw), "learned_note": None}
+    try:
+        sel = store.load_selector(args.op, hw, args.models)
+        return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
+                "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
+                "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw) if framed else None,
+                "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw),
+                "learned_note": None}
+    except InputError as exc:
+        warn_stderr(f"{exc}; the learned crossover is skipped")
+        return {**none, "learned_note": f"model skipped: {exc}"}
 
 
 def _from(n) -> str:
