@@ -197,3 +197,29 @@ def test_crossover_answers_without_an_unusable_model(tmp_path, run_cli, hw, ws_s
     assert err.count("\n") == 1 and "warning" in err and str(path) in err
     code, out, err = run_cli("crossover", "weighted_sum", "--models", str(tmp_path))
     assert code == 0 and "learned: no usable model" in out and f"learned: model skipped: {path}" in out
+
+
+def test_selectors_tell_bf16_from_fp16(hw, monkeypatch, tmp_path):
+    """Same size, different cost (global_sum vector n=1024: bf16 413 against fp16 378 cycles); the
+    features had only dtype_bytes, so every bf16 prediction was the fp16 one."""
+    from autotile.models import features
+    from autotile.models import selector as selector_mod
+
+    a, b = (features.shape_features("global_sum", {"n": 1024}, dt) for dt in ("fp16", "bf16"))
+    assert a != b
+    sel = UnitSelector("global_sum").fit(synth_rows("global_sum", ("vector", "scalar"), dtypes=("fp16", "bf16")))
+    for n in (256, 1024):
+        fp16, bf16 = sel.predict_cycles({"n": n}, "fp16"), sel.predict_cycles({"n": n}, "bf16")
+        assert bf16["vector"] == pytest.approx(1.1 * fp16["vector"], rel=0.02)
+    # a model file with the old features is refused in one line, not read with columns missing
+    def old(*args):
+        return {k: v for k, v in features.shape_features(*args).items() if not k.startswith("dtype.")}
+
+    monkeypatch.setattr(selector_mod, "shape_features", old)
+    stale = UnitSelector("global_sum").fit(synth_rows("global_sum", ("vector", "scalar")))
+    monkeypatch.undo()
+    store.save_selector(stale, hw, D.fingerprint(hw), tmp_path)
+    from autotile.errors import InputError
+
+    with pytest.raises(InputError, match=r"unusable model file \(its features are not this version's \(lacks dtype"):
+        store.load_selector("global_sum", hw, tmp_path)

@@ -1,8 +1,8 @@
 """Features for the learned models: numbers that make the simulator's physics learnable.
 
 ``shape_features`` describes a problem (op, shape, dtype, data placement): log2 of each
-dimension, its padding to the 16-element and 256-element (fractal) granularities, dtype bytes,
-bytes moved, FLOPs and arithmetic intensity. ``config_features`` adds one tiling: its params
+dimension, its padding to the 16-element and 256-element (fractal) granularities, dtype bytes
+and the dtype itself (one-hot), bytes moved, FLOPs and arithmetic intensity. ``config_features`` adds one tiling: its params
 (log2 of integers, one-hot of categorical values) and closed-form estimates of the loop nest's
 work per core (blocks, padded MACs, GM -> L1 and L1 -> L0 traffic, FixPipe bytes). Every value
 is a plain float; ``matrix`` turns dicts into an array in a fixed column order.
@@ -48,6 +48,9 @@ def shape_features(op: str, shape: dict, dtype: str, data: str = "gm") -> dict:
     """Problem features; ``data`` is where the inputs live (``gm`` or ``on_chip``)."""
     nb = dtypes_mod.get(dtype).bytes
     f: dict = {"dtype_bytes": float(nb), "on_chip": float(data == "on_chip")}
+    # the dtype one-hot: bf16 and fp16 have the same size but not the same cost (a bf16 reduction
+    # always converts to fp32 first), which dtype_bytes alone cannot tell apart
+    f.update({f"dtype.{name}": float(name == dtype) for name in dtypes_mod.DTYPES})
     total = 1
     for d, v in shape.items():
         v = int(v)
