@@ -223,3 +223,27 @@ def test_selectors_tell_bf16_from_fp16(hw, monkeypatch, tmp_path):
 
     with pytest.raises(InputError, match=r"unusable model file \(its features are not this version's \(lacks dtype"):
         store.load_selector("global_sum", hw, tmp_path)
+
+
+def test_train_reads_the_packaged_specs_not_the_working_folders(tmp_path, monkeypatch):
+    """A user's own studies/matmul.yaml in the working folder silently became the spec matmul's
+    cost model trained on; and specs outside the package were missing from a `pip install .`."""
+    import tomllib
+    from pathlib import Path
+
+    import autotile
+    from autotile.models import training
+    from tests.conftest import ROOT
+
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "matmul.yaml").write_text("op: matmul\n")
+    (tmp_path / "studies" / "copy.yaml").write_text("op: copy\n")
+    monkeypatch.chdir(tmp_path)
+    package = Path(autotile.__file__).resolve().parent
+    assert D.spec_path("copy") is None and not training.trainable("copy")["cost"]
+    for op in ("matmul", "weighted_sum", "resize"):
+        path = D.spec_path(op)
+        assert path.parent == package / "studies" and training.trainable(op)["cost"]
+        assert path.samefile(ROOT / "studies" / f"{op}.yaml")  # the README's `autotile tune studies/matmul.yaml`
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["autotile"]
+    assert "studies/*.yaml" in data

@@ -119,12 +119,11 @@ def holdout_sizes(lo: int, hi: int, count: int, seed: int, exclude=()) -> list[i
 
 
 def spec_path(op: str) -> Path | None:
-    """The study spec of ``op``: ``studies/<op>.yaml`` in the working folder or beside the package."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        p = base / "studies" / f"{op}.yaml"
-        if p.exists():
-            return p
-    return None
+    """The bundled study spec of ``op`` (``autotile/studies/<op>.yaml``, package data; the
+    repository's ``studies/`` links to it), or None. Never one in the working folder: a user's
+    own ``studies/<op>.yaml`` must not change what the shipped models are trained on."""
+    p = Path(__file__).resolve().parents[1] / "studies" / f"{op}.yaml"
+    return p if p.exists() else None
 
 
 def random_config(space, rng: random.Random) -> dict | None:
@@ -195,7 +194,7 @@ def best_of_unit(op: str, unit: str, shape: dict, dtype: str, hw: HardwareProfil
     if op in crossover.CATEGORICAL and set(shape) == {"n"}:
         return crossover.best(op, unit, int(shape["n"]), dtype, hw, data == "on_chip")
     if spec is None:
-        raise InputError(f"op {op}: no study spec to search its units (studies/{op}.yaml)")
+        raise InputError(f"op {op}: no study spec to search its units (autotile/studies/{op}.yaml)")
     return _search_spec(spec, shape, dtype, unit, seed)
 
 

@@ -1,9 +1,10 @@
 """``autotile train``: build (or reuse) the datasets and fit and save the models of some ops.
 
 For a 1-D op with several units: the unit selector on ``dataset.unit_rows``. For an op with a
-study spec (``studies/<op>.yaml``): the cost regressor on random feasible configurations of its
-space over a set of training shapes (random log-uniform shapes for matmul, a size sweep for 1-D
-ops, shapes around the spec's own for the others), plus simulated neighbours of the fastest.
+bundled study spec (``autotile/studies/<op>.yaml``, ``dataset.spec_path``): the cost regressor
+on random feasible configurations of its space over a set of training shapes (random
+log-uniform shapes for matmul, a size sweep for 1-D ops, shapes around the spec's own for the
+others), plus simulated neighbours of the fastest.
 By default only matmul's cost regressor is trained (the one a table lookup falls back to and a
 study warm-starts from); ``cost="all"`` or naming ops adds the others (see ``selection``).
 Each model (dataset and fit) is built in its own worker process, one per core by default.
@@ -86,7 +87,7 @@ def selection(ops=None, cost=None) -> tuple[list[str], set[str]]:
         bad = sorted(op for op in cost_ops if not trainable(op)["cost"])
         if bad:
             raise InputError(f"--cost: no cost regressor for {', '.join(bad)} (no kernel module or no "
-                             f"studies/<op>.yaml)")
+                             f"autotile/studies/<op>.yaml)")
     cost_ops = {op for op in cost_ops if trainable(op)["cost"]}
 
     def has_work(op):
@@ -97,7 +98,7 @@ def selection(ops=None, cost=None) -> tuple[list[str], set[str]]:
     for op in ops:
         if not has_work(op):
             why = "its cost regressor was not asked for (--cost)" if trainable(op)["cost"] else \
-                f"no kernel module, or not a 1-D op with several units and no studies/{op}.yaml"
+                f"no kernel module, or not a 1-D op with several units and no autotile/studies/{op}.yaml"
             raise InputError(f"--ops: nothing to train for {op} ({why})")
     if cost in (None, "all", "none"):
         return ops, cost_ops & set(ops)
