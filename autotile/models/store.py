@@ -123,7 +123,7 @@ def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None, 
         raise InputError(f"{path}: not an autotile {kind} model file")
     if op is not None and meta.get("op") != op:
         raise InputError(f"{path}: a {kind} model trained for op {meta.get('op')!r}, not {op} (copied or renamed?); "
-                         f"run `autotile train --ops {op}`")
+                         f"{retrain}")
     if meta.get("autotile_version") != __version__:
         raise InputError(f"{path}: model built by autotile {meta.get('autotile_version')}, this is "
                          f"{__version__}; run `autotile train` again")
