@@ -6,8 +6,8 @@ of the older one-file-per-op layout (``<cache>/models/<op>.<kind>.zip``) is stil
 per-profile file exists, and named as such when it does not match.
 ``meta.json`` records the kind (units or cost), the op, the autotile version, the hardware
 profile's content hash, the dataset fingerprint and the model's JSON state (feature names,
-units). ``load`` reads the metadata first and refuses a file built for another profile or
-version, or a corrupt one, with a one-line ``InputError``; the estimators are then loaded by
+units). ``load`` reads the metadata first and refuses a file built for another op, profile,
+version or simulator, or a corrupt one, with a one-line ``InputError``; the estimators are then loaded by
 ``skops.io.loads`` with an explicit list of trusted types, so a file carrying any other type
 is refused instead of executed.
 """
