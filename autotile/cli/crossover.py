@@ -16,8 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--hw", default=None, help="hardware profile name or path")
     p.add_argument("--small-unit", default=None,
-                   help="default: vector for ops with a cube, else the unit faster at n=16 (inputs in GM)")
-    p.add_argument("--large-unit", default=None, help="default: cube for ops with one, else the other unit")
+                   help="default: vector for ops with a cube, else scalar")
+    p.add_argument("--large-unit", default=None, help="default: cube for ops with one, else vector")
     p.add_argument("--inputs", default="",
                    help="the op's options as a spec's inputs: has them, e.g. kind=relu (data: both framings are run)")
     p.add_argument("--json", action="store_true", help="print JSON")

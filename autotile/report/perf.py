@@ -233,6 +233,7 @@ def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list,
     profile cannot be loaded."""
     from autotile.hardware.profile import DEFAULT_PROFILE
     from autotile.kernels import registry
+    from autotile.models import crossover as cx
 
     if data.hw is None:
         return []
@@ -242,14 +243,15 @@ def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list,
         a, b = row[2].split(" → ")
         if {a, b} not in [set(p) for p in pairs]:
             pairs.append((a, b))
+    default = cx.default_units(op)
     if not pairs:
-        pairs = [("vector", "cube")] if {"vector", "cube"} <= set(order) else [tuple(order[:2])]
+        pairs = [default] if set(default) <= set(order) else [tuple(sorted(order, key=cx.WIDTH.index)[:2])]
     flags = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
     if options:
         flags += f" --inputs {shlex.quote(','.join(f'{k}={_cli(v)}' for k, v in options.items()))}"
     out = []
     for dtype in sorted({r["dtype"] for r in data.results}):
         for small, large in pairs:
-            who = "" if (small, large) == ("vector", "cube") else f" --small-unit {small} --large-unit {large}"
+            who = "" if (small, large) == default else f" --small-unit {small} --large-unit {large}"
             out.append(f"autotile crossover {op} --dtype {dtype}{flags}{who} --grid")
     return out
