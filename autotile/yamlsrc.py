@@ -37,6 +37,11 @@ for _cls in (SafeLoader, SafeDumper):
     _cls.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT_12, list("-+0123456789."))
 
 
+def scalar_text(value) -> str:
+    """A scalar as a spec (and ``--set`` / ``--inputs``) spells it: booleans ``true`` / ``false``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 @dataclass(frozen=True)
 class Located:
     """A loaded YAML document: its plain value and where each part of it stands."""

@@ -77,6 +77,7 @@ def _typed(param, value):
     """``value`` as ``param`` takes it: an integer for an int param (whether it lies in the
     domain is the simulation's question), one of the choices for a choice param."""
     from autotile.space import IntParam
+    from autotile.yamlsrc import scalar_text
 
     if isinstance(param, IntParam):
         if isinstance(value, int) and not isinstance(value, bool):
@@ -89,9 +90,5 @@ def _typed(param, value):
             return choice
         if not isinstance(choice, str) and isinstance(value, bool) == isinstance(choice, bool) and value == choice:
             return choice
-    raise InputError(f"--set {param.name}: expected one of {', '.join(_text(c) for c in param.choices)}, "
+    raise InputError(f"--set {param.name}: expected one of {', '.join(scalar_text(c) for c in param.choices)}, "
                      f"got {value!r}")
-
-
-def _text(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -56,11 +56,6 @@ def covering_tile(n: int, cores: int, tiles) -> int | None:
     return min((t for t in tiles if t >= per), default=None)
 
 
-def framed(options: dict | None, on_chip: bool) -> dict:
-    """The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) in one data framing."""
-    return {**(options or {}), "data": "on_chip" if on_chip else "gm"}
-
-
 def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: bool,
          options: dict | None = None) -> tuple[float, dict]:
     """(cycles, params) of the fastest feasible tiling in the grid for one unit at size n, for
@@ -92,7 +87,7 @@ def _options(op: str, options: dict | None, on_chip: bool) -> dict | None:
     """What the kernel is given: ``options`` in the framing (an op without ``data`` gets none)."""
     if "on_chip" not in registry.get(op).placements:
         return dict(options) if options else None
-    return framed(options, on_chip)
+    return {**(options or {}), "data": "on_chip" if on_chip else "gm"}
 
 
 WIDTH = ("scalar", "vector", "cube")  # units from the narrowest to the widest

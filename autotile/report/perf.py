@@ -8,6 +8,7 @@ import shlex
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, result_label, shape_label, slug
 from autotile.report.doc import Code, Para, Section, Table
+from autotile.yamlsrc import scalar_text
 
 CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
 CROSSOVER_MAX_N = 1 << 24  # the simulated grid stops here: a grid search's time grows with n (~5 s per unit at 2**24)
@@ -192,11 +193,6 @@ def crossover(data: ReportData) -> Section | None:
     return Section("Cycles against size per unit", blocks, "crossover")
 
 
-def _cli(value) -> str:
-    """An option value as ``--inputs`` reads it back (bools as true/false)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool) -> str:
     """What the crossover plot draws, and why it draws no simulated lines when it does not."""
     if len(dims) > 1:
@@ -211,7 +207,7 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
             text += f" No simulated lines: {data.recorded[1]}, so the data framing of the run is unknown."
         return text
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
-    framing = "".join(f"{k}={_cli(v)}, " for k, v in _options(data.spec).items()) + framing
+    framing = "".join(f"{k}={scalar_text(v)}, " for k, v in _options(data.spec).items()) + framing
     text = (f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its "
             "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
             "search autotile crossover runs); circles: the tuned studies of this run"
@@ -248,7 +244,7 @@ def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list,
         pairs = [default] if set(default) <= set(order) else [tuple(sorted(order, key=cx.WIDTH.index)[:2])]
     flags = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
     if options:
-        flags += f" --inputs {shlex.quote(','.join(f'{k}={_cli(v)}' for k, v in options.items()))}"
+        flags += f" --inputs {shlex.quote(','.join(f'{k}={scalar_text(v)}' for k, v in options.items()))}"
     out = []
     for dtype in sorted({r["dtype"] for r in data.results}):
         for small, large in pairs:

@@ -28,7 +28,7 @@ import numpy as np
 
 from autotile.errors import InputError
 from autotile.tune import ktcache
-from autotile.yamlsrc import suggest
+from autotile.yamlsrc import scalar_text, suggest
 
 TIME_COLUMNS = {"time": 1e3, "time_ms": 1e3, "time_us": 1.0, "time_ns": 1e-3, "time_s": 1e6}  # -> us
 CONTEXT = ("dtype", "unit")
@@ -206,8 +206,7 @@ def _converter(p):
 
 def _text(v) -> str:
     """A number given for a text parameter, as the text it would be written as."""
-    v = norm(v)
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    return scalar_text(norm(v))
 
 
 def _bool(v):
