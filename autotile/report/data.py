@@ -57,10 +57,15 @@ class ReportData:
     summary: dict
     hw: HardwareProfile | None
     storage: object | None = None
-    storage_text: str = ""
     storage_url: str = ""  # the storage this report opened, as a --storage URL (redacted)
     storage_note: str = ""
     _studies: dict = field(default_factory=dict)
+
+    @property
+    def storage_text(self) -> str:
+        """The storage this report opened, as the report names it (a journal by its path)."""
+        url = self.storage_url
+        return url[len("journal:"):] if url.startswith("journal:") else url
 
     @cached_property
     def recorded(self) -> tuple[object | None, str]:
@@ -208,6 +213,7 @@ def _open_storage(data: ReportData, url: str | None) -> None:
     from autotile.tune.storage import JOURNAL_NAME, in_memory_sqlite, make_storage, redact
 
     recorded = str(data.summary.get("storage") or "")
+    given = url is not None
     journal = data.out_dir / JOURNAL_NAME
     if url is None:
         if journal.exists():
@@ -225,17 +231,12 @@ def _open_storage(data: ReportData, url: str | None) -> None:
             raise InputError(f"--storage {url}: no such journal file")
         if url.startswith("sqlite:///") and not in_memory_sqlite(url) and not Path(url[len("sqlite:///"):]).exists():
             raise InputError(f"--storage {redact(url)}: no such SQLite file")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            data.storage = make_storage(url, data.out_dir)
-        data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
-        data.storage_url = redact(url)
-        return
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             data.storage = make_storage(url, data.out_dir)
-        data.storage_text = redact(url[len("journal:"):] if url.startswith("journal:") else url)
         data.storage_url = redact(url)
     except InputError as exc:
+        if given:
+            raise
         data.storage_note = f"The study storage could not be opened: {exc}"

@@ -52,16 +52,15 @@ def body(table: Table) -> str:
     per file): both headers of a table go in one translation unit. The guard's value is a hash of
     the body, so a second table of the same op is an ``#error``, not silently left out.
     """
-    text = _body(table)
     n = Names(table)
+    text = _body(table, n)
     guard, mark = n.guard, "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
     return (f"#ifndef {guard}\n#define {guard} {mark}\n\n{text}\n#elif {guard} != {mark}\n"
             f'#error "another autotile {n.op} table is already included (one per op and translation unit)"\n'
             f"#endif /* {guard} */\n")
 
 
-def _body(table: Table) -> str:
-    n = Names(table)
+def _body(table: Table, n: Names) -> str:
     spec = table.spec
     dims = table.dims
     out = ["#include <math.h>", "#include <stddef.h>", "#include <stdint.h>", ""]
