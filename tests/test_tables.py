@@ -273,3 +273,25 @@ def test_every_bundled_study_table_answers_its_own_shapes_exactly(tmp_path, name
     capsys.readouterr()
     assert cli(["export", str(path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_an_entry_breaking_a_constraint_is_an_input_error(tmp_path, capsys):
+    """Domains alone do not keep a hand edit honest: tile_len 65536 with 4 buffers lies in the tiny
+    elementwise spec's domains but overflows UB (its constraint), and a header would hand it out."""
+    from tinyspecs import EW
+
+    spec_file = tmp_path / "ew.yaml"
+    spec_file.write_text(EW.replace("shapes: [{n: 4096}]", "shapes: [{n: 65536}]"))
+    d = default_table(spec_file)
+    ok = write_table(tmp_path / "ok.json", d)
+    assert load_table(ok).entries[0].params["tile_len"] <= 8192
+    d["entries"][0]["params"].update(tile_len=65536, buffer_num=4)
+    bad = write_table(tmp_path / "table.json", d)
+    with pytest.raises(InputError) as exc:
+        load_table(bad)
+    assert "entries[0].params: expected a configuration the spec allows for n=65536 fp16 vector, but fit UB" in \
+        str(exc.value)
+    assert cli(["export", str(bad), "--format", "c", "-o", str(tmp_path / "t.h")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fit UB (3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes" in err
+    assert not (tmp_path / "t.h").exists()

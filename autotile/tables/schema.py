@@ -131,7 +131,7 @@ def load_table(source, *, check_hashes: bool = True) -> Table:
 
     Raises InputError naming the file and field: invalid JSON, a wrong type, another schema
     than this autotile reads, an embedded spec or profile that does not match its hash, a
-    param outside its domain.
+    param outside its domain or a configuration that breaks the spec's constraints.
     """
     if isinstance(source, Table):
         return source
@@ -265,7 +265,7 @@ def _entry(c: _Check, e, field, dims) -> Entry:
 
 
 def _check_params(c: _Check, table: Table) -> None:
-    """Each entry's dtype, unit and params fit the spec (names, value types and domains)."""
+    """Each entry's dtype, unit and params fit the spec (names, value types, domains, constraints)."""
     spec = table.spec
     seen = set()
     for i, e in enumerate(table.entries):
@@ -295,8 +295,9 @@ def _check_params(c: _Check, table: Table) -> None:
 
 def _check_domains(c: _Check, spec, field: str, e: Entry) -> None:
     """Each param of an entry lies in its domain for the entry's shape, dtype and unit (where the
-    domain can be evaluated): a hand edit such as ``single_core_m: 0`` would reach the headers
-    (which divide by it) and make the lookup skip the entry without a word."""
+    domain can be evaluated) and the entry keeps the spec's constraints: a hand edit such as
+    ``single_core_m: 0`` or an L0A overflow would reach the headers (which divide by it, or hand a
+    kernel buffers it cannot hold) and make the lookup skip the entry without a word."""
     from autotile.space.space import describe
 
     try:
@@ -309,3 +310,8 @@ def _check_domains(c: _Check, spec, field: str, e: Entry) -> None:
         shape = ",".join(f"{k}={v}" for k, v in e.shape.items())
         raise c.fail(f"{field}.params.{name}", f"expected a value in its domain {describe(dom)} for {shape} "
                                                f"{e.dtype} {e.unit}, got {_show(e.params[name])}")
+    why = space.constraint_failure(e.params)
+    if why is not None:
+        shape = ",".join(f"{k}={v}" for k, v in e.shape.items())
+        raise c.fail(f"{field}.params", f"expected a configuration the spec allows for {shape} {e.dtype} {e.unit}, "
+                                        f"but {why}")
