@@ -157,3 +157,13 @@ def test_more_whole_fractals_never_cost_the_cube_less(n, whole, tile):
     a = W.simulate({"n": n}, p, "fp16", HW, unit="cube", options=ON)
     b = W.simulate({"n": n + 256 * whole}, p, "fp16", HW, unit="cube", options=ON)
     assert b.cycles >= a.cycles - 1e-9, (a.cycles, b.cycles)
+
+
+def test_cube_pct_of_peak_uses_the_dtypes_own_peak(hw):
+    """fp32 Mmads run at the cube's fp32 rate: % of peak is against the fp32 peak, as global_sum's is."""
+    p = {"tile_len": 4096, "buffer_num": 2, "cores": 1, "cube_form": "trace"}
+    for dtype in ("fp16", "fp32"):
+        r = W.simulate({"n": 65536}, p, dtype, hw, unit="cube")
+        expected = 100.0 * 2 * 65536 / (r.cycles / (hw.clock_ghz * 1e9)) / hw.peak_flops("cube", dtype)
+        assert r.pct_of_peak == pytest.approx(expected, rel=1e-6)
+    assert hw.peak_flops("cube", "fp32") == pytest.approx(hw.peak_flops("cube", "fp16") / 2)

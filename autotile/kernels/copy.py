@@ -18,7 +18,7 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
-from autotile.kernels import registry
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import CoreRun, assemble, infeasible
@@ -123,7 +123,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     (x,) = inputs
     x = np.ascontiguousarray(x)
     p, _ = check({"n": x.size}, params, dtype, hw)
-    src = x.reshape(-1).view(np.uint8)
+    src = _device_bytes(x.reshape(-1), dtype)
     dst = np.zeros_like(src)
     cost = cost_vector(hw, dtype)
     off = 0
@@ -131,7 +131,21 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
         for _ in range(count):
             core(E.new_state(0), cost, sb, p["tile_bytes"], p["depth"], True, src, dst, off)
             off += sb
-    return dst.view(x.dtype).reshape(x.shape)
+    return _from_device_bytes(dst, dtype).reshape(x.shape)
+
+
+def _device_bytes(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The bytes the device holds: bf16 (kept in float32 on the host) is the upper half of each word."""
+    if dtype == "bf16":
+        return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+    return x.view(np.uint8)
+
+
+def _from_device_bytes(b: np.ndarray, dtype: str) -> np.ndarray:
+    """Host values of device bytes (inverse of ``_device_bytes``)."""
+    if dtype == "bf16":
+        return (b.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return b.view(get_dtype(dtype).numpy)
 
 
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
@@ -150,7 +164,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
     dt = get_dtype(dtype)
     if dt.name == "int8":
         return (rng.integers(-128, 128, shape["n"], dtype=np.int8),)
-    return (rng.uniform(-1, 1, shape["n"]).astype(dt.numpy),)
+    return (dtype_emul.round_to(rng.uniform(-1, 1, shape["n"]), dt.name),)
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,

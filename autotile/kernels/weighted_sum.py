@@ -282,7 +282,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     runs, _, traces = _run(shape, p, dtype, hw, unit, onchip, cost, trace_capacity=trace_capacity)
     n = shape["n"]
     nb = C.BYTES[dtype]
-    peak = hw.peak_flops(unit, "fp16" if unit == "cube" and dtype == "fp32" else dtype)
+    peak = hw.peak_flops(unit, dtype)  # fp32 Mmads run at the cube's fp32 rate, so its fp32 peak
     res = assemble(op="weighted_sum", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=2.0 * n, peak_flops=peak,
                    must_move_bytes=None if onchip else float(2 * n * nb), l2_hit=0.0, buffers=bufs)
