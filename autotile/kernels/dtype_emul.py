@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 BF16_OVERFLOW = 3.3961775292304e38  # the largest bf16 plus half its spacing: from here on, inf
 
 
