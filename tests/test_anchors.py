@@ -68,9 +68,9 @@ def test_weighted_sum_crossover_is_in_the_talks_range_in_spirit(rows):
 
 
 @pytest.mark.xfail(strict=True, reason="issue #4 asks for a crossover in [256, 1024]; the simulator puts it at "
-                                       "~1280: the calibrated isolated Mmad (25 cycles) plus FixPipe and a 16-entry "
+                                       "~1150: the calibrated isolated Mmad (25 cycles) plus FixPipe and a 16-entry "
                                        "diagonal sum on the S pipe cost ~48 fixed cycles, which the Vector's "
-                                       "calibrated VMUL/VADD tree/VCADD only exceeds past n~1200")
+                                       "calibrated VMUL/VADD tree/VCADD only exceeds past n~1150")
 def test_weighted_sum_crossover_within_issue_range(rows):
     assert rows["weighted_sum fp16 on chip: n from which the Cube beats the Vector"]["ok"]
 

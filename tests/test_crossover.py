@@ -35,18 +35,15 @@ def test_cli_prints_both_framings(capsys):
     assert first["cube"]["cycles_per_element"] < first["vector"]["cycles_per_element"]
 
 
-def test_sizes_past_a_whole_fractal_cost_the_cube_a_zero_fill():
-    """The grid's powers of two are whole 16 x 16 fractals; one row past one the Cube zero-fills the
-    partial last fractal (data on chip), so it stays faster only from a larger n, and the unaligned
-    search names a size the Cube really wins at."""
+def test_sizes_past_a_whole_fractal_move_the_crossover_little():
+    """The grid's powers of two are whole 16 x 16 fractals; the unaligned search probes one row past
+    each and lands within a few rows of the plain one (a partial last fractal is padded by the load
+    that brings it, so it costs the Cube no more than a whole one)."""
     aligned = crossover("weighted_sum", "fp16", HW, on_chip=True)["n"]
     res = crossover("weighted_sum", "fp16", HW, on_chip=True, aligned=False)
     n = res["n"]
-    assert n is not None and n % 256 and n > aligned
+    assert n is not None and aligned is not None and abs(n - aligned) <= 64
     assert all(r["n"] % 256 for r in res["grid"])
-    cube = best("weighted_sum", "cube", aligned + 16, "fp16", HW, True)[0]
-    assert cube > best("weighted_sum", "cube", aligned, "fp16", HW, True)[0] + 20
-    assert cube > best("weighted_sum", "vector", aligned + 16, "fp16", HW, True)[0]
     for m in (n, n + 16, 2 * n + 16):
         assert best("weighted_sum", "cube", m, "fp16", HW, True)[0] < best("weighted_sum", "vector", m, "fp16", HW, True)[0]
     assert best("weighted_sum", "cube", n - 16, "fp16", HW, True)[0] > best("weighted_sum", "vector", n - 16, "fp16", HW, True)[0]
@@ -55,9 +52,10 @@ def test_sizes_past_a_whole_fractal_cost_the_cube_a_zero_fill():
 def test_cli_reports_the_unaligned_crossover(capsys):
     assert run(["crossover", "weighted_sum", "--dtype", "fp16", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["simulated_n_unaligned"] > out["simulated_n"]
+    assert abs(out["simulated_n_unaligned"] - out["simulated_n"]) <= 64
     assert out["simulated_windows_unaligned"][-1][0] == out["simulated_n_unaligned"]
-    assert "zero-fills" in out["alignment"][0] and f"n={out['simulated_n']:,}" in out["alignment"][0]
+    for line in out["alignment"]:
+        assert "zero-fills" not in line
 
 
 def test_end_to_end_cube_wins_only_a_middle_range():

@@ -143,8 +143,7 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
         cyc = {u: tuple(best(args.op, u, x, args.dtype, hw, on_chip, args.options)[0] for x in (n, m))
                for u in (args.small_unit, args.large_unit)}
         parts = "; ".join(f"{u} {a:.1f} -> {b:.1f}" for u, (a, b) in cyc.items())
-        out.append(f"{where}: cycles at n={n:,} -> n={m:,}: {parts}"
-                   + (" (the cube zero-fills its partial last fractal)" if on_chip and "cube" in cyc else ""))
+        out.append(f"{where}: cycles at n={n:,} -> n={m:,}: {parts}")
     return out
 
 

@@ -11,11 +11,12 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
 * cube: ``cube_form="trace"`` maps both vectors onto [16 x n/16] fractals (block-wise, so a
   contiguous vector already is the zZ / nZ fractal order) and takes the trace of A @ B^T; the
   ``naive`` form pads [1 x n] @ [n x 1] to 16 x 16 fractals (wasting 255/256 of the cube). The
-  rearrangement is real work: the Mmad's fractal-view setup on the S pipe and the zero fill of a
-  partial last fractal (trace; it overlaps the Mmad of the whole fractals, and the last fractal's
-  Mmad accumulates after it), or the scatter of each 16 elements into fractal row 0 on MTE1
-  (naive). The extraction is real too: FixPipe moves the diagonal (16 fp32) from L0C to L1 and
-  the S pipe sums it.
+  rearrangement is real work: the Mmad's fractal-view setup on the S pipe (trace), or the scatter
+  of each 16 elements into fractal row 0 on MTE1 (naive). The extraction is real too: FixPipe
+  moves the diagonal (16 fp32) from L0C to L1 and the S pipe sums it. A partial last fractal
+  holds zeros past the data in both framings: the load that brings the operands pads whole
+  fractals (a constant fill issued before it, which does not depend on the data, hides behind
+  it), so n = 500 costs no more than n = 512.
 
 ``cores`` > 1 splits n; each core writes its partial to GM and one core combines them after all
 finish. Options: ``{"data": "on_chip"}`` is the published table's framing (inputs already in the
@@ -131,20 +132,6 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
             if not onchip:
                 ra = E.copy(st, cost, E.GM_L0A, float(padded * in_bytes), ready)
                 rb = E.copy(st, cost, E.GM_L0B, float(padded * in_bytes), ready)
-                ready = max(ra, rb)
-            elif padded > ln and (ntile > 1 or L > 256 or ln % 16):
-                # zero fill of the partial last fractal: its unused rows would add into the diagonal
-                # of rows that other fractals fill. A lone fractal (one tile, L <= 256) needs none
-                # when its rows are whole: rows past the data reach diagonal entries nobody reads.
-                # A and B are separate buffers: the two fills queue on MTE1 but need not wait for
-                # each other's data to land. The whole fractals need no fill, so their Mmad goes
-                # first and the fill hides behind it; the last fractal's Mmad accumulates after
-                whole = (ln // 256) * 16
-                if whole > 0:
-                    E.mmad(st, cost, 16, whole, 16, 16, ready)
-                ra = E.copy(st, cost, E.L1_L0A, float((padded - ln) * in_bytes), ready)
-                rb = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
-                kk -= whole
                 ready = max(ra, rb)
             last = E.mmad(st, cost, 16, kk, 16, 16, ready)
         else:

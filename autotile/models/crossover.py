@@ -118,8 +118,8 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     """Smallest n from which ``large_unit`` stays faster than ``small_unit`` (None if never on the grid).
 
     ``aligned=False`` asks every probed size that is a multiple of ``FRACTAL`` at ``unaligned(n)``
-    instead: the grid's powers of two are all whole fractals, so the plain search sees only sizes
-    where the Cube needs no zero fill of a partial last fractal, and says nothing of the others.
+    instead: the grid's powers of two are all whole fractals, so the plain search would say nothing
+    of sizes that leave the Cube a partial last fractal (and the Vector a partial last repeat).
 
     >>> # crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
     """
