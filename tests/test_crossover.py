@@ -211,6 +211,8 @@ def test_two_unit_ops_default_to_their_own_units(capsys, op):
     # the narrower unit first: the answer is where the Vector takes over from the S pipe
     assert out["units"] == ["scalar", "vector"]
     assert out["end_to_end_n"] is not None and out["end_to_end_n"] <= 1024  # the decision tree's ~1 KB
+    # the grid's choices are named: sigmoid's is the exact variant only (QA: "all categorical params")
+    assert ("only variant exact" in out["search"]) == (op == "sigmoid")
 
 
 def test_a_one_unit_op_has_no_crossover(run_cli):
@@ -248,3 +250,17 @@ def test_bad_crossover_inputs(capsys, inputs, needle):
     assert run(["crossover", "elementwise", "--inputs", inputs]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_report_says_which_choices_the_grid_leaves_out():
+    """The report's crossover lines for sigmoid are the exact variant's, and say so."""
+    import types
+
+    from autotile.report.perf import _crossover_intro
+    from autotile.space import load_spec
+
+    spec = load_spec("studies/sigmoid.yaml")
+    data = types.SimpleNamespace(hw=HW, spec=spec, summary={}, results=[{"shape": {"n": 4096}}])
+    text = _crossover_intro(data, "sigmoid", ("n",), False, False, True)
+    assert "only variant exact" in text
+    assert "only variant" not in _crossover_intro(data, "elementwise", ("n",), False, False, True)

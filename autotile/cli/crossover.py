@@ -6,7 +6,7 @@ from autotile.cli.common import print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
-from autotile.models.crossover import FRACTAL
+from autotile.models.crossover import FRACTAL, grid_restriction
 
 HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
 
@@ -70,7 +70,8 @@ def run(args) -> int:
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
-                     "all categorical params); a simulated range narrower than a grid step can be missed. "
+                     f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
+                     "a simulated range narrower than a grid step can be missed. "
                      "learned_*: the model asked at every integer n (its windows agree with decide)",
            "meaning": f"*_n: smallest n from which {args.large_unit} stays faster (null: it does not stay "
                       f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster; "

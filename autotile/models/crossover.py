@@ -26,6 +26,13 @@ CATEGORICAL = {  # op -> unit -> {param: choices}
     "elementwise": {"vector": {}, "scalar": {}},
     "sigmoid": {"vector": {"variant": ("exact",)}, "scalar": {"variant": ("exact",)}},  # precise only
 }
+RESTRICTED = {"sigmoid": "for sigmoid only variant exact: the search compares precise sigmoids, as the decision "
+                         "tree does (the polynomial and the lookup tables trade accuracy for cycles)"}
+
+
+def grid_restriction(op: str) -> str:
+    """Which choices the per-size grid leaves out for ``op`` and why ("" when it tries them all)."""
+    return RESTRICTED.get(op, "")
 
 
 def _pow2(lo: int, hi: int) -> list[int]:

@@ -195,6 +195,8 @@ def crossover(data: ReportData) -> Section | None:
 
 def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool) -> str:
     """What the crossover plot draws, and why it draws no simulated lines when it does not."""
+    from autotile.models.crossover import grid_restriction
+
     if len(dims) > 1:
         return (f"Cycles of each unit's tuned best (circles) against the problem size {' x '.join(dims)}; "
                 "shapes of one size but other proportions can rank the units differently. "
@@ -210,7 +212,8 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
     framing = "".join(f"{k}={scalar_text(v)}, " for k, v in _options(data.spec).items()) + framing
     text = (f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its "
             "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
-            "search autotile crossover runs); circles: the tuned studies of this run"
+            "search autotile crossover runs"
+            + (f"; {grid_restriction(op)}" if grid_restriction(op) else "") + "); circles: the tuned studies of this run"
             + ("; dashed lines: where the fastest unit changes on that grid, refined by bisection." if marked else "."))
     if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results):
         text += f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
