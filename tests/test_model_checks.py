@@ -250,3 +250,14 @@ def test_train_reads_the_packaged_specs_not_the_working_folders(tmp_path, monkey
         assert path.samefile(ROOT / "studies" / f"{op}.yaml")  # the README's `autotile tune studies/matmul.yaml`
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["autotile"]
     assert "studies/*.yaml" in data
+
+
+def test_lookup_says_when_the_given_models_folder_lacks_the_tables_model(tmp_path, run_cli, table):
+    """--models given but no cost model for the table's op and profile (e.g. trained for the bundled
+    profile, table tuned on an edited copy): one warning when the lookup needs it, not silence."""
+    (tmp_path / "models").mkdir()
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["match"] == "default"
+    assert err.count("\n") == 1 and "warning: no cost model for matmul" in err and "matmul.cost.zip" in err
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=64,n=128,k=256", "--models", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["match"] == "exact" and err == ""  # an exact match needs no model

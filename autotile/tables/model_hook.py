@@ -23,11 +23,26 @@ def warn_stderr(text: str) -> None:
 def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[str], None] = warn_stderr
                    ) -> Callable | None:
     """``model(op, shape, dtype) -> {"unit", "params", "how"} or None`` from a trained cost model,
-    or None if there is no model file for the table's op and profile."""
+    or None if there is no model file for the table's op and profile. A folder given explicitly
+    but without that file still gets a model that says so (once, when a lookup needs it): the
+    user asked for models, and the table's profile may not be the one they were trained for."""
     from autotile.models import store
 
-    if not store.locate("cost", table.op, models_dir, table.hardware).exists():
-        return None
+    path = store.locate("cost", table.op, models_dir, table.hardware)
+    if not path.exists():
+        if models_dir is None:
+            return None
+        said: list = []
+
+        def missing(op: str, shape: dict, dtype: str):
+            if not said:
+                warn(f"no cost model for {table.op} on profile {store.profile_folder(table.hardware)} at {path} "
+                     f"(`autotile train -o {models_dir}` with the table's profile writes it); the lookup falls "
+                     "back to the default tiling")
+                said.append(True)
+            return None
+
+        return missing
     loaded: list = []  # [regressor or None], filled on first use
 
     def regressor():
