@@ -53,12 +53,22 @@ def _torch_linear(i: int, o: int, align: bool) -> tuple[np.ndarray, np.ndarray, 
     if align:
         src = (F(i - 1) / F(o - 1) if o > 1 else F(0)) * d.astype(F)
     else:
-        src = np.maximum((F(i) / F(o)) * (d.astype(F) + F(0.5)) - F(0.5), F(0))
+        # fused multiply-add: the float64 product of float32 values and the -0.5 are exact here
+        src = np.maximum((float(F(i) / F(o)) * (d + 0.5) - 0.5).astype(F), F(0))
     i0 = np.minimum(np.floor(src).astype(np.int64), i - 1)
     return i0, np.minimum(i0 + 1, i - 1), np.clip(src - i0.astype(F), F(0), F(1))
 
 
 PAIRS = [(i, o) for i in range(1, 200) for o in range(1, 400)]
+
+
+@pytest.mark.parametrize("i, o, dst, want", [(2, 50, 37, 0.99999994), (37, 100, 43, 15.595000267)])
+def test_bilinear_source_matches_measured_pytorch(i, o, dst, want):
+    """Coordinates torch 2.13 (CPU) computed for align_corners=False, where rounding the product
+    before subtracting 0.5 gives 1.0 and 15.594999 (the first one another source pixel)."""
+    i0, _, lam = R.src_index(o, i, "bilinear", False)
+    assert i0[dst] + lam[dst] == pytest.approx(want, abs=1e-6) and i0[dst] == int(want)
+    assert i0[dst] + lam[dst] == float(np.float32(want))
 
 
 def test_nearest_indices_follow_pytorch_float32_arithmetic():
