@@ -43,11 +43,16 @@ def load_spec(path: str | Path) -> Spec:
     return _Parser(load_file(path)).spec()
 
 
-def load_spec_text(text: str, file: str) -> Spec:
-    """Validate a spec given as YAML (or JSON) text; ``file`` names it in errors."""
+def load_spec_text(text: str, file: str, *, embedded: bool = False) -> Spec:
+    """Validate a spec given as YAML (or JSON) text; ``file`` names it in errors.
+
+    ``embedded``: the normalized copy a table records. Its ``measurements`` is kept as recorded
+    and never opened: a table is self-contained and never replays, so the measurements file may
+    have moved or gone (and a relative path was relative to where the tune ran, not the table).
+    """
     from autotile.yamlsrc import load_text
 
-    return _Parser(load_text(text, file)).spec()
+    return _Parser(load_text(text, file), embedded=embedded).spec()
 
 
 def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
@@ -59,8 +64,9 @@ def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
 class _Parser:
     """One pass over a loaded spec document, building the Spec or raising located errors."""
 
-    def __init__(self, doc: Located):
+    def __init__(self, doc: Located, *, embedded: bool = False):
         self.doc = doc
+        self.embedded = embedded  # a table's copy: files it names are records, not read
         self.folder = Path(doc.file).parent
         self.taken: dict[str, str] = {}  # name -> what uses it (params, then derived)
         self.expr_at: dict[str, tuple] = {}  # field -> (line, col) of each expression
@@ -486,6 +492,8 @@ class _Parser:
         if "measurements" not in top:
             raise self.err(("backend",), "backend replay needs a measurements file (missing key 'measurements')")
         p = Path(self.text(path, top["measurements"]))
+        if self.embedded:
+            return p  # as the tuned spec resolved it (the hash covers this text)
         p = p if p.is_absolute() else self.folder / p
         if not p.is_file():
             raise self.err(path, f"file not found: {p}")

@@ -45,7 +45,9 @@ def spec_from_dict(data: dict, hw: HardwareProfile, *, file: str | None = None):
 
     The spec parser resolves ``hardware`` by name or path; the table's own profile replaces it
     afterwards (expressions only read ``hw`` values when a space is built), so a spec whose
-    profile file is gone still loads.
+    profile file is gone still loads. A replay spec's ``measurements`` path is kept as recorded
+    and not opened (the table never replays them), so moving or deleting that file does not
+    break the table, while the spec hash still covers the path.
     """
     from autotile.space import load_spec_text
 
@@ -55,7 +57,7 @@ def spec_from_dict(data: dict, hw: HardwareProfile, *, file: str | None = None):
     doc = dict(data, hardware=DEFAULT_PROFILE)
     where = f"{file}#spec.content" if file else "spec.content"
     try:
-        spec = load_spec_text(json.dumps(doc), where)
+        spec = load_spec_text(json.dumps(doc), where, embedded=True)
     except InputError as exc:
         raise InputError(f"the embedded spec is invalid: {exc.message}", file=file,
                          field="spec.content" + (f".{exc.field}" if exc.field else "")) from None
