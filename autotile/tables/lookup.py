@@ -13,7 +13,9 @@ The rule, in order (the first that gives a feasible tiling wins):
 3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains (``Space.project``), checked too, trying the spec's units
    in order. If even that is infeasible, :class:`NoFeasibleTiling` says why.
 
-A lookup never returns a tiling that is infeasible for the queried shape.
+A lookup never returns a tiling that is infeasible for the queried shape. An op without a kernel
+(``replay``) has no kernel check and no heuristic: its table answers its tuned shapes, and any
+other shape is a :class:`NoFeasibleTiling` that lists them.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ class Lookup:
     def __init__(self, table, model: Callable | None = None):
         self.table: Table = load_table(table)
         self.model = model
-        self.kernel = registry.implementation(self.table.op)
+        # None for a kernel-less op (replay): its table answers its tuned shapes and no more
+        self.kernel = registry.implementation(self.table.op) if registry.get(self.table.op).module else None
         hw = self.table.hardware
         self.regions: tuple[Region, ...] = tuple(
             region_of(self.table.op, e.unit, e.shape, e.params, e.dtype, hw) for e in self.table.entries)
@@ -95,7 +98,7 @@ class Lookup:
             why = space.check(params)
         except InputError as exc:
             return exc.message
-        if why is not None:
+        if why is not None or self.kernel is None:
             return why
         return kernel_check(self.kernel, shape, params, dtype, spec.hardware, unit, spec.inputs)
 
@@ -157,6 +160,14 @@ class Lookup:
 
     def _default(self, shape, dtype, skipped) -> Match:
         spec = self.table.spec
+        if self.kernel is None:  # no heuristic to fall back on: say what such a table can answer
+            text = ",".join(f"{k}={v}" for k, v in shape.items())
+            tuned = "; ".join(",".join(f"{k}={v}" for k, v in e.shape.items())
+                              for e in self.table.entries if e.dtype == dtype)
+            why = "".join(f"{s}; " for s in skipped)
+            raise NoFeasibleTiling(f"no tiling for {self.table.op} {text} {dtype}: {why}a table of op "
+                                   f"{self.table.op} has no kernel for a default tiling, so it answers only "
+                                   f"its tuned shapes ({f'{dtype}: {tuned}' if tuned else f'none in {dtype}'})")
         for unit in spec.units:
             try:
                 params = spec.space(shape, dtype, unit).default_tiling()
