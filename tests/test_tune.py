@@ -315,3 +315,75 @@ budget: {timeout_s: 0.5}
     assert "budget 100 distinct feasible configurations or 0.5 s per study" in (out / "report.md").read_text()
     code, stdout, err = run_cli("tune", TINY, "--out", str(tmp_path / "mm"), "--quiet", "--trials", "2", "--no-verify")
     assert code == 0 and "budget 2, seed" in stdout and _summary(tmp_path / "mm")["timeout_s"] is None
+
+
+_SIG_TWO = """op: sigmoid
+hardware: ascend910b2
+dtypes: [fp16]
+units: [scalar]
+shapes: [{n: 4096}]
+params:
+  tile_len: {type: int, low: 1024, high: "shape.n", pow2: true}
+  buffer_num: {type: fixed, value: 2}
+  cores: {type: int, low: 1, high: 32, pow2: true}
+  variant: {type: categorical, choices: [exact, poly]}
+objective: [max_abs_error, cycles]
+sampler: exhaustive
+"""
+
+
+def test_two_objective_ties_on_the_first_go_to_the_second_in_a_study(tmp_path):
+    """Trial 0 (the baseline) and trial 2 tie on max_abs_error; trial 2 has fewer cycles, so it
+    ranks first (ranking on the first objective alone kept trial 0, a dominated pick)."""
+    from optuna.distributions import IntDistribution
+    from optuna.trial import create_trial
+
+    spec_path = tmp_path / "sig.yaml"
+    spec_path.write_text(_SIG_TWO.replace("sampler: exhaustive\n", ""))
+    spec = load_spec(str(spec_path))
+    space = spec.space(spec.shapes[0], "fp16", "scalar")
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    for cores, vals in ((1, (0.0, 50000.0)), (2, (0.001, 1000.0)), (32, (0.0, 2000.0))):
+        cfg = {"buffer_num": 2, "cores": cores, "tile_len": 4096, "variant": "exact"}
+        study.add_trial(create_trial(
+            values=list(vals), params={"cores": cores}, distributions={"cores": IntDistribution(1, 32)},
+            user_attrs={runner.CONFIG_ATTR: json.dumps(cfg, sort_keys=True, separators=(",", ":")),
+                        "values": {"max_abs_error": vals[0], "cycles": vals[1]}}))
+    plan = runner.StudyPlan("s", space, ("max_abs_error", "cycles"), "tpe", 0, 3, None, None)
+    from autotile.tune.evaluate import Evaluator
+
+    out = runner.summarize(study, plan, Evaluator(space, plan.objectives), 0.0)
+    assert [b[2] for b in out.best] == [2, 0, 1]
+
+
+def test_two_objective_exhaustive_exports_the_fastest_of_the_most_accurate(run_cli, tmp_path):
+    """objective [max_abs_error, cycles]: the exported configuration has the lowest error and,
+    among those with it, the fewest cycles (not the first such configuration enumerated)."""
+    spec = tmp_path / "sig.yaml"
+    spec.write_text(_SIG_TWO)
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--json")
+    assert code == 0, err
+    r = json.loads(stdout)["results"][0]
+    from autotile.tune import exhaustive
+
+    sp = load_spec(str(spec))
+    rows = [v for _, v in exhaustive.scores(sp.space(sp.shapes[0], "fp16", "scalar"), sp.objectives)]
+    low = min(v["max_abs_error"] for v in rows)
+    fastest = min(v["cycles"] for v in rows if v["max_abs_error"] == low)
+    assert r["values"]["max_abs_error"] == low and r["cycles"] == fastest
+    assert max(v["cycles"] for v in rows if v["max_abs_error"] == low) > 2 * fastest  # a real tie to break
+
+
+def test_unit_choice_breaks_first_objective_ties_on_the_second():
+    """Two units tie on max_abs_error; the one with fewer cycles is chosen, whichever is listed first."""
+    from autotile.tune.driver import _mark_chosen_units
+
+    def res(unit, err, cycles):
+        return {"shape": {"n": 64}, "dtype": "fp16", "unit": unit, "cycles": cycles, "verified": True,
+                "values": {"max_abs_error": err, "cycles": cycles}}
+
+    for order in ((0, 1, 2), (2, 1, 0)):
+        rs = [res("vector", 0.0, 900.0), res("scalar", 0.0, 400.0), res("cube", 0.5, 100.0)]
+        rs = [rs[i] for i in order]
+        _mark_chosen_units(rs, ("max_abs_error", "cycles"))
+        assert [r["unit"] for r in rs if r["chosen"]] == ["scalar"]

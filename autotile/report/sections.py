@@ -145,6 +145,8 @@ def units(data: ReportData) -> Section:
         return Section("Unit choice", [Para(
             f"This spec tunes one unit only ({names[0]}), so {names[0]} is chosen for every shape. "
             "List several units in the spec's `units:` to compare them.")], "units")
+    objs = data.summary.get("objectives") or ["cycles"]
+    by_time = objs[0] in ("cycles", "time_us")
     rows, labels, cyc = [], [], []
     for (shape, dtype), rs in groups.items():
         by = {r["unit"]: r for r in rs}
@@ -152,7 +154,9 @@ def units(data: ReportData) -> Section:
         vals = [by[u].get("cycles") if u in by else None for u in names]
         ok = sorted(v for v in vals if v is not None)
         why = "-"
-        if chosen is not None and len(ok) > 1:
+        if chosen is not None and len(ok) > 1 and not by_time:
+            why = f"lowest {objs[0]}" + ("" if chosen.get("verified") else " (not verified)")
+        elif chosen is not None and len(ok) > 1:
             runner_up = min(v for u, v in zip(names, vals) if v is not None and u != chosen["unit"])
             why = f"{runner_up / chosen['cycles']:.2f}x faster than the next unit"
             if not chosen.get("verified"):
@@ -168,7 +172,10 @@ def units(data: ReportData) -> Section:
         cyc.append(vals)
     parts = [
         Para("Each unit's best cycles for the same shape and dtype. The chosen unit is the fastest one whose "
-             "configuration passed verification (the fastest overall when none did)."),
+             "configuration passed verification (the fastest overall when none did)." if by_time else
+             f"Each unit's best cycles for the same shape and dtype. The chosen unit is the one with the lowest "
+             f"{objs[0]}{f' (ties: the lowest {objs[1]})' if len(objs) > 1 else ''}, then the fewest cycles, "
+             "among those whose configuration passed verification (among all when none did)."),
         Table(["shape, dtype"] + [f"{u} cycles" for u in names] + ["chosen", "why"], rows, "l" + "r" * len(names) + "ll"),
     ]
     if any(v for row in cyc for v in row):  # a log-scale plot needs one measured bar

@@ -105,7 +105,7 @@ def _warm(spec: Spec, space, name: str, storage) -> tuple:
 
     study = optuna.load_study(study_name=best, storage=storage)
     done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
-    done.sort(key=lambda t: t.values[0])
+    done.sort(key=lambda t: (runner.rank(t.values), t.number))
     out, seen = [], set()
     for t in done:
         key = t.user_attrs.get(runner.CONFIG_ATTR)
@@ -326,7 +326,7 @@ def _finish(job: _Job) -> dict:
     never = _collect(job)
     results = [_result(spec, plan, job.outcomes[plan.name], opts) for plan in job.plans
                if plan.name in job.outcomes]
-    _mark_chosen_units(results)
+    _mark_chosen_units(results, spec.objectives)
     first = job.plans[0] if job.plans else None
     summary = {
         "schema": "autotile.summary/1",
@@ -402,8 +402,10 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     return rec
 
 
-def _mark_chosen_units(results: list[dict]) -> None:
-    """Per (shape, dtype): each unit's best cycles side by side, and which unit wins."""
+def _mark_chosen_units(results: list[dict], objectives=("cycles",)) -> None:
+    """Per (shape, dtype): each unit's best cycles side by side, and which unit wins: the best
+    by the objectives in order (ties on the first go to the second, as within a study), then
+    the fewest cycles; a verified configuration before an unverified one."""
     groups: dict = {}
     for r in results:
         groups.setdefault((tuple(r["shape"].items()), r["dtype"]), []).append(r)
@@ -411,10 +413,16 @@ def _mark_chosen_units(results: list[dict]) -> None:
         units = {r["unit"]: r.get("cycles") for r in rs}
         ok = [r for r in rs if r.get("cycles") is not None and r.get("verified", False)] or \
              [r for r in rs if r.get("cycles") is not None]
-        best = min(ok, key=lambda r: r["cycles"]) if ok else None
+        best = min(ok, key=lambda r: (_unit_rank(r, objectives), r["cycles"])) if ok else None
         for r in rs:
             r["unit_cycles"] = units
             r["chosen"] = r is best
+
+
+def _unit_rank(r: dict, objectives) -> tuple:
+    """A result's objective values in order (its own ``cycles``/``time_us`` if ``values`` lacks them)."""
+    vals = {k: r[k] for k in ("cycles", "time_us") if r.get(k) is not None}
+    return runner.rank({**vals, **(r.get("values") or {})}, objectives)
 
 
 def write_outputs(spec: Spec, summary: dict, out: Path) -> None:

@@ -38,7 +38,7 @@ def run(plan: runner.StudyPlan) -> runner.StudyOutcome:
     ev = make_evaluator(plan.space, plan.objectives)
     rows = scores(plan.space, plan.objectives, evaluator=ev)
     first = plan.objectives[0]
-    ranked = sorted(range(len(rows)), key=lambda i: rows[i][1][first])
+    ranked = sorted(range(len(rows)), key=lambda i: runner.rank(rows[i][1], plan.objectives))
     out = runner.StudyOutcome(name=plan.name, trials=len(rows), complete=len(rows), unique=len(rows),
                               simulated=ev.simulated, elapsed_s=time.monotonic() - t0)
     out.best = [(rows[i][0], rows[i][1], i) for i in ranked]

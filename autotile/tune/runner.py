@@ -31,6 +31,16 @@ WARM_ATTR = "warm_start"
 REASON_ATTR = "infeasible"
 
 
+def rank(values, objectives=None) -> tuple:
+    """How configurations rank, best first: lexicographically by the objectives in order, so
+    among ties on the first objective the second decides and a pick from a two-objective study
+    is never dominated. ``values`` is a trial's value list, or a dict read in ``objectives``
+    order (an objective it lacks ranks last)."""
+    if objectives is None:
+        return tuple(values)
+    return tuple(values.get(o, math.inf) for o in objectives)
+
+
 @dataclass(frozen=True)
 class StudyPlan:
     """What to run: the space, how to score it, and the search settings."""
@@ -231,7 +241,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
                        simulated=evaluator.simulated, elapsed_s=elapsed)
     first = plan.objectives[0]
     seen, ranked = set(), []
-    for t in sorted(complete, key=lambda t: (t.values[0], t.number)):
+    for t in sorted(complete, key=lambda t: (rank(t.values), t.number)):
         key = t.user_attrs.get(CONFIG_ATTR)
         if key in seen or key is None:
             continue
