@@ -133,3 +133,52 @@ def test_objective_without_a_column(tmp_path):
     spec = load_spec(spec_path)
     with pytest.raises(InputError, match="no column 'max_rel_error'"):
         make_evaluator(spec.space({"n": 256}), ("cycles", "max_rel_error"))
+
+
+def _capped(tmp_path, limit: str) -> tuple:
+    """The CSV with max_abs_error 0.004 on every 4-core row (the fastest), and a spec capping it."""
+    path, spec_path = write_csv(tmp_path)
+    lines = path.read_text().splitlines()
+    lines = lines[:1] + [ln[: -len("0.001")] + "0.004" if ln.split(",")[4] == "4" else ln for ln in lines[1:]]
+    path.write_text("\n".join(lines) + "\n")
+    spec_path.write_text(spec_path.read_text().replace("objective: cycles\n", f"objective: time_us\n{limit}\n"))
+    return path, spec_path
+
+
+def test_replay_limits_prune_recorded_configurations_over_a_cap(tmp_path, capsys):
+    """A replayed configuration over a limit is infeasible with the simulator backend's reason;
+    the optimum (replay's and bench-search's), the feasible count and tune's pick respect it."""
+    from autotile.tune import benchsearch
+
+    _, spec_path = _capped(tmp_path, "limits: {max_abs_error: 0.002}")
+    spec = load_spec(spec_path)
+    space = spec.space({"n": 4096}, "fp16", "vector")
+    out = make_evaluator(space, ("time_us",)).score({"tile_len": 256, "buffer_num": 2, "cores": 4})
+    assert not out.feasible and out.reason == "max_abs_error 0.004 exceeds the limit 0.002"
+    ok = make_evaluator(space, ("time_us",)).score({"tile_len": 256, "buffer_num": 2, "cores": 2})
+    assert ok.feasible
+    allowed = [(t, b, c) for t in (16, 32, 64, 128, 256, 512) for b in (1, 2) for c in (1, 2)]
+    best = min(allowed, key=lambda tbc: fake_time_us(4096, "fp16", *tbc))
+    params, value, count = replay.optimum(space, "time_us")
+    assert params == dict(zip(("tile_len", "buffer_num", "cores"), best)) and count == len(allowed)
+    assert value == pytest.approx(fake_time_us(4096, "fp16", *best), abs=1e-3)
+    opt = benchsearch.optimum(space, "time_us")
+    assert opt.params == params and opt.feasible == len(allowed)
+    assert all(r.metrics["max_abs_error"] <= 0.002 for r in replay.rows(spec))
+    assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o"), "--quiet", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert results and all(r["values"]["max_abs_error"] <= 0.002 and r["params"]["cores"] < 4 for r in results)
+
+
+def test_replay_limit_on_a_metric_without_a_column_is_a_located_spec_error(tmp_path, capsys):
+    """It would cap nothing; the error points at the spec's limit, and tune exits 2 on it."""
+    _, spec_path = _capped(tmp_path, "limits: {max_rel_error: 0.002}")
+    spec = load_spec(spec_path)
+    with pytest.raises(InputError) as exc:
+        make_evaluator(spec.space({"n": 256}, "fp16", "vector"), ("time_us",))
+    line = spec_path.read_text().splitlines().index("limits: {max_rel_error: 0.002}") + 1
+    assert str(exc.value).startswith(f"{spec_path}:{line}:10: limits.max_rel_error:")
+    assert "no column 'max_rel_error'" in str(exc.value)
+    assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+

@@ -207,6 +207,7 @@ class _Parser:
         out = []
         for name, cap in value.items():
             path = ("limits", name)
+            self.expr_at[dotted(path)] = self.doc.where(path, key=True)  # a replay file may lack it
             if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 0 or cap == float("inf"):
                 raise self.err(path, f"expected a number >= 0, got {_show(cap)}")
             out.append((name, float(cap)))

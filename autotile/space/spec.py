@@ -72,7 +72,7 @@ class Spec:
     inputs: dict = field(default_factory=dict)
     description: str = ""
     params_at: tuple[int, int] = (1, 1)  # line and column of the ``params`` key, for errors
-    expr_at: tuple = ()  # (field, line, column) of each expression, for errors found after loading
+    expr_at: tuple = ()  # (field, line, column) of each expression and limit, for errors found after loading
 
     def param(self, name: str) -> Param:
         """The param called ``name``; KeyError if there is none."""

@@ -86,10 +86,9 @@ class Evaluator:
             if isinstance(errs, str):
                 return Outcome(params, False, errs, result=res)
             values.update(errs)
-        for metric, cap in limits.items():
-            if values[metric] > cap:
-                return Outcome(params, False, f"{metric} {values[metric]:.3g} exceeds the limit {cap:g}",
-                               values, res)
+        reason = over_limit(values, limits)
+        if reason is not None:
+            return Outcome(params, False, reason, values, res)
         return Outcome(params, True, None, values, res)
 
     def errors(self, params: dict) -> dict | str:
@@ -110,6 +109,17 @@ class Evaluator:
         got = np.asarray(self.kernel.execute(inputs, params, sp.dtype, self.hw, unit=sp.unit,
                                              options=self.options), dtype=np.float64)
         return error_metrics(got, ref)
+
+
+def over_limit(values: dict, limits: dict, where: str = "") -> str | None:
+    """Why ``values`` break one of the spec's ``limits`` (a metric above its cap, or absent),
+    else None; every backend prunes with this same text. ``where`` locates a missing value."""
+    for metric, cap in limits.items():
+        if metric not in values:
+            return f"no {metric} recorded{f' ({where})' if where else ''}, so the limit {cap:g} cannot be checked"
+        if values[metric] > cap:
+            return f"{metric} {values[metric]:.3g} exceeds the limit {cap:g}"
+    return None
 
 
 def make_evaluator(space: Space, objectives: tuple[str, ...] = ("cycles",)) -> Evaluator:

@@ -2,8 +2,9 @@
 
 A spec with ``backend: replay`` and ``measurements: FILE`` (CSV or Kernel Tuner cache, see
 :mod:`autotile.tune.measurements`) is tuned offline: constraints are checked first as always,
-then the configuration is looked up. A configuration absent from the file, or recorded as failed,
-is infeasible (with the reason), never a crash.
+then the configuration is looked up. A configuration absent from the file, recorded as failed,
+or over one of the spec's ``limits`` (the reason text is the simulator backend's), is infeasible
+(with the reason), never a crash. A limit on a metric the file has no column for is a spec error.
 
 Objective values of a measured configuration: ``time_us``; ``cycles``, the file's ``cycles``
 metric or else the time at the hardware profile's clock (nominal for kernels of other devices,
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from autotile.errors import InputError
 from autotile.space.space import Space
 from autotile.tune import measurements
-from autotile.tune.evaluate import Evaluator, Outcome, config_key
+from autotile.tune.evaluate import Evaluator, Outcome, config_key, over_limit
 from autotile.tune.naming import shape_text
 
 
@@ -61,6 +62,19 @@ def values_of(record: measurements.Record, clock_ghz: float) -> dict:
     """Objective values of a measured record: time_us, cycles and the file's metrics."""
     cycles = record.metrics.get("cycles", record.time_us * clock_ghz * 1e3)
     return {**record.metrics, "time_us": record.time_us, "cycles": float(cycles)}
+
+
+def check_columns(spec) -> None:
+    """A located spec error for a limit on a metric no measurement of ``spec``'s file records
+    (it would cap nothing, so every configuration would pass it silently)."""
+    if not spec.limits:
+        return
+    m = measurements.load(spec)
+    have = set().union(*(r.metrics for r in m.records)) | {"time_us", "cycles"}
+    for metric, _ in spec.limits:
+        if metric not in have:
+            raise spec.error_at(f"limits.{metric}", f"the measurements ({m.file}) have no column {metric!r} "
+                                                    f"to cap (they have {', '.join(sorted(have))})")
 
 
 def index(space: Space) -> dict[str, measurements.Record]:
@@ -108,6 +122,7 @@ class ReplayEvaluator(Evaluator):
         self.records = index(space)
         if not self.records:
             raise InputError(f"no measurements for {_where(space)}", file=self.file)
+        check_columns(space.spec)
         have = set().union(*(r.metrics for r in self.records.values())) | {"time_us", "cycles"}
         for o in self.objectives:
             if o not in have:
@@ -130,12 +145,18 @@ class ReplayEvaluator(Evaluator):
         if missing:
             return Outcome(params, False, f"no {missing[0]} recorded ({r.where})")
         res = Measured(r.time_us, values["cycles"], dict(r.metrics), f"{self.file}: {r.where}")
+        reason = over_limit(values, dict(self.space.spec.limits), r.where)
+        if reason is not None:
+            return Outcome(params, False, reason, values, res)
         return Outcome(params, True, None, values, res)
 
 
 def space_rows(space: Space, *, include_failed: bool = False) -> Iterator[Row]:
-    """The measured configurations of one space that its constraints allow, as dataset rows."""
+    """The measured configurations of one space that its constraints and ``limits`` allow, as
+    dataset rows (a row over a limit is left out as the tuner prunes it)."""
     clock = space.spec.hardware.clock_ghz
+    limits = dict(space.spec.limits)
+    check_columns(space.spec)
     for r in index(space).values():
         params = {n: r.params[n] for n in space.names}
         if space.check(params) is not None:
@@ -145,13 +166,16 @@ def space_rows(space: Space, *, include_failed: bool = False) -> Iterator[Row]:
                 yield Row(space.shape, space.dtype, space.unit, params, None, None, dict(r.metrics),
                           r.failure)
             continue
-        cycles = values_of(r, clock)["cycles"]
+        values = values_of(r, clock)
+        if over_limit(values, limits) is not None:
+            continue
+        cycles = values["cycles"]
         yield Row(space.shape, space.dtype, space.unit, params, r.time_us, cycles, dict(r.metrics))
 
 
 def rows(spec, *, include_failed: bool = False) -> Iterator[Row]:
     """Every measured configuration of every (shape, dtype, unit) space of replay ``spec``
-    that the spec's constraints allow, as dataset rows (failed ones too on request, with
+    that the spec's constraints and limits allow, as dataset rows (failed ones too on request, with
     ``time_us`` None and the ``failure``). The models train and evaluate on these.
 
     >>> spec = load_spec("examples/kt_gemm.yaml")  # doctest: +SKIP
