@@ -182,3 +182,15 @@ def test_replay_limit_on_a_metric_without_a_column_is_a_located_spec_error(tmp_p
     assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
+
+
+def test_replay_spec_errors_come_before_any_output(tmp_path):
+    """A missing objective column or a limit without a column refuses the run before the output
+    folder (and its study journal) is made."""
+    _, spec_path = write_csv(tmp_path)
+    spec_path.write_text(spec_path.read_text().replace("objective: cycles", "objective: max_rel_error"))
+    assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert not (tmp_path / "o").exists()
+    _, spec_path = _capped(tmp_path, "limits: {max_rel_error: 0.002}")
+    assert cli(["tune", str(spec_path), "--out", str(tmp_path / "o2"), "--quiet"]) == 2
+    assert not (tmp_path / "o2").exists()

@@ -255,6 +255,7 @@ def test_bad_spec_and_bad_options_exit_2(run_cli, tmp_path):
     assert run_cli("tune", str(tmp_path / "missing.yaml"))[0] == 2
     code, _, err = run_cli("tune", TINY, "--sampler", "annealing", "--out", str(tmp_path / "o"))
     assert code == 2 and "unknown sampler" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()  # refused before the output folder and its journal
 
 
 def test_limits_make_a_single_objective_study_pick_the_fastest_admissible_variant(run_cli, tmp_path):
@@ -387,3 +388,25 @@ def test_unit_choice_breaks_first_objective_ties_on_the_second():
         rs = [rs[i] for i in order]
         _mark_chosen_units(rs, ("max_abs_error", "cycles"))
         assert [r["unit"] for r in rs if r["chosen"]] == ["scalar"]
+
+
+def test_a_refused_multi_spec_run_writes_no_output(run_cli, tmp_path, monkeypatch):
+    """`--jobs 2` with an exhaustive spec first: the refusal comes before any spec's output
+    folder or journal is made (the second spec's results/<stem>/studies.journal was left)."""
+    ew = tmp_path / "ew.yaml"
+    ew.write_text("""op: elementwise
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 1024}]
+params:
+  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: fixed, value: 2}
+  cores: {type: fixed, value: 1}
+sampler: exhaustive
+""")
+    sig = tmp_path / "sig.yaml"
+    sig.write_text(_SIG_TWO.replace("sampler: exhaustive\n", ""))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("tune", str(ew), str(sig), "--quiet", "--trials", "5", "--jobs", "2", "--json")
+    assert code == 2 and "--jobs: the exhaustive sampler runs in one process" in err and err.count("\n") == 1
+    assert not (tmp_path / "results").exists()

@@ -160,16 +160,32 @@ class _Job:
     t0: float
 
 
-def _start(spec: Spec, opts: Options) -> _Job:
-    """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
-    if (opts.sampler or spec.sampler) == "exhaustive":
+def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
+    """The plans of one spec once its options fit it; raises InputError before anything is
+    written, so a refused run (of any spec in the queue) leaves no output folder or storage."""
+    from autotile.tune.samplers import make_sampler
+
+    spec.require_kernel_params()
+    sampler = opts.sampler or spec.sampler
+    if sampler != "exhaustive":  # unknown, not installed, or single-objective with two objectives
+        make_sampler(sampler, 0, n_objectives=len(spec.objectives))
+    if sampler == "exhaustive":
         if opts.storage:  # it would be recorded in the summary but never hold a trial
             raise InputError("--storage: the exhaustive sampler simulates every configuration in one batch "
                              "and keeps no Optuna study; drop --storage")
-        storage = None
-    else:
-        storage = make_storage(opts.storage, opts.out)
+        if jobs > 1:
+            raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
     todo = plans(spec, opts)
+    if spec.backend == "replay":  # the measurements hold every space, objective and limit
+        for plan in todo:
+            make_evaluator(plan.space, plan.objectives)
+    return todo
+
+
+def _start(spec: Spec, opts: Options, todo: list[runner.StudyPlan]) -> _Job:
+    """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
+    exhaustive_run = (opts.sampler or spec.sampler) == "exhaustive"
+    storage = None if exhaustive_run else make_storage(opts.storage, opts.out)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)
     return _Job(spec, opts, storage, todo, {}, time.monotonic())
@@ -211,9 +227,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     runner._Stop.requested = False
     _install_sigint()
     quiet_heartbeat_failures()
-    for spec in specs:  # every spec simulatable before any of them makes its output folder
-        spec.require_kernel_params()
-    queue = [_start(spec, o) for spec, o in zip(specs, opts)]
+    todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
+    queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
     bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
     try:
         if jobs <= 1:
@@ -255,9 +270,7 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     from autotile.errors import StorageError
     from autotile.tune import storage as storage_mod
 
-    for job in queue:
-        if any(plan.sampler == "exhaustive" for plan in job.plans):
-            raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
+    for job in queue:  # no exhaustive plan here: ``_check`` refused it with --jobs
         warmed = [_warmed(job, plan) for plan in job.plans]  # before any sibling study exists
         for plan in warmed:
             try:
