@@ -346,3 +346,37 @@ def test_roofline_says_which_bytes_it_counts(matmul_run):
     flops, reads = 2 * 256 * 256 * 512, (256 * 256 + 256 * 512) * 2
     assert float(row["FLOP/byte"].replace(",", "")) == pytest.approx(flops / reads, abs=0.05)
     assert row["output write"] == "not counted: stays in L2 during the kernel"
+
+
+def test_gap_to_optimum_is_in_the_objectives_unit(run_cli, write_spec, tmp_path):
+    """An exhaustive time_us run: the optimum is in µs like the history, so the gap is 0%
+    (it showed the optimum's cycles against a best in µs: -99.9%)."""
+    from tinyspecs import SMALL
+
+    out = tmp_path / "out"
+    spec = write_spec(SMALL.replace("objective: cycles", "objective: time_us\nsampler: exhaustive"))
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify")
+    assert code == 0, err
+    r = json.loads((out / "summary.json").read_text())["results"][0]
+    assert r["optimum"] == pytest.approx(min(r["history"])) and r["optimum"] < r["optimum_cycles"]
+    row = _md_table((out / "report.md").read_text(), "gap to optimum")[0]
+    assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.4g} µs"
+
+
+def test_an_older_summary_has_no_optimum_for_other_objectives(matmul_run, tmp_path):
+    """Without ``optimum``, ``optimum_cycles`` stands for a cycles objective only; else "-"."""
+    s = json.loads((matmul_run / "summary.json").read_text())
+    s["storage"] = str(tmp_path / "none.journal")
+    s["objectives"] = ["time_us"]
+    s["results"][0].update(optimum_cycles=332.0, history=[0.31, 0.3075])
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    write_report(tmp_path)
+    row = _md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
+    assert row["optimum"] == "-" and row["gap to optimum"] == "-"
+    s["objectives"] = ["cycles"]
+    s["results"][0].update(history=[400.0, 340.0])
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    write_report(tmp_path)
+    row = _md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
+    assert row["optimum"] == "332" and row["gap to optimum"] == "2.41%"
+    assert FAILED not in (tmp_path / "report.html").read_text()

@@ -161,6 +161,7 @@ _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),
            "pct_of_bandwidth": (_NUM, "a number", False), "speedup_vs_baseline": (_NUM, "a number", False),
            "baseline_cycles": (_NUM, "a number", False), "optimum_cycles": (_NUM, "a number", False),
+           "optimum": (_NUM, "a number", False),
            "time_us": (_NUM, "a number", False), "params": ((dict,), "an object", False),
            "baseline_params": ((dict,), "an object", False), "msprof": ((dict,), "an object", False),
            "verification": ((dict,), "an object", False), "history": ((list,), "a list", False),

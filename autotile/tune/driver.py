@@ -409,6 +409,9 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     else:
         rec.update(baseline_params=None, baseline_cycles=None, speedup_vs_baseline=None)
     if plan.sampler == "exhaustive":  # the oracle: the report draws it as the optimum line
+        # ``optimum`` is in the first objective's own unit (what ``history`` holds, so the report's
+        # gap compares like with like); ``optimum_cycles`` is that configuration's cycles
+        rec["optimum"] = oc.best[0][1].get(plan.objectives[0])
         rec["optimum_cycles"] = oc.best[0][1].get("cycles")
     if len(plan.objectives) > 1:
         rec["pareto"] = oc.pareto
