@@ -177,3 +177,21 @@ def test_generic_op_needs_the_replay_backend(tmp_path):
     spec.write_text("op: replay\nshapes: [{problem: 1}]\nparams: {a: {type: int, low: 1, high: 4}}\n")
     with pytest.raises(InputError, match="needs backend: replay"):
         load_spec(spec)
+
+
+def test_replay_report_has_no_utilization_placeholders(kt_spec, tmp_path, capsys):
+    """Recorded measurements have no % of peak or bound: the report says so instead of printing
+    "Best utilization: - of peak (-)", "Utilization bands: 1 -." and a bound of "None"."""
+    from autotile.report.render import write_report
+
+    out = tmp_path / "out"
+    assert cli(["tune", kt_spec.file, "--trials", "10", "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["backend"] == "replay"
+    for _ in range(2):  # as tuned, then as an older summary without "backend"
+        md = (out / "report.md").read_text()
+        assert "Best utilization" not in md and "Utilization bands" not in md and "None" not in md
+        assert "Utilization: not applicable (recorded measurements)." in md
+        summary.pop("backend", None)
+        (out / "summary.json").write_text(json.dumps(summary))
+        write_report(out)

@@ -78,6 +78,15 @@ class ReportData:
         return self.recorded[0]
 
     @property
+    def replayed(self) -> bool:
+        """Whether the run replayed recorded measurements: no simulation, so no utilization or bound.
+        Summaries before ``backend`` tell it by their verification, skipped for replay."""
+        if self.summary.get("backend") is not None:
+            return self.summary["backend"] == "replay"
+        return any(str((r.get("verification") or {}).get("skipped", "")).startswith("replay")
+                   for r in self.results)
+
+    @property
     def results(self) -> list[dict]:
         return self.summary.get("results", [])
 
@@ -155,7 +164,8 @@ _NUM = (int, float)
 _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile name or path", False),
         "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
         "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
-        "timeout_s": (_NUM, "a number of seconds", False), "not_run": ((list,), "a list", False)}
+        "timeout_s": (_NUM, "a number of seconds", False),
+        "backend": ((str,), "a backend name", False), "not_run": ((list,), "a list", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),

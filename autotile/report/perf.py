@@ -53,7 +53,7 @@ def roofline(data: ReportData, traces: dict) -> Section:
             peak = data.hw.peak_flops(r["unit"], r["dtype"])
             roof = min(peak, ai * bw)
             rows.append([result_label(r), f"{ai:,.1f}", f"{fl / 1e12:,.2f}", f"{roof / 1e12:,.2f}",
-                         "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound", "-")]
+                         "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound") or "-"]
                         + ([_output_bytes(in_l2[id(r)])] if any(in_l2.values()) else []))
         blocks.append(Table(["study", "FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s", "roof", "% of roof",
                              "simulated bound"] + (["output write"] if any(in_l2.values()) else []), rows, "lrrrlrll"))
@@ -87,7 +87,7 @@ def pipes(data: ReportData, traces: dict) -> Section:
         blocks.append(plots.pipe_bars([result_label(r) for r in ex], names,
                                       [[(r.get("msprof") or {}).get(k, 0.0) for k in keys] for r in ex]))
         rows = [[result_label(r)] + [fmt.pct(100 * (r.get("msprof") or {}).get(k, 0.0), 0) for k in keys]
-                + [r.get("bound", "-")] for r in ex]
+                + [r.get("bound") or "-"] for r in ex]
         blocks.append(Table(["study"] + names + ["bound"], rows, "l" + "r" * len(keys) + "l"))
     rows, errors = [], []
     for r in ex:

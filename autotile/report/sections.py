@@ -65,14 +65,19 @@ def highlights(data: ReportData) -> list[str]:
     if data.hw is not None and data.summary.get("hw_hash") not in (None, data.hw.content_hash()):
         out.append(f"The profile {data.hw.name} has changed since this run (hash {data.hw.content_hash()} now): "
                    "traces and rooflines use the current profile.")
-    if ex:
-        top = max(ex, key=lambda r: r.get("pct_of_peak") or 0)
+    # utilization is simulated: recorded measurements (replay) have none, and "- of peak" says nothing
+    util = [r for r in ex if r.get("pct_of_peak") is not None or r.get("pct_of_bandwidth") is not None]
+    if util:
+        top = max(util, key=lambda r: r.get("pct_of_peak") or 0)
         out.append(f"Best utilization: {fmt.pct(top.get('pct_of_peak'))} of peak for {result_label(top)} "
                    f"({band(top.get('pct_of_peak'))}).")
         bands: dict[str, int] = {}
-        for r in ex:
+        for r in util:
             bands[_band(r, data)[0]] = bands.get(_band(r, data)[0], 0) + 1
         out.append("Utilization bands: " + ", ".join(f"{n} {b}" for b, n in bands.items()) + ".")
+    elif ex and data.replayed:
+        out.append("Utilization: not applicable (recorded measurements).")
+    if ex:
         sp = [r["speedup_vs_baseline"] for r in ex if r.get("speedup_vs_baseline")]
         if sp:
             best = max(ex, key=lambda r: r.get("speedup_vs_baseline") or 0)
@@ -111,7 +116,7 @@ def best(data: ReportData) -> Section:
         b, on = _band(r, data)
         rows.append([shape_label(r["shape"]), r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
                      fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
-                     b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound", "-"),
+                     b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline")),
                      "yes" if r.get("verified") else "NO"])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])

@@ -354,6 +354,7 @@ def _finish(job: _Job) -> dict:
         "budget": first.budget if first else None,
         "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
+        "backend": spec.backend,
         "storage": opts.storage and redact(opts.storage) or str(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested and (bool(never) or any(
             job.outcomes[p.name].interrupted for p in job.plans if p.name in job.outcomes)),
