@@ -7,6 +7,7 @@ import json
 
 from tinyspecs import SMALL
 
+from autotile.report import markdown
 from autotile.tune.runner import CAP_FACTOR
 
 
@@ -38,3 +39,31 @@ def test_a_study_that_meets_its_budget_is_not_flagged(run_cli, write_spec, tmp_p
                               "--quiet", "--no-verify", "--json")
     r = json.loads(stdout)["results"][0]
     assert code == 0 and r["unique_configs"] == 4 and r["cap_reached"] is False
+
+
+def test_infeasible_reasons_group_wordings_that_differ_in_numbers():
+    from autotile.tune.runner import infeasible_reasons
+
+    got = infeasible_reasons(["UB overflow: need 300 bytes", "L1 overflows", "UB overflow: need 200 bytes",
+                              "UB overflow: need 300 bytes", None])
+    assert got == [{"reason": "UB overflow: need 300 bytes", "count": 3, "wordings": 2},
+                   {"reason": "L1 overflows", "count": 1, "wordings": 1}]
+
+
+def test_a_study_of_infeasible_trials_says_why(run_cli, write_spec, tmp_path):
+    """Every trial fails a kernel check: the summary, CLI line and report give that check (they
+    said only "no feasible configuration found"), and the cap note says the trials were infeasible
+    (it blamed the sampler for repeating measured configurations)."""
+    out = tmp_path / "out"
+    spec = write_spec(SMALL.replace("objective: cycles", "derived:\n  ub: tile_len * buffer_num * 100000\n"
+                                    "constraints:\n  - {expr: \"ub <= hw.ub_bytes\", message: \"UB overflow\"}\n"
+                                    "objective: cycles"))
+    summary, stdout = _run(run_cli, spec, out)
+    r = summary["results"][0]
+    assert r["cycles"] is None and r["cap_reached"] is True and r["infeasible"] == r["trials"] == CAP_FACTOR * 10
+    assert r["reason"].startswith(f"no feasible configuration found: all {r['trials']} trials were infeasible; "
+                                  f"the most frequent reason ({r['trials']} of them, numbers varying): UB overflow")
+    assert r["reason"] in stdout
+    md = (out / "report.md").read_text()
+    assert markdown.esc(r["reason"]) in md and "kept proposing" not in md
+    assert f"(0 distinct, {r['trials']} of {r['trials']} trials infeasible)" in md

@@ -380,3 +380,19 @@ def test_an_older_summary_has_no_optimum_for_other_objectives(matmul_run, tmp_pa
     row = _md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
     assert row["optimum"] == "332" and row["gap to optimum"] == "2.41%"
     assert FAILED not in (tmp_path / "report.html").read_text()
+
+
+def test_unit_choice_says_why_the_other_unit_has_no_cycles(tmp_path):
+    """int8 matmul has no vector study (the vector kernel does not compute int8): the row said
+    "the only unit with a feasible configuration" as if vector had been tuned and failed."""
+    from autotile.report import sections
+    from autotile.report.data import ReportData
+
+    def res(dtype, unit, cycles):
+        return {"shape": {"m": 64, "n": 256, "k": 128}, "dtype": dtype, "unit": unit, "cycles": cycles,
+                "chosen": cycles is not None, "verified": True}
+
+    results = [res("fp16", "cube", 752.0), res("fp16", "vector", None), res("int8", "cube", 654.0)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "matmul", "results": results}, hw=None)
+    rows = sections.units(data).blocks[1].rows
+    assert [row[-1] for row in rows] == ["vector found no feasible configuration", "vector does not compute int8"]

@@ -176,7 +176,7 @@ _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((
            "baseline_params": ((dict,), "an object", False), "msprof": ((dict,), "an object", False),
            "verification": ((dict,), "an object", False), "history": ((list,), "a list", False),
            "history_trials": ((list,), "a list", False),
-           "members": ((list,), "a list", False), "rejected": ((list,), "a list", False),
+           "members": ((list,), "a list", False), "infeasible_reasons": ((list,), "a list", False), "rejected": ((list,), "a list", False),
            "pareto": ((list,), "a list", False), "verified": ((bool,), "true or false", False),
            "chosen": ((bool,), "true or false", False), "bound": ((str,), "a string", False),
            "interrupted": ((bool,), "true or false", False), "cap_reached": ((bool,), "true or false", False),

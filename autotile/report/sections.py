@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from autotile.kernels import registry
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
@@ -56,8 +57,8 @@ def highlights(data: ReportData) -> list[str]:
     if capped:
         out.append(f"{len(capped)} study(ies) reached the trial cap ({runner.CAP_FACTOR} x budget trials) with fewer "
                    f"distinct configurations than the budget of {data.summary.get('budget', '?')}: "
-                   + "; ".join(f"{result_label(r)} ({r.get('unique_configs')})" for r in capped)
-                   + ". The sampler kept proposing configurations it had measured, or the space has fewer feasible ones.")
+                   + "; ".join(f"{result_label(r)} ({_cap_cause(r)})" for r in capped)
+                   + ". Neither infeasible configurations nor repeats of measured ones count toward the budget.")
     never = data.summary.get("not_run") or []
     if never:
         out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "
@@ -90,6 +91,20 @@ def highlights(data: ReportData) -> list[str]:
     if failed:
         out.append(f"{len(failed)} study(ies) found no feasible configuration.")
     return out
+
+
+def _cap_cause(r: dict) -> str:
+    """What used up a capped study's trials: infeasible proposals, repeats of measured
+    configurations, or both (the note blamed the sampler's repeats even when every trial was infeasible)."""
+    trials, unique = r.get("trials") or 0, r.get("unique_configs") or 0
+    infeasible = r.get("infeasible") or 0
+    repeats = max(0, (r.get("complete") or 0) - unique)
+    parts = [f"{unique} distinct"]
+    if infeasible:
+        parts.append(f"{infeasible} of {trials} trials infeasible")
+    if repeats:
+        parts.append(f"{repeats} of {trials} trials repeated a measured configuration")
+    return ", ".join(parts)
 
 
 def _memory_roof(r: dict, data: ReportData) -> bool:
@@ -140,6 +155,16 @@ def best(data: ReportData) -> Section:
     return Section("Best configurations", blocks, "best")
 
 
+def _why_not(unit: str, r: dict | None, dtype: str, info) -> str:
+    """Why ``unit`` has no cycles for a dtype: it does not compute it, found nothing feasible, or did
+    not run (a unit without a study is not "without a feasible configuration")."""
+    if r is not None:
+        return f"{unit} found no feasible configuration"
+    if not info.supports(unit, dtype):
+        return f"{unit} does not compute {dtype}"
+    return f"{unit} did not run"
+
+
 def units(data: ReportData) -> Section:
     """Each unit's best cycles side by side, per shape and dtype, and the one chosen."""
     groups: dict = {}
@@ -152,6 +177,7 @@ def units(data: ReportData) -> Section:
             "List several units in the spec's `units:` to compare them.")], "units")
     objs = data.summary.get("objectives") or ["cycles"]
     by_time = objs[0] in ("cycles", "time_us")
+    info = registry.get(data.summary["op"])
     rows, labels, cyc = [], [], []
     for (shape, dtype), rs in groups.items():
         by = {r["unit"]: r for r in rs}
@@ -167,7 +193,7 @@ def units(data: ReportData) -> Section:
             if not chosen.get("verified"):
                 why += " (not verified)"
         elif chosen is not None:
-            why = "the only unit with a feasible configuration"
+            why = "; ".join(_why_not(u, by.get(u), dtype, info) for u in names if u != chosen["unit"])
         unverified = [u for u in names if u in by and by[u].get("cycles") is not None and not by[u].get("verified")]
         if unverified and chosen is not None and chosen["unit"] not in unverified:
             why += f"; not verified: {', '.join(unverified)}"

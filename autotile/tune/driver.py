@@ -367,6 +367,19 @@ def _finish(job: _Job) -> dict:
     return summary
 
 
+def no_feasible_reason(oc: runner.StudyOutcome) -> str:
+    """Why a study has no result: with its infeasible trials, their most frequent reason (the
+    kernel check every trial failed, not only "no feasible configuration found")."""
+    text = "no feasible configuration found"
+    if oc.infeasible and oc.infeasible_reasons:
+        top = oc.infeasible_reasons[0]
+        every = "all" if oc.infeasible == oc.trials else f"{oc.infeasible} of"
+        varying = ", numbers varying" if top.get("wordings", 1) > 1 else ""
+        text += (f": {every} {oc.trials} trials were infeasible; the most frequent reason "
+                 f"({top['count']} of them{varying}): {top['reason']}")
+    return text
+
+
 def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: Options) -> dict:
     """The summary record of one study, after the verification gate."""
     sp = plan.space
@@ -379,8 +392,10 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
            "history": oc.history, "history_trials": oc.history_trials}
     if oc.members:
         rec["members"] = oc.members
+    if oc.infeasible_reasons:
+        rec["infeasible_reasons"] = oc.infeasible_reasons
     if not oc.best:
-        rec.update(params=None, cycles=None, verified=False, reason="no feasible configuration found")
+        rec.update(params=None, cycles=None, verified=False, reason=no_feasible_reason(oc))
         return rec
     candidates = [b[0] for b in oc.best]
     chosen, rank, ver = candidates[0], 0, None

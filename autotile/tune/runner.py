@@ -11,7 +11,9 @@ budget + workers - 1 completed configurations.
 from __future__ import annotations
 
 import math
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import optuna
@@ -78,6 +80,7 @@ class StudyOutcome:
     members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
     interrupted: bool = False  # a stop was requested while it was short of its budget
     cap_reached: bool = False  # ended by the CAP_FACTOR x budget trial cap, short of its budget
+    infeasible_reasons: list = field(default_factory=list)  # [{reason, count}], most frequent first
 
 
 def optuna_params(space: Space, params: dict) -> dict:
@@ -228,6 +231,21 @@ def _prime_cache(study: optuna.Study, evaluator: Evaluator) -> None:
             evaluator.cache[key] = Outcome(json.loads(key), True, None, values)
 
 
+def infeasible_reasons(reasons: list, top: int = 3) -> list[dict]:
+    """The most frequent reasons among infeasible trials: [{reason, count, wordings}], most frequent first.
+
+    Reasons that differ only in their numbers (``need 417792 bytes`` / ``need 425984 bytes``) are
+    one reason; it is shown by its most frequent wording (the earliest on a tie), ``wordings``
+    says how many it stands for.
+    """
+    groups: dict[str, Counter] = {}
+    for text in reasons:
+        if text:
+            groups.setdefault(re.sub(r"\d+(\.\d+)?", "#", text), Counter())[text] += 1
+    ranked = sorted(groups.values(), key=lambda c: -c.total())
+    return [{"reason": c.most_common(1)[0][0], "count": c.total(), "wordings": len(c)} for c in ranked[:top]]
+
+
 def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapsed: float) -> StudyOutcome:
     """Counts, best configurations and history of a study from its storage."""
     import json
@@ -248,6 +266,8 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
         seen.add(key)
         ranked.append((json.loads(key), t.user_attrs.get("values", {first: t.values[0]}), t.number))
     out.best = ranked
+    out.infeasible_reasons = infeasible_reasons(
+        [t.user_attrs.get(REASON_ATTR) for t in trials if t.state == TrialState.PRUNED])
     out.cap_reached = out.unique < _goal(plan) and out.trials >= CAP_FACTOR * plan.budget
     out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and not out.cap_reached
     if any(MEMBER_ATTR in t.system_attrs for t in trials):
