@@ -63,3 +63,56 @@ def test_a_storage_that_keeps_nothing_is_refused(run_cli, tmp_path, url, cmd):
 def test_a_file_sqlite_url_still_opens(tmp_path):
     storage = make_storage(f"sqlite:///{tmp_path / 's.db'}", tmp_path)
     assert storage is not None and (tmp_path / "s.db").exists()
+
+
+def test_relative_file_urls_are_made_absolute(tmp_path, monkeypatch):
+    from autotile.tune.storage import absolute_url
+
+    monkeypatch.chdir(tmp_path)
+    up = tmp_path.parent
+    assert absolute_url("sqlite:///../x.db") == f"sqlite:///{up / 'x.db'}"
+    assert absolute_url("sqlite+pysqlite:///x.db?timeout=5") == f"sqlite+pysqlite:///{tmp_path / 'x.db'}?timeout=5"
+    assert absolute_url("journal:../j.journal") == f"journal:{up / 'j.journal'}"
+    for same in ("sqlite:////data/x.db", "sqlite:///:memory:", "postgresql://u:p@db/autotile", None):
+        assert absolute_url(same) == same
+
+
+def _reproduce(out: Path) -> list[str]:
+    md = (out / "report.md").read_text()
+    return md.split("## Reproduce\n", 1)[1].split("```\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def test_a_relative_sqlite_storage_is_found_from_another_folder(run_cli, tmp_path, monkeypatch):
+    """`--storage sqlite:///../x.db` was recorded verbatim: `autotile report` from another folder
+    found no storage (or another file), and Reproduce offered optuna-dashboard a journal the run never
+    wrote. The run records the absolute URL and spec; Reproduce names them and the output folder."""
+    from tinyspecs import EW
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "ew.yaml").write_text(EW.replace("trials: 10", "trials: 3"))
+    monkeypatch.chdir(tmp_path / "a")
+    code, _, err = run_cli("tune", "../ew.yaml", "--storage", "sqlite:///../x.db", "--out", "../r", "--quiet",
+                           "--no-verify")
+    assert code == 0, err
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["storage"] == url and summary["spec"] == str(tmp_path / "ew.yaml")
+    monkeypatch.chdir(tmp_path / "b")
+    assert run_cli("report", "../r")[0] == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert f"| study storage | {url} |" in md and "Parameter importance" in md
+    tune, report, dash = _reproduce(tmp_path / "r")
+    assert tune.startswith(f"autotile tune {tmp_path / 'ew.yaml'} ") and f"--out {tmp_path / 'r'} " in tune
+    assert tune.endswith(f"--storage {url}")
+    assert report == f"autotile report {tmp_path / 'r'}" and dash == f"optuna-dashboard {url}"
+    # a summary from before: a relative URL that names no file here is neither opened nor created
+    summary["storage"] = "sqlite:///../x.db"
+    (tmp_path / "r" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "a" / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "a" / "sub")
+    assert run_cli("report", "../../r")[0] == 0
+    assert not (tmp_path / "a" / "x.db").exists()
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| study storage | not available |" in md and "which the run recorded" in md
+    assert _reproduce(tmp_path / "r")[2] == "optuna-dashboard sqlite:///../x.db"

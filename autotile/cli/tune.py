@@ -30,6 +30,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.space import load_spec
     from autotile.tune.driver import Options, default_out, tune_many
+    from autotile.tune.storage import absolute_url
 
     if args.trials is not None and args.trials < 1:
         raise InputError(f"--trials: expected a positive integer, got {args.trials}")
@@ -48,7 +49,7 @@ def run(args) -> int:
         else:
             out = default_out(spec)
         opts.append(Options(trials=args.trials, sampler=args.sampler, seed=args.seed, jobs=args.jobs,
-                            storage=args.storage, out=out, quiet=args.quiet or args.json,
+                            storage=absolute_url(args.storage), out=out, quiet=args.quiet or args.json,
                             warm_start=not args.no_warm_start, verify=not args.no_verify,
                             restart=args.restart))
     summaries = tune_many(specs, opts, args.jobs, args.quiet or args.json)

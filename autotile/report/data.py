@@ -11,6 +11,7 @@ Nothing here writes: the storage is opened only when it exists, and studies are 
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -141,7 +142,9 @@ def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
     if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
         raise InputError(f"{path}: not an autotile summary (no results list)")
     check_summary(summary, path)
-    data = ReportData(out_dir=out_dir, summary=summary, hw=None)
+    # absolute, like the spec and storage paths a run records: the Reproduce commands then work
+    # from any folder, and no relative path is read against another one
+    data = ReportData(out_dir=Path(os.path.abspath(out_dir)), summary=summary, hw=None)
     data.hw = _profile(data)
     _open_storage(data, storage)
     return data
@@ -220,8 +223,16 @@ def check_summary(summary: dict, path: Path) -> None:
             raise InputError(f"{path}: objectives[{i}]: expected an objective name, got {json.dumps(o)[:40]}")
 
 
+def _missing_file(url: str) -> bool:
+    """Whether ``url`` names a journal or SQLite file that does not exist (opening would create it)."""
+    from autotile.tune.storage import sqlite_file
+
+    path = url[len("journal:"):] if url.startswith("journal:") else sqlite_file(url)
+    return path is not None and not Path(path).exists()
+
+
 def _open_storage(data: ReportData, url: str | None) -> None:
-    from autotile.tune.storage import JOURNAL_NAME, in_memory_sqlite, make_storage, redact
+    from autotile.tune.storage import JOURNAL_NAME, absolute_url, make_storage, redact
 
     recorded = str(data.summary.get("storage") or "")
     given = url is not None
@@ -229,19 +240,20 @@ def _open_storage(data: ReportData, url: str | None) -> None:
     if url is None:
         if journal.exists():
             url = f"journal:{journal}"
-        elif recorded.startswith(URL_PREFIXES):
-            url = recorded
-        elif recorded and Path(recorded).exists():
+        elif recorded.startswith(URL_PREFIXES) and not _missing_file(recorded):
+            url = recorded  # (a missing file is not created: it would hold none of the run's trials)
+        elif recorded and not recorded.startswith(URL_PREFIXES) and Path(recorded).exists():
             url = f"journal:{recorded}"
         else:
-            data.storage_note = (f"The study storage was not found ({JOURNAL_NAME} is not in {data.out_dir}); "
+            also = f", nor is {redact(recorded)}, which the run recorded" if recorded else ""
+            data.storage_note = (f"The study storage was not found ({JOURNAL_NAME} is not in {data.out_dir}{also}); "
                                  "sections that need every trial are left out. Pass --storage URL to use another.")
             return
     else:  # the user's own --storage: it must open, and a report creates nothing
-        if url.startswith("journal:") and not Path(url[len("journal:"):]).exists():
-            raise InputError(f"--storage {url}: no such journal file")
-        if url.startswith("sqlite:///") and not in_memory_sqlite(url) and not Path(url[len("sqlite:///"):]).exists():
-            raise InputError(f"--storage {redact(url)}: no such SQLite file")
+        if _missing_file(url):
+            raise InputError(f"--storage {redact(url)}: no such "
+                             + ("journal file" if url.startswith("journal:") else "SQLite file"))
+        url = absolute_url(url)  # the Reproduce command must name it from any folder
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -246,13 +246,27 @@ def reproduce(data: ReportData) -> Section:
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
            f"--sampler {s.get('sampler')} --out {out}"
     tune += _storage_option(data)  # resumes where the run kept its trials
-    dash = shlex.quote(data.storage_text or f"{data.out_dir}/studies.journal")
+    dash = shlex.quote(_dashboard_storage(data))
     return Section("Reproduce", [
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
              "open the study storage, which is plain Optuna storage, in optuna-dashboard "
              "(pip install optuna-dashboard; it also follows a run live):"),
         Code(f"{tune}\nautotile report {out}\noptuna-dashboard {dash}"),
     ], "reproduce")
+
+
+def _dashboard_storage(data: ReportData) -> str:
+    """What optuna-dashboard opens: the storage this report read, else the one the run recorded
+    (a SQLite run's URL, not a journal the run never wrote), else the folder's journal."""
+    from autotile.report.data import URL_PREFIXES
+    from autotile.tune.storage import JOURNAL_NAME
+
+    if data.storage_text:
+        return data.storage_text
+    recorded = str(data.summary.get("storage") or "")
+    if recorded.startswith("journal:"):
+        return recorded[len("journal:"):]
+    return recorded if recorded.startswith(URL_PREFIXES) else str(Path(data.out_dir) / JOURNAL_NAME)
 
 
 def _storage_option(data: ReportData) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import signal
 import sys
 import time
@@ -27,7 +28,7 @@ from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, identity, runner
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
-from autotile.tune.storage import make_storage, quiet_heartbeat_failures, redact
+from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import gate
 
 WARM_CONFIGS = 3
@@ -346,7 +347,7 @@ def _finish(job: _Job) -> dict:
         "op": spec.op.name,
         "hw": spec.hardware.name,
         "hw_hash": spec.hardware.content_hash(),
-        "spec": str(spec.file),
+        "spec": os.path.abspath(spec.file),  # the report may be rendered from another folder
         "spec_hash": spec.content_hash(),
         "autotile_version": __version__,
         "sampler": first.sampler if first else spec.sampler,
@@ -355,7 +356,7 @@ def _finish(job: _Job) -> dict:
         "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
         "backend": spec.backend,
-        "storage": opts.storage and redact(opts.storage) or str(opts.out / "studies.journal"),
+        "storage": opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested and (bool(never) or any(
             job.outcomes[p.name].interrupted for p in job.plans if p.name in job.outcomes)),
         "elapsed_s": round(time.monotonic() - job.t0, 2),

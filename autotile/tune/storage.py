@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import time
 import warnings
@@ -56,6 +57,35 @@ def make_storage(url: str | None, out_dir: Path):
             raise InputError(f"--storage {url!r}: expected journal:FILE")
         return _journal(url[len("journal:"):], url)
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
+
+
+_SQLITE_FILE = re.compile(r"^(sqlite(?:\+\w+)?:///)([^?]*)(\?.*)?$")
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file an ``sqlite:///FILE`` URL names (as written), or None (another URL, or in memory)."""
+    m = _SQLITE_FILE.match(url)
+    if not m or not m.group(2) or m.group(2) == ":memory:" or in_memory_sqlite(url):
+        return None
+    return m.group(2)
+
+
+def absolute_url(url: str | None) -> str | None:
+    """``url`` with a relative SQLite or journal file made absolute (from the current folder).
+
+    summary.json records the storage: a relative path there named another file, or none, once
+    ``autotile report`` ran from another folder.
+    """
+    if not url:
+        return url
+    if url.startswith("journal:"):
+        path = url[len("journal:"):]
+        return f"journal:{os.path.abspath(path)}" if path else url
+    path = sqlite_file(url)
+    if path is None or path.startswith("file:") or os.path.isabs(path):
+        return url
+    m = _SQLITE_FILE.match(url)
+    return m.group(1) + os.path.abspath(path) + (m.group(3) or "")
 
 
 def in_memory_sqlite(url: str) -> bool:
