@@ -116,3 +116,43 @@ def test_infeasible_configs_report_reasons():
     assert not r.feasible and "cube cores" in r.reason
     r = G.simulate({"n": 1 << 20}, _params("vector", 1 << 16, 2, 1), "fp16", HW)
     assert not r.feasible and "UB overflow" in r.reason
+
+
+class _Broken:
+    """global_sum with a broken execute: returns 0, drops one tile, or sums the first half."""
+
+    def __init__(self, how):
+        self.how = how
+
+    def __getattr__(self, name):
+        return getattr(G, name)
+
+    def execute(self, inputs, params, dtype, hw, **kw):
+        x = inputs[0].copy()
+        if self.how == "zero":
+            return np.zeros((), dtype=np.float16)
+        if self.how == "drop_tile":
+            x[:params["tile_len"]] = 0
+        else:
+            x[len(x) // 2:] = 0
+        return G.execute((x,), params, dtype, hw, **kw)
+
+
+@pytest.mark.parametrize("combine", ["scalar", "vector"])
+def test_fp16_accumulation_tolerance_follows_the_tiling(combine):
+    """With an fp16 accumulator the tolerance was n * 2**-11 (32 at n=65536, where the sum is
+    ~17): a kernel returning 0 passed. It now follows the tiling's additions: the real kernel
+    stays well inside it and a zero, one-tile-short or half sum fails."""
+    p = {"tile_len": 1024, "buffer_num": 2, "cores": 16, "acc_dtype": "fp16", "combine": combine}
+    for seed in range(3):
+        real = verify.verify_one(G, {"n": 65536}, p, "fp16", HW, unit="vector", seed=seed)
+        assert real.passed and real.max_abs_error <= 0.5 * real.atol, real
+        for how in ("zero", "drop_tile", "half"):
+            v = verify.verify_one(_Broken(how), {"n": 65536}, p, "fp16", HW, unit="vector", seed=seed)
+            assert not v.passed, (how, v)
+
+
+def test_fp16_tolerance_without_a_tiling_stays_loose():
+    """No tiling given: the loose bound of a sequential fp16 sum, above any tiling's."""
+    p = {"tile_len": 16, "buffer_num": 2, "cores": 1, "acc_dtype": "fp16", "combine": "scalar"}
+    assert G.tolerance("fp16", {"n": 65536})[1] >= G.tolerance("fp16", {"n": 65536}, p, "vector")[1]

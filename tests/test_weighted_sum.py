@@ -154,3 +154,26 @@ def test_cube_pct_of_peak_uses_the_dtypes_own_peak(hw):
         expected = 100.0 * 2 * 65536 / (r.cycles / (hw.clock_ghz * 1e9)) / hw.peak_flops("cube", dtype)
         assert r.pct_of_peak == pytest.approx(expected, rel=1e-6)
     assert hw.peak_flops("cube", "fp32") == pytest.approx(hw.peak_flops("cube", "fp16") / 2)
+
+
+@pytest.mark.parametrize("unit,extra", [("vector", {"reduction": "tree"}), ("vector", {"reduction": "vmla"}),
+                                        ("scalar", {})])
+def test_fp16_accumulation_tolerance_follows_the_tiling(unit, extra):
+    """The fp16-accumulator tolerance was n * 2**-11 (512 at n=1 Mi, where the sum is ~340): a
+    kernel returning 0 passed. It now follows the tiling's additions: the real kernel stays well
+    inside it, and 0 fails (on the Scalar unit one fp16 running sum per core is itself far off at
+    1 Mi over 16 cores, so it is checked at 256 Ki over 32)."""
+    n, cores = (1 << 20, 16) if unit == "vector" else (1 << 18, 32)
+    p = {"tile_len": 2048, "buffer_num": 2, "cores": cores, "acc_dtype": "fp16", **extra}
+
+    class Zero:
+        def __getattr__(self, name):
+            return getattr(W, name)
+
+        def execute(self, inputs, params, dtype, hw, **kw):
+            return np.zeros((), dtype=np.float16)
+
+    for seed in range(2):
+        real = verify.verify_one(W, {"n": n}, p, "fp16", HW, unit=unit, seed=seed)
+        assert real.passed and real.max_abs_error <= 0.5 * real.atol, real
+        assert not verify.verify_one(Zero(), {"n": n}, p, "fp16", HW, unit=unit, seed=seed).passed

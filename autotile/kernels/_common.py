@@ -253,25 +253,102 @@ def eps(dtype: str) -> float:
 SIGMAS = 6.0  # standard deviations a probabilistic rounding-error bound allows
 
 
-def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bool) -> tuple[float, float]:
+def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bool,
+                  adds: tuple[float, float] | None = None) -> tuple[float, float]:
     """(rtol, atol) for a sum of ``n`` zero-mean terms of root-mean-square ``rms`` (as the
     reductions' ``make_inputs`` draw them), accumulated in ``acc`` and rounded to ``dtype``.
 
     rtol covers the output's rounding. atol is a probabilistic bound (rounding errors taken as
     independent, SIGMAS standard deviations): each product rounded to ``dtype`` is off by up to
     u_dtype * rms, and sqrt(n) of them add up; an fp32 accumulator makes n roundings of running
-    sums of size ~rms * sqrt(n), and sqrt(n) of those add up. An fp16 accumulator stagnates once
-    its running sum outgrows the terms, so its errors are biased, not independent: it gets a
-    linear growth n * u16 (a sequential fp16 sum came within 0.4 of it over 450 sizes up to
-    3000), and no check on it can be tight.
+    sums of size ~rms * sqrt(n), and sqrt(n) of those add up.
+
+    An fp16 accumulator is bounded from the kernel's real order of additions, ``adds`` (see
+    ``AddOrder``: sum of k over the additions rounded to fp16 whose result holds k terms, and the
+    same over additions rounded to fp32): rounding a partial s leaves an error of std at most
+    u |s| / sqrt(3) (uniform within half an ulp), and a partial of k terms has E[s^2] = k rms^2,
+    so the variance is u^2 rms^2 (sum of k) / 3 (errors are unbiased: the terms have mean 0, and a
+    term lost to a large running sum is a zero-mean error of at most half an ulp too). Without
+    ``adds`` (no tiling known), the loose n * u16 of a sequential fp16 sum, which no correct
+    tiling exceeds.
     """
     u_out, u_acc = eps(dtype), eps(acc)
     products = SIGMAS * math.sqrt(n) * rms * u_out if rounded_products else 0.0
-    if acc == "fp16":
+    if acc == "fp16" and adds is None:
         accumulation = n * u_acc
+    elif acc == "fp16":
+        var = (u_acc ** 2 * adds[0] + eps("fp32") ** 2 * adds[1]) / 3.0
+        accumulation = SIGMAS * rms * math.sqrt(var)
     else:
         accumulation = SIGMAS * n * rms * u_acc
     return 2 * u_out, products + accumulation + u_out
+
+
+REPEAT_BYTES = 256  # bytes of one vector repeat (every bundled profile): the VADD tree's lane width
+
+
+class AddOrder:
+    """The order in which a reduction adds its terms, as sums of k (terms in the result) over the
+    rounded additions: ``acc`` for those rounded to the accumulator, ``fp32`` for the rest.
+    The methods mirror the kernels' loops (``vadd_tree``, ``vcadd_exec``, the combines)."""
+
+    def __init__(self):
+        self.acc = 0.0
+        self.fp32 = 0.0
+
+    @property
+    def adds(self) -> tuple[float, float]:
+        return self.acc, self.fp32
+
+    def lanes(self, L: int, tile: int) -> np.ndarray:
+        """Tiles of ``tile`` added into a min(tile, L)-wide accumulator, lane by lane: lane i
+        holds ceil or floor(L / tile) terms added one by one (the first one onto nothing).
+        Returns the lanes' term counts."""
+        width = min(tile, L)
+        counts = np.full(width, L // width, dtype=np.float64)
+        counts[:L % width] += 1
+        self.acc += float(np.sum(counts * (counts + 1) / 2 - 1))
+        return counts
+
+    def tree(self, counts: np.ndarray, lanes: int) -> float:
+        """``vadd_tree``: a VADD tree over the repeats of ``lanes``, then VCADD's pairwise tree
+        within the last repeat; returns the terms in the result."""
+        c = counts.copy()
+        reps = (len(c) + lanes - 1) // lanes
+        cnt = len(c)
+        while reps > 1:
+            h = reps // 2
+            lo = (reps - h) * lanes
+            m = min(h * lanes, cnt - lo)
+            c[:m] += c[lo:lo + m]
+            self.acc += float(c[:m].sum())
+            reps -= h
+            cnt = min(cnt, reps * lanes)
+        return self.pairwise(c[:cnt])
+
+    def pairwise(self, counts, fp32: bool = False) -> float:
+        """``vcadd_exec``'s pairwise tree over ``counts``; returns the terms in the result."""
+        c = np.array(counts, dtype=np.float64)
+        m = len(c)
+        while m > 1:
+            h = m // 2
+            c[:h] += c[m - h:m]
+            self._add(float(c[:h].sum()), fp32)
+            m -= h
+        return float(c[0]) if len(c) else 0.0
+
+    def sequential(self, counts, fp32: bool = False) -> float:
+        """A running sum over ``counts`` in order, starting from the first one; returns the
+        terms in the result."""
+        run = np.cumsum(np.asarray(counts, dtype=np.float64))
+        self._add(float(run[1:].sum()), fp32)
+        return float(run[-1]) if len(run) else 0.0
+
+    def _add(self, k: float, fp32: bool) -> None:
+        if fp32:
+            self.fp32 += k
+        else:
+            self.acc += k
 
 
 def op_options(op: str, options: dict | None) -> dict:

@@ -274,13 +274,39 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
               unit: str | None = None) -> tuple[float, float]:
     """(rtol, atol) for make_inputs' data (mean 0, rms 1/sqrt(3)) under the tiling's accumulation:
     fp32 on the cube and the S pipe, the Vector's ``acc_dtype`` otherwise; without a tiling, the
-    loosest a correct kernel of ``dtype`` may be (fp16 accumulation only exists for fp16)."""
+    loosest a correct kernel of ``dtype`` may be (fp16 accumulation only exists for fp16). An fp16
+    accumulator's bound follows the tiling's order of additions (``fp16_adds``)."""
     unit = unit or UNITS[0]
     if unit == "vector":
         acc = (params or {}).get("acc_dtype", "fp16" if dtype == "fp16" else "fp32")
     else:
         acc = "fp32"
-    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / math.sqrt(3.0), rounded_products=False)
+    adds = fp16_adds(shape["n"], params) if acc == "fp16" and params else None
+    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / math.sqrt(3.0), rounded_products=False, adds=adds)
+
+
+def fp16_adds(n: int, params: dict) -> tuple[float, float] | None:
+    """``AddOrder.adds`` of the Vector kernel with an fp16 accumulator: on every core, tile-wide
+    lanes summed tile by tile, a VADD tree and a VCADD; the cores' partials combined by VCADD
+    (fp16) or by the Scalar loop (fp32). None if the params do not give the tiling."""
+    try:
+        tile, cores = int(params["tile_len"]), int(params["cores"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if tile < 1 or cores < 1:
+        return None
+    order, parts = C.AddOrder(), []
+    for count, L, _ in C.split(n, cores, 16):
+        core = C.AddOrder()
+        k = core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2)
+        order.acc += count * core.acc
+        parts += [k] * count
+    if len(parts) > 1:
+        if params.get("combine") == "vector":
+            order.pairwise(parts)
+        else:
+            order.sequential(parts, fp32=True)
+    return order.adds
 
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,

@@ -322,10 +322,35 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     """(rtol, atol) for make_inputs' data (products x*w of mean 0, rms 1/3) under the tiling's
     accumulation: fp32 on the cube (L0C) and wherever ``acc_dtype`` is fp32, fp16 otherwise and
     when no tiling is given (the loosest a correct kernel may be). Only the Vector rounds the
-    products (VMUL in ``dtype``); the S pipe and the cube keep them exact until they are added."""
+    products (VMUL in ``dtype``); the S pipe and the cube keep them exact until they are added.
+    An fp16 accumulator's bound follows the tiling's order of additions (``fp16_adds``)."""
     unit = unit or UNITS[0]
     acc = "fp32" if unit == "cube" else (params or {}).get("acc_dtype", "fp16")
-    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector")
+    adds = fp16_adds(shape["n"], params, unit) if acc == "fp16" and params else None
+    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector", adds=adds)
+
+
+def fp16_adds(n: int, params: dict, unit: str) -> tuple[float, float] | None:
+    """``AddOrder.adds`` with an fp16 accumulator: on every core, tile-wide lanes summed tile by
+    tile, then a VADD tree and a VCADD (Vector), or one running sum (Scalar); the cores' partials
+    added one by one in fp16 (``execute``). None if the params do not give the tiling."""
+    try:
+        tile, cores = int(params["tile_len"]), int(params["cores"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if tile < 1 or cores < 1:
+        return None
+    order, parts = C.AddOrder(), []
+    for count, L, _ in C.split(n, cores, 16):
+        core = C.AddOrder()
+        if unit == "vector":
+            k = core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2)
+        else:
+            k = float(core.lanes(L, 1)[0])
+        order.acc += count * core.acc
+        parts += [k] * count
+    order.sequential(parts)
+    return order.adds
 
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
