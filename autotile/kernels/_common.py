@@ -300,14 +300,15 @@ class AddOrder:
     def adds(self) -> tuple[float, float]:
         return self.acc, self.fp32
 
-    def lanes(self, L: int, tile: int) -> np.ndarray:
+    def lanes(self, L: int, tile: int, first_rounded: bool = False) -> np.ndarray:
         """Tiles of ``tile`` added into a min(tile, L)-wide accumulator, lane by lane: lane i
-        holds ceil or floor(L / tile) terms added one by one (the first one onto nothing).
+        holds ceil or floor(L / tile) terms added one by one (the first one onto nothing: exact
+        unless ``first_rounded``, a term not already in the accumulator's type).
         Returns the lanes' term counts."""
         width = min(tile, L)
         counts = np.full(width, L // width, dtype=np.float64)
         counts[:L % width] += 1
-        self.acc += float(np.sum(counts * (counts + 1) / 2 - 1))
+        self.acc += float(np.sum(counts * (counts + 1) / 2 - (0 if first_rounded else 1)))
         return counts
 
     def tree(self, counts: np.ndarray, lanes: int) -> float:
@@ -337,11 +338,12 @@ class AddOrder:
             m -= h
         return float(c[0]) if len(c) else 0.0
 
-    def sequential(self, counts, fp32: bool = False) -> float:
-        """A running sum over ``counts`` in order, starting from the first one; returns the
-        terms in the result."""
+    def sequential(self, counts, fp32: bool = False, first_rounded: bool = False) -> float:
+        """A running sum over ``counts`` in order, starting from the first one (rounded too if
+        ``first_rounded``: a partial not already in the sum's type); returns the terms in the
+        result."""
         run = np.cumsum(np.asarray(counts, dtype=np.float64))
-        self._add(float(run[1:].sum()), fp32)
+        self._add(float(run[0 if first_rounded else 1:].sum()), fp32)
         return float(run[-1]) if len(run) else 0.0
 
     def _add(self, k: float, fp32: bool) -> None:

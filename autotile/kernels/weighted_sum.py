@@ -343,13 +343,13 @@ def fp16_adds(n: int, params: dict, unit: str) -> tuple[float, float] | None:
     order, parts = C.AddOrder(), []
     for count, L, _ in C.split(n, cores, 16):
         core = C.AddOrder()
-        if unit == "vector":
-            k = core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2)
-        else:
-            k = float(core.lanes(L, 1)[0])
+        if unit == "vector":  # a lane's first product is in ``dtype``, not yet in fp16
+            k = core.tree(core.lanes(L, tile, first_rounded=True), C.REPEAT_BYTES // 2)
+        else:  # the first add rounds an exact product
+            k = float(core.lanes(L, 1, first_rounded=True)[0])
         order.acc += count * core.acc
         parts += [k] * count
-    order.sequential(parts)
+    order.sequential(parts, first_rounded=True)  # from 0: a lone lane's partial is rounded there
     return order.adds
 
 
