@@ -85,7 +85,7 @@ def test_guarded_division_is_not_an_error_in_either_mode():
     ("a[0]", "subscripts are not allowed in expressions", 0),
     ("lambda: 1", "lambdas are not allowed in expressions", 0),
     ("[x for x in a]", "comprehensions are not allowed in expressions", 0),
-    ("'text'", "text literals are not allowed in expressions", 0),
+    ("'text'", "text literals are only allowed compared (== or !=) with a text-valued param", 0),
     ("a + bb", "unknown name 'bb', did you mean b?", 4),
     ("a + d", "unknown name 'd'", 4),
     ("b + z", "z is declared below a", 4),
@@ -179,3 +179,37 @@ def test_ready_parts_are_the_largest_computable_pieces():
     assert ready_parts("c + hw.l1_bytes * dtype.bytes", is_bound) == []
     assert ready_parts("a if c else b + 1", is_bound) == ["a", "b + 1"]
     assert ready_parts("a + b", is_bound) == ["a + b"]
+
+
+TEXT_SCOPE = Scope({"dtype": ("bytes", "name")}, ("a",), texts={"form": ("trace", "naive")})
+
+
+@pytest.mark.parametrize("text,form,value", [
+    ('form == "naive"', "naive", True), ('form == "naive"', "trace", False),
+    ('"naive" != form', "naive", False), ('a * 2 if form == "trace" else a', "trace", 14),
+    ('form == "trace" and dtype.name == "fp16"', "trace", True),
+    ('form == "trace" and dtype.name != "fp16"', "trace", False),
+])
+def test_text_params_compare_to_their_choices(text, form, value):
+    """A text param (its text for one configuration, an index into its space's choices for a
+    column) compared to one of its choices, scalar == vector; dtype.name likewise."""
+    e = compile_expr(text, TEXT_SCOPE)
+    env = {"a": 7, "form": form, "dtype.bytes": 2, "dtype.name": "fp16"}
+    assert e.eval(env) == value
+    col = {"a": np.array([7, 7]), "form": np.array([("naive", "trace").index(form)] * 2),
+           "text_choices.form": ("naive", "trace"), "dtype.bytes": 2, "dtype.name": "fp16"}
+    got, bad = e.eval_array(col, 2)
+    assert list(np.broadcast_to(got, (2,))) == [value] * 2 and not bad.any()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("form + 1", "form has text values: compare it with == or != to one of 'trace', 'naive'"),
+    ('form == "nave"', "'nave' is not a choice of form, expected one of 'trace', 'naive', did you mean naive?"),
+    ("form == a", "form has text values: compare it to one of 'trace', 'naive'"),
+    ("dtype.name + 1", "dtype.name is text: compare it with == or != to one of 'fp32', 'fp16', 'bf16', 'int8'"),
+    ('form < "naive"', "form has text values: compare it with == or != to one of 'trace', 'naive'"),
+])
+def test_text_params_only_compare(text, message):
+    with pytest.raises(ExprError, match=None) as exc:
+        compile_expr(text, TEXT_SCOPE)
+    assert message in str(exc.value)

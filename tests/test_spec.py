@@ -102,7 +102,7 @@ BAD = [
      '{f}:4:33: params.a.high: b is declared below a; a bound may only use params declared above it'),
     ('text param in expr',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  o: {type: categorical, choices: [x, y]}\n  a: {type: int, low: 1, high: o}\n',
-     '{f}:5:32: params.a.high: o has text values and cannot be used in expressions'),
+     '{f}:5:32: params.a.high: o has text values: only derived values and constraints may compare it (== or !=) to a choice'),
     ('derived in bound',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4}\nderived:\n  d: a * 2\nconstraints:\n  - {expr: d + e < 3, message: m}\n',
      "{f}:8:16: constraints[0].expr: unknown name 'e'"),

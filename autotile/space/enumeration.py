@@ -128,7 +128,9 @@ class _PartCache:
     def __init__(self, space):
         ns = namespaces(space.spec.op, space.spec.hardware)
         names = tuple(p.name for p in space.params if not p.is_text)
-        self.scope = Scope(ns, names + tuple(d.name for d in space.derived))
+        here = {p.name for p in space.params if p.is_text}  # checked against every unit's choices, as loaded
+        texts = {p.name: p.choices for p in space.spec.params if p.name in here}
+        self.scope = Scope(ns, names + tuple(d.name for d in space.derived), texts=texts)
         self.compiled: dict[str, Expr] = {}
         self.texts: dict[tuple, list[str]] = {}
 

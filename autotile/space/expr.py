@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autotile.dtypes import DTYPES
 from autotile.yamlsrc import suggest
 
 FUNCTIONS = {  # name -> (min args, max args)
@@ -36,6 +37,8 @@ FUNCTIONS = {  # name -> (min args, max args)
     "align_up": (2, 2),
     "divides": (2, 2),
 }
+DTYPE_NAME = "dtype.name"  # the one text field of the namespaces
+TEXT_CHOICES = "text_choices."  # environment key prefix: a text param's choices in its space
 MAX_TEXT = 1000  # characters of one expression
 MAX_NODES = 400  # AST nodes of one expression
 MAX_EXPONENT = 64  # largest |exponent| of **
@@ -65,12 +68,15 @@ class Scope:
 
     ``namespaces`` maps ``shape``/``dtype``/``hw`` to their attribute names; ``names`` are the
     bare names visible here (earlier params, derived values); ``hidden`` maps names that exist
-    but are not visible here to the reason why (e.g. declared below).
+    but are not visible here to the reason why (e.g. declared below); ``texts`` maps the
+    text-valued params visible here to their choices: they may only be compared with ``==`` or
+    ``!=`` to one of them (``cube_form == "naive"``).
     """
 
     namespaces: Mapping[str, tuple[str, ...]]
     names: tuple[str, ...] = ()
     hidden: Mapping[str, str] = field(default_factory=dict)
+    texts: Mapping[str, tuple] = field(default_factory=dict)  # text-valued params -> their choices
 
 
 @dataclass(frozen=True)
@@ -302,13 +308,16 @@ class _Compiler:
                 raise self.error(node, "number literal is not finite")
             return _literal(v), []
         if isinstance(v, (str, bytes)):
-            raise self.error(node, "text literals are not allowed in expressions")
+            raise self.error(node, "text literals are only allowed compared (== or !=) with a text-valued param")
         raise self.error(node, f"literal {v!r} is not allowed in expressions")
 
     def _Name(self, node):
         name = node.id
         if name in self.scope.names:
             return _lookup(name), [name]
+        if name in self.scope.texts:
+            raise self.error(node, f"{name} has text values: compare it with == or != to one of "
+                                   f"{', '.join(map(repr, self.scope.texts[name]))}")
         if name in self.scope.hidden:
             raise self.error(node, self.scope.hidden[name])
         if name in self.scope.namespaces:
@@ -335,6 +344,8 @@ class _Compiler:
                 + suggest(node.attr, fields),
             )
         key = f"{base.id}.{node.attr}"
+        if key == DTYPE_NAME:
+            raise self.error(node, f"{key} is text: compare it with == or != to one of {', '.join(map(repr, DTYPES))}")
         return _lookup(key), [key]
 
     def _BinOp(self, node):
@@ -356,6 +367,9 @@ class _Compiler:
         raise self.error(node, "operator ~ is not allowed")
 
     def _Compare(self, node):
+        text = self._text_compare(node)
+        if text is not None:
+            return text
         parts = [self.node(node.left)] + [self.node(c) for c in node.comparators]
         ops = []
         for o in node.ops:
@@ -379,6 +393,42 @@ class _Compiler:
             return result
 
         return compare, names
+
+    def _text_compare(self, node):
+        """``name == "choice"`` or ``!=`` for a text-valued param (either side), else None.
+
+        The param's value is its text for one configuration, and an index into its space's
+        choices (``TEXT_CHOICES`` + name in the environment) for a column of configurations."""
+        if len(node.ops) != 1 or type(node.ops[0]) not in (ast.Eq, ast.NotEq):
+            return None
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.Constant) and isinstance(right, (ast.Name, ast.Attribute)):
+            left, right = right, left
+        if isinstance(left, ast.Name) and left.id in self.scope.texts:
+            name, choices = left.id, tuple(self.scope.texts[left.id])
+        elif (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
+              and f"{left.value.id}.{left.attr}" == DTYPE_NAME and "name" in self.scope.namespaces.get("dtype", ())):
+            name, choices = DTYPE_NAME, tuple(DTYPES)
+        else:
+            return None
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+            raise self.error(right, f"{name} has text values: compare it to one of "
+                                    f"{', '.join(map(repr, choices))}")
+        literal = right.value
+        if literal not in choices:
+            raise self.error(right, f"{literal!r} is not a choice of {name}, expected one of "
+                                    f"{', '.join(map(repr, choices))}" + suggest(literal, choices))
+        equal = isinstance(node.ops[0], ast.Eq)
+
+        def compare(env, ctx):
+            value = env[name]
+            if isinstance(value, str):
+                return (value == literal) == equal
+            choices_here = env[TEXT_CHOICES + name]
+            index = choices_here.index(literal) if literal in choices_here else -1
+            return (np.asarray(value) == index) == equal
+
+        return compare, [name]
 
     def _BoolOp(self, node):
         parts = [self.node(v) for v in node.values]

@@ -27,7 +27,7 @@ TOP_KEYS = (
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 OBJECTIVES = ("cycles", "time_us", "max_abs_error", "max_rel_error")
 BACKENDS = ("simulator", "replay")
-DTYPE_FIELDS = ("bytes", "c0", "acc_bytes")
+DTYPE_FIELDS = ("bytes", "c0", "acc_bytes", "name")  # name: text, compared (== or !=) only
 UNIT_FIELDS = ("cores",)
 PARAM_TYPES = ("int", "categorical", "bool", "fixed")
 MAX_DIM = 2**31 - 1
@@ -319,8 +319,8 @@ class _Parser:
                       for n in derived_names}
             hidden.update({n: f"{n} is declared below {name}; a bound may only use params declared above it"
                            for n in names[i + 1:]})
-            hidden.update({p.name: f"{p.name} has text values and cannot be used in expressions"
-                           for p in out if p.is_text})
+            hidden.update({p.name: f"{p.name} has text values: only derived values and constraints "
+                                   "may compare it (== or !=) to a choice" for p in out if p.is_text})
             scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden)
             p = self.param(ppath, value[name], scope, op)
             for dep in p.depends:
@@ -431,13 +431,12 @@ class _Parser:
         names = list(value)
         out: list[Derived] = []
         visible = [p.name for p in params if not p.is_text]
-        text = {p.name: f"{p.name} has text values and cannot be used in expressions"
-                for p in params if p.is_text}
+        texts = {p.name: p.choices for p in params if p.is_text}
         for i, name in enumerate(names):
             dpath = path + (name,)
             self.new_name(dpath, name, self.taken)
-            hidden = {n: f"{n} is declared below {name}" for n in names[i + 1:]} | text
-            expr = self.expr(dpath, value[name], Scope(ns, tuple(visible), hidden))
+            hidden = {n: f"{n} is declared below {name}" for n in names[i + 1:]}
+            expr = self.expr(dpath, value[name], Scope(ns, tuple(visible), hidden, texts))
             out.append(Derived(name, expr))
             visible.append(name)
             self.taken[name] = f"derived {name}"
@@ -448,13 +447,12 @@ class _Parser:
         if not isinstance(value, list):
             raise self.err(path, f"expected a list of {{expr, message}} mappings, got {_kind(value)}")
         visible = tuple(p.name for p in params if not p.is_text) + tuple(d.name for d in derived)
-        hidden = {p.name: f"{p.name} has text values and cannot be used in expressions"
-                  for p in params if p.is_text}
+        texts = {p.name: p.choices for p in params if p.is_text}
         out = []
         for i, item in enumerate(value):
             cpath = path + (i,)
             self.mapping(cpath, item, ("expr", "message", "units"), ("expr", "message"))
-            expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, hidden))
+            expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, texts=texts))
             if expr.is_constant:
                 raise self.err(cpath + ("expr",), "constraint uses no parameter (it is always "
                                                   "true or always false)")

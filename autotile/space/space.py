@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from autotile import dtypes as dtypes_mod
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
-from autotile.space.expr import EvalError, Scope, compile_expr, fixed_parts
+from autotile.space.expr import TEXT_CHOICES, EvalError, Scope, compile_expr, fixed_parts
 from autotile.space.loader import namespaces
 from autotile.space.params import ChoiceParam, IntParam, Param
 from autotile.space.spec import Constraint, Derived, Spec
@@ -79,10 +79,14 @@ class Space:
         the cube cores for the cube, the vector cores for the units that run on them)."""
         dt = dtypes_mod.get(self.dtype)
         env = {f"shape.{k}": v for k, v in self.shape.items()}
-        env.update({"dtype.bytes": dt.bytes, "dtype.c0": dt.c0, "dtype.acc_bytes": dt.acc_bytes})
+        env.update({"dtype.bytes": dt.bytes, "dtype.c0": dt.c0, "dtype.acc_bytes": dt.acc_bytes,
+                    "dtype.name": dt.name})
         env.update({f"hw.{k}": v for k, v in self.spec.hardware.symbols().items()})
         hw = self.spec.hardware
         env["unit.cores"] = hw.cube_cores if self.unit == "cube" else hw.vector_cores
+        # what a text param's column (indices) means, for ``param == "choice"`` on columns
+        env.update({TEXT_CHOICES + p.name: tuple(p.choices) for p in self.params
+                    if isinstance(p, ChoiceParam) and p.is_text})
         return env
 
     def param(self, name: str) -> Param:
