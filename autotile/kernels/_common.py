@@ -353,6 +353,25 @@ class AddOrder:
             self.acc += k
 
 
+def fp16_core_adds(n: int, params: dict, core_sum) -> tuple[AddOrder, list[float]] | None:
+    """Every core's additions of a 1-D reduction's tiling: ``core_sum(order, L, tile)`` records
+    one core's (L elements) and returns the terms in its partial. Returns (the cores' AddOrder,
+    the partials' term counts, one per core), or None if ``params`` do not give the tiling."""
+    try:
+        tile, cores = int(params["tile_len"]), int(params["cores"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if tile < 1 or cores < 1:
+        return None
+    order, parts = AddOrder(), []
+    for count, L, _ in split(n, cores, 16):
+        core = AddOrder()
+        k = core_sum(core, L, tile)
+        order.acc += count * core.acc
+        parts += [k] * count
+    return order, parts
+
+
 def op_options(op: str, options: dict | None) -> dict:
     """Op ``op``'s options (the spec's ``inputs:``) with defaults, checked against the registry;
     the spec loader checks them the same way, with the file position."""

@@ -289,18 +289,10 @@ def fp16_adds(n: int, params: dict) -> tuple[float, float] | None:
     """``AddOrder.adds`` of the Vector kernel with an fp16 accumulator: on every core, tile-wide
     lanes summed tile by tile, a VADD tree and a VCADD; the cores' partials combined by VCADD
     (fp16) or by the Scalar loop (fp32). None if the params do not give the tiling."""
-    try:
-        tile, cores = int(params["tile_len"]), int(params["cores"])
-    except (KeyError, TypeError, ValueError):
+    got = C.fp16_core_adds(n, params, lambda core, L, tile: core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2))
+    if got is None:
         return None
-    if tile < 1 or cores < 1:
-        return None
-    order, parts = C.AddOrder(), []
-    for count, L, _ in C.split(n, cores, 16):
-        core = C.AddOrder()
-        k = core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2)
-        order.acc += count * core.acc
-        parts += [k] * count
+    order, parts = got
     if len(parts) > 1:
         if params.get("combine") == "vector":
             order.pairwise(parts)

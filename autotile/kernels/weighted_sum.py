@@ -334,21 +334,15 @@ def fp16_adds(n: int, params: dict, unit: str) -> tuple[float, float] | None:
     """``AddOrder.adds`` with an fp16 accumulator: on every core, tile-wide lanes summed tile by
     tile, then a VADD tree and a VCADD (Vector), or one running sum (Scalar); the cores' partials
     added one by one in fp16 (``execute``). None if the params do not give the tiling."""
-    try:
-        tile, cores = int(params["tile_len"]), int(params["cores"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if tile < 1 or cores < 1:
-        return None
-    order, parts = C.AddOrder(), []
-    for count, L, _ in C.split(n, cores, 16):
-        core = C.AddOrder()
+    def core_sum(core, L, tile):
         if unit == "vector":  # a lane's first product is in ``dtype``, not yet in fp16
-            k = core.tree(core.lanes(L, tile, first_rounded=True), C.REPEAT_BYTES // 2)
-        else:  # the first add rounds an exact product
-            k = float(core.lanes(L, 1, first_rounded=True)[0])
-        order.acc += count * core.acc
-        parts += [k] * count
+            return core.tree(core.lanes(L, tile, first_rounded=True), C.REPEAT_BYTES // 2)
+        return float(core.lanes(L, 1, first_rounded=True)[0])  # the first add rounds an exact product
+
+    got = C.fp16_core_adds(n, params, core_sum)
+    if got is None:
+        return None
+    order, parts = got
     order.sequential(parts, first_rounded=True)  # from 0: a lone lane's partial is rounded there
     return order.adds
 
