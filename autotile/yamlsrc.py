@@ -18,6 +18,7 @@ import yaml
 from autotile.errors import InputError
 
 MAX_NODES = 200_000  # refuse alias bombs ("billion laughs") before they expand
+MAX_DEPTH = 100  # refuse deeper nesting: the composer and ``build`` recurse once per level
 
 Path_ = tuple  # a path into the document: keys (str) and list indices (int)
 
@@ -26,7 +27,24 @@ FLOAT_12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
 
 
 class SafeLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that also reads YAML 1.2 exponent floats as numbers."""
+    """PyYAML's safe loader that also reads YAML 1.2 exponent floats as numbers.
+
+    It refuses nesting deeper than ``MAX_DEPTH`` while composing: PyYAML's composer recurses once
+    per level, so ``[[[...]]]`` a few hundred deep ended in a RecursionError traceback.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        if self._depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 class SafeDumper(yaml.SafeDumper):
@@ -108,10 +126,18 @@ def load_text(text: str, file: str) -> Located:
             raise InputError(f"invalid YAML: {problem}", file=file, line=line, col=col) from None
         except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML: {exc}", file=file) from None
+        except RecursionError:  # MAX_DEPTH should stop it first; never a traceback
+            raise InputError("invalid YAML: nesting too deep", file=file,
+                             line=loader.line + 1, col=loader.column + 1) from None
         value_pos: dict = {}
         key_pos: dict = {}
         style: dict = {}
         counter = [0]
+        open_nodes: set[int] = set()  # ids of the collection nodes being built (path's nodes)
+
+        def located(n, path, message):
+            return InputError(message, file=file, line=n.start_mark.line + 1,
+                              col=n.start_mark.column + 1, field=dotted(path))
 
         def build(n, path):
             counter[0] += 1
@@ -119,10 +145,31 @@ def load_text(text: str, file: str) -> Located:
                 raise InputError(
                     f"document too large (more than {MAX_NODES} nodes after aliases)", file=file
                 )
+            if not isinstance(n, yaml.ScalarNode):
+                if id(n) in open_nodes:  # &a [*a]: expanding it would never end
+                    raise located(n, path, "a YAML alias refers to a node that contains it")
+                if len(path) >= MAX_DEPTH:  # aliases can nest what the composer saw shallow
+                    raise located(n, path, f"nesting deeper than {MAX_DEPTH} levels (after aliases)")
+                open_nodes.add(id(n))
+                try:
+                    return build_collection(n, path)
+                finally:
+                    open_nodes.discard(id(n))
+            value_pos[path] = (n.start_mark.line + 1, n.start_mark.column + 1)
+            style[path] = n.style
+            return construct(n, path, "value")
+
+        def build_collection(n, path):
             value_pos[path] = (n.start_mark.line + 1, n.start_mark.column + 1)
             if isinstance(n, yaml.MappingNode):
                 out = {}
-                loader.flatten_mapping(n)
+                try:
+                    loader.flatten_mapping(n)  # merge keys (<<)
+                except yaml.MarkedYAMLError as exc:
+                    mark = exc.problem_mark or n.start_mark
+                    raise InputError(f"invalid YAML: {exc.problem or exc.context}", file=file,
+                                     line=mark.line + 1, col=mark.column + 1,
+                                     field=dotted(path)) from None
                 for knode, vnode in n.value:
                     if not isinstance(knode, yaml.ScalarNode):
                         raise InputError(
@@ -147,10 +194,7 @@ def load_text(text: str, file: str) -> Located:
                     key_pos[kpath] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
                     out[key] = build(vnode, kpath)
                 return out
-            if isinstance(n, yaml.SequenceNode):
-                return [build(v, path + (i,)) for i, v in enumerate(n.value)]
-            style[path] = n.style
-            return construct(n, path, "value")
+            return [build(v, path + (i,)) for i, v in enumerate(n.value)]
 
         def construct(n, path, what):
             """A scalar's value; a tag that cannot build it (e.g. !!binary on text) is an error."""
@@ -165,7 +209,10 @@ def load_text(text: str, file: str) -> Located:
                     field=dotted(path),
                 ) from None
 
-        value = None if node is None else build(node, ())
+        try:
+            value = None if node is None else build(node, ())
+        except RecursionError:  # MAX_DEPTH should stop it first; never a traceback
+            raise InputError("invalid YAML: nesting too deep", file=file) from None
         return Located(value, file, value_pos, key_pos, style)
     finally:
         loader.dispose()

@@ -631,3 +631,47 @@ def test_exponent_floats_keep_positions_and_quoted_ones_stay_text(write_spec):
                       "params:\n  tile_c: {type: fixed, value: 1}\ninputs: {spatial_scale: '1e6'}\n")
     with pytest.raises(InputError, match=r":5:25: inputs.spatial_scale: expected a number .*got '1e6'"):
         load_spec(path)
+
+
+RECURSIVE = [  # (name, text, located message)
+    ("alias in its own list", "a: &a [*a]\n", "1:4: a[0]: a YAML alias refers to a node that contains it"),
+    ("alias in its own mapping", "a: &a {b: *a}\n", "1:4: a.b: a YAML alias refers to a node that contains it"),
+    ("alias two levels down", "op: global_sum\nshapes: &s [{n: 4096}, [*s]]\n",
+     "2:9: shapes[1][0]: a YAML alias refers to a node that contains it"),
+    ("3000 nested lists", "op: " + "[" * 3000 + "]" * 3000 + "\n", "1:104: invalid YAML: nesting deeper than 100 levels"),
+    ("nested mappings", "op: " + "{a: " * 120 + "1" + "}" * 120 + "\n",
+     "1:398: invalid YAML: nesting deeper than 100 levels"),
+    ("aliases nest deeper than the text",
+     "x: &x " + "[" * 90 + "1" + "]" * 90 + "\ny: " + "[" * 50 + "*x" + "]" * 50 + "\n",
+     "1:56: y" + "[0]" * 99 + ": nesting deeper than 100 levels (after aliases)"),
+    ("merge key of a scalar", "a: {<<: 1}\n",
+     "1:9: a: invalid YAML: expected a mapping or list of mappings for merging, but found scalar"),
+]
+
+
+@pytest.mark.parametrize("case,text,message", RECURSIVE, ids=[r[0] for r in RECURSIVE])
+def test_recursive_or_deep_yaml_is_a_located_error(write_spec, run_cli, case, text, message):
+    """A cycle through an alias, or nesting past 100 levels, was a RecursionError traceback."""
+    path = write_spec(text)
+    code, out, err = run_cli("space", path)
+    assert code == 2 and err == f"autotile: error: {path}:{message}\n"
+
+
+def test_nesting_within_the_limit_loads_and_recursion_left_is_caught():
+    import sys
+
+    from autotile.yamlsrc import MAX_DEPTH, load_text
+
+    text = "a: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "\n"
+    value = load_text(text, "x.yaml").value["a"]
+    for _ in range(MAX_DEPTH - 2):
+        value = value[0]
+    assert value == []
+    assert load_text("a: &a [1]\nb: [*a, *a]\n", "x.yaml").value == {"a": [1], "b": [[1], [1]]}  # no cycle
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(__import__("inspect").stack()) + 120)
+    try:
+        with pytest.raises(InputError, match=r"^x.yaml:1:\d+: invalid YAML: nesting too deep$"):
+            load_text(text, "x.yaml")
+    finally:
+        sys.setrecursionlimit(limit)
