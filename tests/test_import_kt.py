@@ -39,6 +39,15 @@ def test_output_that_is_the_cache_is_refused(cache, tmp_path, how, capsys):
     assert cache.read_bytes() == before
 
 
+def test_deeply_nested_cache_is_an_input_error(tmp_path, capsys):
+    """json.loads recursed once per level: 100000 nested lists were a RecursionError traceback."""
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert cli(["import-kt", str(path), "-o", str(tmp_path / "s.yaml")]) == 2
+    assert capsys.readouterr().err == f"autotile: error: {path}: invalid JSON: nesting too deep\n"
+    assert not (tmp_path / "s.yaml").exists()
+
+
 def test_other_output_still_written(cache, tmp_path):
     assert cli(["import-kt", str(cache), "-o", str(tmp_path / "s.yaml")]) == 0
     assert (tmp_path / "s.yaml").read_text().startswith("description:")

@@ -104,6 +104,10 @@ def test_unreadable_summary_is_input_error(tmp_path, capsys):
     (tmp_path / "summary.json").unlink()
     (tmp_path / "summary.json").mkdir()
     assert cli(["report", str(tmp_path)]) == 2 and "cannot read" in capsys.readouterr().err
+    (tmp_path / "summary.json").rmdir()
+    (tmp_path / "summary.json").write_text("[" * 100_000 + "]" * 100_000)  # was a RecursionError traceback
+    assert cli(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"autotile: error: {tmp_path / 'summary.json'}: not valid JSON (nesting too deep)\n"
 
 
 def test_a_storage_the_user_names_must_open(matmul_run, tmp_path, capsys):

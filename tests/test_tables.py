@@ -104,6 +104,13 @@ def test_invalid_json_names_line_and_column(tmp_path, doc, capsys):
     assert not (tmp_path / "t.h").exists()
 
 
+def test_deeply_nested_json_is_an_input_error(tmp_path, doc, capsys):
+    """json.loads recursed once per level: 100000 nested lists were a RecursionError traceback."""
+    p = _bad(tmp_path, doc, text="[" * 100_000 + "]" * 100_000)
+    assert cli(["lookup", str(p), "--shape", "m=64,n=128,k=256"]) == 2
+    assert capsys.readouterr().err == f"autotile: error: {p}: invalid JSON: nesting too deep\n"
+
+
 def test_missing_table_file(tmp_path, capsys):
     assert cli(["lookup", str(tmp_path / "nope.json"), "--shape", "m=1,n=1,k=1"]) == 2
     assert "file not found" in capsys.readouterr().err

@@ -135,6 +135,8 @@ def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
         raise InputError(f"{path}: no summary.json (run `autotile tune SPEC --out {out_dir}` first)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:  # nested thousands deep: the decoder recurses once per level
+        raise InputError(f"{path}: not valid JSON (nesting too deep)") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:

@@ -148,6 +148,8 @@ def load_table(source, *, check_hashes: bool = True) -> Table:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, col=exc.colno) from None
+    except RecursionError:  # [[[[...]]]] thousands deep: the decoder recurses once per level
+        raise InputError("invalid JSON: nesting too deep", file=str(p)) from None
     return _validate(doc, str(p), check_hashes)
 
 

@@ -78,6 +78,8 @@ def read_cache(path: str | Path) -> dict:
 def _loads(text: str, path: Path):
     try:
         return json.loads(text)
+    except RecursionError:  # nested thousands deep: the decoder recurses once per level
+        raise InputError("invalid JSON: nesting too deep", file=str(path)) from None
     except json.JSONDecodeError as first:
         # an unfinished cache: Kernel Tuner appends entries and closes the braces at the end
         body = text.rstrip().rstrip(",")
