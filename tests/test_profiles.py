@@ -128,3 +128,60 @@ def test_a_fitted_profile_reads_back_what_it_wrote(tmp_path):
     assert doc["vector"]["ops"]["vexp"]["fp16_fp16"]["startup"] == 1e-5
     again = _profile(tmp_path, emit.render(doc), "again.yaml")  # 1e-05 written, a number read
     assert load_profile(again).vector["vexp"]["fp16_fp16"].startup == 1e-5
+
+
+# -- every constant is bounded: a typo never reaches the simulator -------------------------------
+
+def _set(text, key, value):
+    new, n = re.subn(rf"(\b{re.escape(key)}: \{{value: )[^,]+", rf"\g<1>{value}", text, count=1)
+    assert n == 1, key
+    return new
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    # 3 or 1 bytes per repeat made 0 lanes (ZeroDivisionError); 10**20 a Numba TypingError
+    ("bytes_per_repeat", "3", ":77:29: vector.bytes_per_repeat.value: expected an integer multiple of 32 from 32 to 4096, got 3"),
+    ("bytes_per_repeat", "1", "expected an integer multiple of 32 from 32 to 4096, got 1"),
+    ("bytes_per_repeat", "99999999999999999999", "multiple of 32 from 32 to 4096, got 99999999999999999999"),
+    ("bytes_per_repeat", "8192", "multiple of 32 from 32 to 4096, got 8192"),
+    # 10**20 repeats made the instruction split loop run for ever
+    ("max_repeat", "99999999999999999999", ":78:23: vector.max_repeat.value: expected an integer from 1 to 65535, got 99999999999999999999"),
+    ("max_repeat", "0", "expected an integer from 1 to 65535, got 0"),
+    ("cube_cores", "1000000000", ":8:23: chip.cube_cores.value: expected an integer from 1 to 4096, got 1000000000"),
+    ("vector_cores", "99999999999999999999", "chip.vector_cores.value: expected an integer from 1 to 4096"),
+    ("clock_ghz", "1e-300", ":10:22: chip.clock_ghz.value: expected a number from 0.01 to 100, got 1e-300"),
+    ("clock_ghz", "0", "chip.clock_ghz.value: expected a number from 0.01 to 100, got 0"),
+    ("ub_bytes", "99999999999999999999", ":16:21: memory.ub_bytes.value: expected an integer from 1 to 2**40"),
+    ("hbm_bytes_per_cycle", "1e-300", "memory.hbm_bytes_per_cycle.value: expected a number from 0.001 to 2**20, got 1e-300"),
+    ("ub", "99999999999999999999", ":22:15: align.ub.value: expected an integer from 1 to 2**20"),
+    ("issue_cycles", "1e300", "copy.gm_ub.issue_cycles.value: expected a number from 0 to 1e9, got 1e+300"),
+    ("fp16", "0", "cube.macs_per_cycle.fp16.value: expected an integer from 1 to 2**24, got 0"),
+    ("add", "0", "scalar.add.value: expected a number above 0 and at most 1e9, got 0"),
+])
+def test_profile_constants_are_bounded(tmp_path, run_cli, key, value, needle):
+    path = _profile(tmp_path, _set(B2, key, value))
+    code, _, err = run_cli("hw", "show", path)
+    assert code == 2 and err.count("\n") == 1 and f"{path}:" in err and needle in err, err
+
+
+def test_a_spec_on_an_out_of_bounds_profile_fails_before_simulating(tmp_path, run_cli):
+    """simulate and tune raised ZeroDivisionError on a 3-byte vector repeat."""
+    prof = _profile(tmp_path, _set(B2, "bytes_per_repeat", "3"))
+    spec = _profile(tmp_path, "op: global_sum\nhardware: p.yaml\ndtypes: [fp16]\nunits: [vector]\n"
+                    "shapes: [{n: 4096}]\nparams:\n  tile_len: {type: int, low: 16, high: 4096, pow2: true}\n"
+                    "budget: {trials: 2}\n", "s.yaml")
+    for argv in (("simulate", spec, "--shape", "n=4096"),
+                 ("tune", spec, "--quiet", "--out", str(tmp_path / "out"))):
+        code, _, err = run_cli(*argv)
+        assert code == 2 and err == (f"autotile: error: {prof}:77:29: vector.bytes_per_repeat.value: "
+                                     "expected an integer multiple of 32 from 32 to 4096, got 3\n"), err
+
+
+def test_every_bundled_profile_is_inside_the_bounds_with_room():
+    """The bounds are not tight on any shipped chip (a calibrated fit stays loadable)."""
+    from autotile.hardware.profile import CORES, MAX_REPEAT, REPEAT_BYTES
+
+    for name in bundled_names():
+        hw = load_profile(name)
+        assert CORES.hi >= 8 * hw.vector_cores and REPEAT_BYTES.hi >= 8 * hw.vector_bytes_per_repeat
+        assert MAX_REPEAT.hi >= 64 * hw.vector_max_repeat

@@ -229,6 +229,59 @@ def profile_error(hw: HardwareProfile, path: tuple, message: str) -> InputError:
     return InputError(message, file=hw.path or hw.name, field=".".join(map(str, path)))
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The values a profile constant may take: ``lo`` (excluded when ``lo_open``) to ``hi``.
+
+    Every constant is bounded so a typo cannot reach the simulator: 3 bytes per vector repeat made
+    0 fp32 lanes (ZeroDivisionError), 10**20 overflowed Numba's int64 (TypingError) and a
+    max_repeat of 10**20 made the instruction split loop run for ever. The bundled profiles sit
+    well inside every range (tests/test_profiles.py checks it).
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    multiple: int = 1
+
+    def problem(self, v, kind) -> str | None:
+        """What is wrong with ``v`` (already a finite number of ``kind``), or None."""
+        below = v <= self.lo if self.lo_open else v < self.lo
+        if below or v > self.hi or (self.multiple > 1 and v % self.multiple):
+            return f"expected {self.describe(kind)}, got {v!r}"
+        return None
+
+    def describe(self, kind) -> str:
+        hi = _bound_text(self.hi)
+        if kind is int:
+            what = f"an integer multiple of {self.multiple}" if self.multiple > 1 else "an integer"
+            return f"{what} from {self.lo:g} to {hi}"
+        if self.lo_open:
+            return f"a number above {self.lo:g} and at most {hi}"
+        return f"a number from {self.lo:g} to {hi}"
+
+
+def _bound_text(x: float) -> str:
+    """4096, 2**40, 1e9: a bound as a reader would write it."""
+    if x >= 2**16 and x == int(x) and int(x).bit_count() == 1:
+        return f"2**{int(x).bit_length() - 1}"
+    if x >= 1e6 and float(f"{x:.0e}") == x:
+        return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
+    return f"{x:g}"
+
+
+CORES = Bound(1, 4096)  # cube and vector cores
+CLOCK = Bound(0.01, 100)  # GHz: cycles are divided by it
+BYTES = Bound(1, 2**40)  # buffer and cache sizes
+ALIGN = Bound(1, 2**20)  # address granule of a buffer
+RATE = Bound(1e-3, 2**20)  # bytes per cycle: copies are divided by it
+CYCLES = Bound(0, 1e9)  # issue, latency, startup and floor cycles
+COST = Bound(0, 1e9, lo_open=True)  # cycles per repeat or per scalar operation
+MACS = Bound(1, 2**24)  # cube MACs per cycle
+REPEAT_BYTES = Bound(32, 4096, multiple=32)  # vector bytes per repeat: whole 32 B blocks
+MAX_REPEAT = Bound(1, 65535)  # repeats per vector instruction
+
+
 class _Reader:
     """Strict reading of a profile document, collecting source notes as it goes."""
 
@@ -257,7 +310,7 @@ class _Reader:
             v = v[p]
         return v
 
-    def const(self, path, kind=float, positive=True, extra=()):
+    def const(self, path, bound: Bound, kind=float, extra=()):
         """A ``{value, source|calibrated}`` constant at ``path``."""
         node = self._get(path)
         if not isinstance(node, dict):
@@ -272,9 +325,9 @@ class _Reader:
         if not isinstance(note, str) or not note.strip():
             raise self.doc.error(path + (notes[0],), "expected a non-empty note")
         self.notes[".".join(map(str, path))] = f"{notes[0]}: {note}"
-        return self.number(path + ("value",), kind, positive)
+        return self.number(path + ("value",), bound, kind)
 
-    def number(self, path, kind=float, positive=True):
+    def number(self, path, bound: Bound, kind=float):
         v = self._get(path)
         if kind is bool:
             if not isinstance(v, bool):
@@ -286,10 +339,9 @@ class _Reader:
             raise self.doc.error(path, f"expected a whole number, got {v!r}")
         if v != v or v in (float("inf"), float("-inf")):
             raise self.doc.error(path, "expected a finite number")
-        if positive and v <= 0:
-            raise self.doc.error(path, f"expected a positive number, got {v!r}")
-        if not positive and v < 0:
-            raise self.doc.error(path, f"expected a number >= 0, got {v!r}")
+        problem = bound.problem(v, kind)
+        if problem:
+            raise self.doc.error(path, problem)
         return kind(v)
 
 
@@ -314,9 +366,9 @@ def _vector_ops(r: _Reader) -> dict:
             note_key = "source" if "source" in node else "calibrated"
             r.notes[".".join(path)] = f"{note_key}: {node[note_key]}"
             vector[op][sig] = VectorCost(
-                r.number(path + ("startup",), positive=False),
-                r.number(path + ("per_repeat",)),
-                r.number(path + ("min_cycles",), positive=False),
+                r.number(path + ("startup",), CYCLES),
+                r.number(path + ("per_repeat",), COST),
+                r.number(path + ("min_cycles",), CYCLES),
             )
     return vector
 
@@ -346,37 +398,37 @@ def parse_profile(doc: Located) -> HardwareProfile:
     for p in COPY_PATHS:
         r.mapping(("copy", p), ["bytes_per_cycle", "issue_cycles", "latency_cycles"])
         copies[p] = CopyPath(
-            r.const(("copy", p, "bytes_per_cycle")),
-            r.const(("copy", p, "issue_cycles"), positive=False),
-            r.const(("copy", p, "latency_cycles"), positive=False),
+            r.const(("copy", p, "bytes_per_cycle"), RATE),
+            r.const(("copy", p, "issue_cycles"), CYCLES),
+            r.const(("copy", p, "latency_cycles"), CYCLES),
         )
     r.mapping(("cube",), ["macs_per_cycle", "issue_cycles", "latency_cycles"])
     r.mapping(("cube", "macs_per_cycle"), list(CUBE_DTYPES))
     cube = CubeCosts(
-        {d: r.const(("cube", "macs_per_cycle", d), int) for d in CUBE_DTYPES},
-        r.const(("cube", "issue_cycles"), positive=False),
-        r.const(("cube", "latency_cycles"), positive=False),
+        {d: r.const(("cube", "macs_per_cycle", d), MACS, int) for d in CUBE_DTYPES},
+        r.const(("cube", "issue_cycles"), CYCLES),
+        r.const(("cube", "latency_cycles"), CYCLES),
     )
     r.mapping(("vector",), ["bytes_per_repeat", "max_repeat", "ops"])
     vector = _vector_ops(r)
     scalar_node = r.mapping(("scalar",), KERNEL_SCALAR_OPS, [o for o in SCALAR_OPS if o not in KERNEL_SCALAR_OPS])
-    scalar = {op: r.const(("scalar", op)) for op in scalar_node}
+    scalar = {op: r.const(("scalar", op), COST) for op in scalar_node}
 
     prof = HardwareProfile(
         name=name,
         description=description,
-        cube_cores=r.const(("chip", "cube_cores"), int),
-        vector_cores=r.const(("chip", "vector_cores"), int),
-        clock_ghz=r.const(("chip", "clock_ghz")),
-        **{f"{b}_bytes": r.const(("memory", f"{b}_bytes"), int) for b in (*BUFFERS, "l2")},
-        hbm_bytes_per_cycle=r.const(("memory", "hbm_bytes_per_cycle")),
-        l2_read_bytes_per_cycle=r.const(("memory", "l2_read_bytes_per_cycle")),
-        l2_write_bytes_per_cycle=r.const(("memory", "l2_write_bytes_per_cycle")),
-        align={b: r.const(("align", b), int) for b in BUFFERS},
+        cube_cores=r.const(("chip", "cube_cores"), CORES, int),
+        vector_cores=r.const(("chip", "vector_cores"), CORES, int),
+        clock_ghz=r.const(("chip", "clock_ghz"), CLOCK),
+        **{f"{b}_bytes": r.const(("memory", f"{b}_bytes"), BYTES, int) for b in (*BUFFERS, "l2")},
+        hbm_bytes_per_cycle=r.const(("memory", "hbm_bytes_per_cycle"), RATE),
+        l2_read_bytes_per_cycle=r.const(("memory", "l2_read_bytes_per_cycle"), RATE),
+        l2_write_bytes_per_cycle=r.const(("memory", "l2_write_bytes_per_cycle"), RATE),
+        align={b: r.const(("align", b), ALIGN, int) for b in BUFFERS},
         copy=copies,
         cube=cube,
-        vector_bytes_per_repeat=r.const(("vector", "bytes_per_repeat"), int),
-        vector_max_repeat=r.const(("vector", "max_repeat"), int),
+        vector_bytes_per_repeat=r.const(("vector", "bytes_per_repeat"), REPEAT_BYTES, int),
+        vector_max_repeat=r.const(("vector", "max_repeat"), MAX_REPEAT, int),
         vector=vector,
         scalar=scalar,
         notes=r.notes,
