@@ -68,7 +68,7 @@ def _bad(tmp_path, doc, edit=None, text=None):
     (lambda d: d["entries"][0]["params"].__setitem__("iterate_order", "k_first"),
      "entries[0].params.iterate_order: expected one of \"m_first\", \"n_first\""),
     (lambda d: d["entries"][0]["params"].pop("step_m"), "entries[0].params: missing param 'step_m'"),
-    (lambda d: d["hardware"]["profile"].__setitem__("cube_cores", 99), "hardware.profile: the profile's values do not match"),
+    (lambda d: d["hardware"]["profile"].__setitem__("cube_cores", 12), "hardware.profile: the profile's values do not match"),
     (lambda d: d.__setitem__("schema", "autotile.table/2"),
      "schema: table schema autotile.table/2 is newer than this autotile 0.1.0 reads (autotile.table/1)"),
     (lambda d: d.__setitem__("schema", "kernel_tuner/1"), "schema: expected 'autotile.table/1'"),
@@ -93,6 +93,83 @@ def test_bad_tables_are_input_errors(tmp_path, doc, edit, expected, capsys):
     assert cli(["lookup", str(p), "--shape", "m=64,n=128,k=256"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err
+
+
+def _rehash(d):
+    """Recompute the table's hashes as a careful hand edit would (content_hash without a profile)."""
+    import hashlib
+
+    def digest(data):
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    d["hardware"]["hash"] = digest({k: v for k, v in d["hardware"]["profile"].items() if k != "description"})
+    spec = {k: v for k, v in d["spec"]["content"].items() if k != "description"}
+    d["spec"]["hash"] = d["spec_hash"] = digest(dict(spec, hardware=d["hardware"]["hash"]))
+
+
+def _edit_profile(key, value):
+    def edit(d):
+        node, *path = [d["hardware"]["profile"], *key.split(".")]
+        for k in path[:-1]:
+            node = node[k]
+        if value is KeyError:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+        _rehash(d)
+    return edit
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    # were a TypeError traceback in lookup
+    ("name", None, "hardware.profile.name: expected a profile name"),
+    ("vector_cores", None, "hardware.profile.vector_cores: expected a whole number, got None"),
+    # were accepted by lookup and export
+    ("clock_ghz", "x", "hardware.profile.clock_ghz: expected a number, got 'x'"),
+    ("clock_ghz", 0, "hardware.profile.clock_ghz: expected a number from 0.01 to 100, got 0"),
+    ("clock_ghz", -1, "hardware.profile.clock_ghz: expected a number from 0.01 to 100, got -1"),
+    ("vector_cores", 1.5, "hardware.profile.vector_cores: expected a whole number, got 1.5"),
+    ("vector_cores", 4, "hardware.profile.vector_cores: expected at least as many vector cores as cube cores"),
+    ("hbm_bytes_per_cycle", 0, "hardware.profile.hbm_bytes_per_cycle: expected a number from 0.001 to 2**20, got 0"),
+    ("vector", {}, "hardware.profile.vector: missing key 'vadd' (the kernels use it)"),
+    ("vector_bytes_per_repeat", 3,
+     "hardware.profile.vector_bytes_per_repeat: expected an integer multiple of 32 from 32 to 4096, got 3"),
+    ("vector_max_repeat", KeyError, "hardware.profile: missing key 'vector_max_repeat'"),
+    ("align", None, "hardware.profile.align: expected a mapping"),
+    ("copy.gm_ub", KeyError, "hardware.profile.copy: missing key 'gm_ub'"),
+    ("copy.gm_ub.bytes_per_cycle", 0,
+     "hardware.profile.copy.gm_ub.bytes_per_cycle: expected a number from 0.001 to 2**20, got 0"),
+    ("cube.macs_per_cycle.fp16", None, "hardware.profile.cube.macs_per_cycle.fp16: expected a whole number, got None"),
+    ("vector.vadd.fp16_fp16_fp16.per_repeat", 0,
+     "hardware.profile.vector.vadd.fp16_fp16_fp16.per_repeat: expected a number above 0 and at most 1e9, got 0"),
+    ("vector.vadd.fp16_fp16_fp16.source", "x", "hardware.profile.vector.vadd.fp16_fp16_fp16.source: unknown key"),
+    ("vector.vfoo", {}, "hardware.profile.vector.vfoo: unknown key"),
+    ("scalar.add", KeyError, "hardware.profile.scalar: missing key 'add' (the kernels use it)"),
+    ("notes", {}, "hardware.profile.notes: unknown key"),
+])
+def test_the_embedded_profile_gets_a_profile_files_checks(tmp_path, doc, capsys, key, value, expected):
+    p = _bad(tmp_path, doc, _edit_profile(key, value))
+    with pytest.raises(InputError) as exc:
+        load_table(p)
+    assert str(exc.value) == f"{p}: {expected}"
+    for argv in (["lookup", str(p), "--shape", "m=64,n=128,k=256"],
+                 ["export", str(p), "--format", "c", "-o", str(tmp_path / "t.h")]):
+        assert cli(argv) == 2
+        assert capsys.readouterr().err == f"autotile: error: {p}: {expected}\n"
+    assert not (tmp_path / "t.h").exists()
+
+
+def test_the_embedded_profile_round_trips_every_bundled_profile(tmp_path, doc):
+    from autotile.hardware import bundled_names, load_profile
+    from autotile.tables.embedded import profile_dict, profile_from_dict
+
+    for name in bundled_names():
+        hw = load_profile(name)
+        again = profile_from_dict(json.loads(json.dumps(profile_dict(hw))))
+        assert again == hw and again.content_hash() == hw.content_hash() and again.path is None
+    d = copy.deepcopy(doc)
+    _rehash(d)  # the helper above agrees with the hashes autotile writes
+    assert (d["hardware"]["hash"], d["spec_hash"]) == (doc["hardware"]["hash"], doc["spec_hash"])
 
 
 def test_invalid_json_names_line_and_column(tmp_path, doc, capsys):
