@@ -44,7 +44,8 @@ def test_deeply_nested_cache_is_an_input_error(tmp_path, capsys):
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     assert cli(["import-kt", str(path), "-o", str(tmp_path / "s.yaml")]) == 2
-    assert capsys.readouterr().err == f"autotile: error: {path}: invalid JSON: nesting too deep\n"
+    err = capsys.readouterr().err
+    assert err.startswith(f"autotile: error: {path}: ") and "nested too deeply" in err and err.count("\n") == 1
     assert not (tmp_path / "s.yaml").exists()
 
 
@@ -74,3 +75,64 @@ def test_unloadable_spec_is_never_written(tmp_path, capsys, name, values, expect
     out.write_text("old\n")  # an existing output is kept as it was
     assert cli(["import-kt", str(cache), "-o", str(out)]) == 2
     assert out.read_text() == "old\n"
+
+
+def _good_doc() -> dict:
+    return {"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, 32], "t": [1, 2]},
+            "cache": {f"{b},{t}": {"bx": b, "t": t, "time": 1.0 + b / 100 + t}
+                      for b in (16, 32) for t in (1, 2)}}
+
+
+def _write_spec(tmp_path, cache_name: str) -> str:
+    spec = tmp_path / "r.yaml"
+    spec.write_text("op: replay\nshapes: [{problem: 1}]\nparams:\n"
+                    "  bx: {type: int, low: 16, high: 32, pow2: true}\n"
+                    "  t: {type: int, low: 1, high: 2}\n"
+                    f"budget: {{trials: 4}}\nobjective: time_us\nbackend: replay\nmeasurements: {cache_name}\n")
+    return str(spec)
+
+
+@pytest.mark.parametrize("text, field, expect", [
+    ('{"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [null, [1], {"a": 1}], "t": [1, 2]}, '
+     '"cache": {}}', "tune_params.bx", "expected values that are numbers, text or true/false, got null"),
+    ('{"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, {"a": 1}], "t": [1, 2]}, '
+     '"cache": {}}', "tune_params.bx", "got a mapping"),
+    ('{"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, 32], "t": [1, 2]}, '
+     '"cache": {"16,1": {"bx": [16], "t": 1, "time": 1.0}}}', "cache.16,1.bx", "got a list"),
+    ('{"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, 32], "t": [1, 2]}, '
+     '"cache": {"16,1": {"bx": 16, "t": 1, "time": 1.0, "gflops": 1' + "0" * 400 + '}}}',
+     "cache.16,1.gflops", "is an integer of 401 digits: expected a finite number"),
+    ('{"tune_params_keys": ["bx", "t"], "tune_params": {"bx": [16, 32], "t": [1, 2]}, '
+     '"cache": {"16,1": {"bx": 16, "t": 1, "time": 1.0, "gflops": Infinity}}}',
+     "cache.16,1.gflops", "is inf: expected a finite number"),
+    ('{"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": ' + "[" * 100_000,
+     None, "nested too deeply"),
+    ('{"tune_params_keys": ["a"], "tune_params": {"a": [1' + "0" * 5000 + ']}, "cache": {}}',
+     None, "cannot read the Kernel Tuner cache"),
+])
+def test_odd_cache_is_a_located_error(tmp_path, capsys, text, field, expect):
+    cache = tmp_path / "kt.json"
+    cache.write_text(text)
+    where = f"{cache}: {field}: " if field else f"{cache}: "
+    assert cli(["import-kt", str(cache), "-o", str(tmp_path / "s.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"autotile: error: {where}") and expect in err, err
+    assert "\n" not in err and not (tmp_path / "s.yaml").exists()
+    if "tune_params_keys\": [\"bx\"" in text:  # a replay spec on the cache: the same error from tune
+        code = cli(["tune", _write_spec(tmp_path, "kt.json"), "--quiet", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and err.startswith(f"autotile: error: {where}") and expect in err, err
+
+
+def test_huge_time_is_a_failure_and_failed_entries_metrics_are_not_read(tmp_path, capsys):
+    doc = _good_doc()
+    doc["cache"]["16,1"]["time"] = 10**400  # as the old 1e20 failure marker
+    doc["cache"]["16,2"].update(time="RuntimeFailedConfig", gflops=float("inf"))
+    cache = tmp_path / "kt.json"
+    cache.write_text(json.dumps(doc))
+    assert cli(["import-kt", str(cache), "-o", str(tmp_path / "s.yaml")]) == 0
+    assert "4 configurations, 2 failed" in capsys.readouterr().out
+    from autotile.tune import ktcache
+    by_key = {e.key: e for e in ktcache.entries(ktcache.read_cache(cache), str(cache))}
+    assert by_key["16,1"].time_ms is None and "1e20" in by_key["16,1"].failure
+    assert by_key["16,2"].failure == "RuntimeFailedConfig" and by_key["16,2"].metrics == {}

@@ -95,12 +95,24 @@ def spec_dict(doc: dict, measurements: str, *, name: str = "") -> dict:
     """The spec (as a mapping) of a cache document whose file is at ``measurements``."""
     entries = ktcache.entries(doc, name)
     valid = sum(1 for e in entries if e.time_ms is not None)
-    desc = (f"Kernel Tuner cache of {doc.get('kernel_name') or 'a kernel'} on "
-            f"{doc.get('device_name') or 'an unnamed device'}, problem size {doc.get('problem_size')}: "
+    desc = (f"Kernel Tuner cache of {_label(doc.get('kernel_name')) or 'a kernel'} on "
+            f"{_label(doc.get('device_name')) or 'an unnamed device'}, problem size "
+            f"{_label(doc.get('problem_size'), 200) or None}: "
             f"{len(entries)} configurations, {len(entries) - valid} failed")
     values = {k: doc["tune_params"][k] for k in doc["tune_params_keys"]}
     return replay_spec(values, measurements, shape=shape_of(doc.get("problem_size")), valid=valid,
                        description=desc)
+
+
+def _label(value, limit: int = 100) -> str:
+    """A cache's name field as description text, cut short (a cache's fields are not checked)."""
+    if value is None:
+        return ""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except (RecursionError, ValueError):
+        text = "?"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def import_cache(cache: str | Path, out: str | Path) -> dict:

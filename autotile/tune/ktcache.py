@@ -70,24 +70,62 @@ def read_cache(path: str | Path) -> dict:
     for k in keys:
         if not isinstance(params[k], list) or not params[k]:
             raise InputError("expected a non-empty list of values", file=str(path), field=f"tune_params.{k}")
+        bad = next((v for v in params[k] if not is_value(v)), _OK)
+        if bad is not _OK:
+            raise InputError(f"expected values that are numbers, text or true/false, got {show(bad)}",
+                             file=str(path), field=f"tune_params.{k}")
     if not isinstance(cache, dict):
         raise InputError("expected a mapping of configurations", file=str(path), field="cache")
     return doc
 
 
+_OK = object()
+
+
+def is_value(v) -> bool:
+    """True for a value a tunable parameter can take: a number, text or a bool (not null, a
+    list or a mapping)."""
+    return isinstance(v, (str, int, float))  # bool is an int
+
+
+def show(v) -> str:
+    """A short text of a JSON value for an error message (an integer of 400 digits is not printed)."""
+    if v is None:
+        return "null"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**20:
+        return f"an integer of {len(str(abs(v)))} digits"
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _loads(text: str, path: Path):
     try:
-        return json.loads(text)
-    except RecursionError:  # nested thousands deep: the decoder recurses once per level
-        raise InputError("invalid JSON: nesting too deep", file=str(path)) from None
+        return _parse(text, path)
     except json.JSONDecodeError as first:
         # an unfinished cache: Kernel Tuner appends entries and closes the braces at the end
         body = text.rstrip().rstrip(",")
         try:
-            return json.loads(body + "}\n}")
+            return _parse(body + "}\n}", path)
         except json.JSONDecodeError:
             raise InputError(f"invalid JSON at line {first.lineno}, column {first.colno}: {first.msg}",
                              file=str(path), line=first.lineno, col=first.colno) from None
+
+
+def _parse(text: str, path: Path):
+    """json.loads; nesting too deep to read and numbers too long to convert are located errors."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise InputError("cannot read the Kernel Tuner cache: its JSON is nested too deeply "
+                         "(a cache nests a few levels)", file=str(path)) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise InputError(f"cannot read the Kernel Tuner cache: {exc}", file=str(path)) from None
 
 
 def entries(doc: dict, file: str = "") -> list[Entry]:
@@ -99,6 +137,10 @@ def entries(doc: dict, file: str = "") -> list[Entry]:
             raise InputError("expected an entry mapping", file=file, field=f"cache.{key}")
         if all(k in e for k in keys):
             params = {k: e[k] for k in keys}
+            bad = next((k for k in keys if not is_value(params[k])), None)
+            if bad is not None:
+                raise InputError(f"expected a number, text or true/false, got {show(params[bad])}",
+                                 file=file, field=f"cache.{key}.{bad}")
         else:
             parts = str(key).split(",")
             if len(parts) != len(keys):
@@ -107,8 +149,16 @@ def entries(doc: dict, file: str = "") -> list[Entry]:
                                  f"{len(keys)} values", file=file, field=f"cache.{key}")
             params = {k: _from_key(v) for k, v in zip(keys, parts)}
         time_ms, failure = _time(e.get("time"))
-        metrics = {k: float(v) for k, v in e.items()
-                   if k not in keys and k not in SKIP_FIELDS and _number(v)}
+        metrics = {}
+        for k, v in e.items():
+            if k in keys or k in SKIP_FIELDS or not _number(v):
+                continue  # text (a timestamp, a failure name), lists: not metrics
+            m = _finite(v)
+            if m is not None:
+                metrics[k] = m
+            elif time_ms is not None:  # a failed entry's metrics are not read
+                raise InputError(f"metric {k!r} is {show(v)}: expected a finite number",
+                                 file=file, field=f"cache.{key}.{k}")
         out.append(Entry(str(key), params, time_ms, failure, metrics))
     return out
 
@@ -119,17 +169,25 @@ def _time(value) -> tuple[float | None, str | None]:
     if isinstance(value, str):
         return None, value
     if _number(value):
-        t = float(value)
-        if not math.isfinite(t) or t < 0:
-            return None, f"invalid time {value}"
-        if t >= OLD_FAILURE_TIME:
+        if isinstance(value, float) and not math.isfinite(value) or value < 0:
+            return None, f"invalid time {show(value)}"
+        if value >= OLD_FAILURE_TIME:  # an integer too large for a float too
             return None, "failed (time 1e20, Kernel Tuner's old failure marker)"
-        return t, None
-    return None, f"invalid time {value!r}"
+        return float(value), None
+    return None, f"invalid time {show(value)}"
 
 
 def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _finite(v) -> float | None:
+    """``v`` as a float, or None when it is not finite or too large for a float."""
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _from_key(text: str):
