@@ -169,3 +169,26 @@ def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
     path = _write(tmp_path, "cycles,chip,op,dtype,m,k,n,elems,repeat,series\n" + row + "\n")
     code, _, err = run_cli("calibrate", "--measurements", path)
     assert code == 2 and f"{path}{needle}" in err, err
+
+
+@pytest.mark.parametrize("body,needle", [
+    (HEADER + "x,mmad,fp16,99999999999999999999,16,16,,,4.8,back_to_back\n",
+     ":2:4: m: expected a positive whole number up to 2147483647"),
+    (HEADER + "x,vadd,fp16_fp16_fp16,,,,99999999999999999999,,4.8,x\n", ":2:7: elems: expected a positive whole"),
+    (HEADER + "x,mmad,fp16,16,16,16,,99999999999999999999,4.8,isolated\n",
+     ":2:8: repeat: expected a positive whole number up to 1000000"),
+    (HEADER + "x,mmad,fp16,16,16,16,,,1e-308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
+    (HEADER + "x,mmad,fp16,16,16,16,,,1e308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
+    (HEADER + "x,mmad,fp16,16,16,16,,,1e999,back_to_back\n", ":2:9: cycles: expected a positive finite number"),
+    (HEADER.strip() + "," + HEADER + "x,mmad,fp16,16,16,16,,,5,back_to_back" + ",a" * 10 + "\n",
+     ":1:11: chip: column 'chip' appears twice"),
+    (HEADER.strip() + ",note\nx,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":1:11: note: unknown column 'note'"),
+    (HEADER.strip() + ",\nx,mmad,fp16,16,16,16,,,5,back_to_back,\n", ":1:11: an empty column name"),
+])
+@pytest.mark.parametrize("fit", [False, True])
+def test_every_row_error_is_located(tmp_path, run_cli, body, needle, fit):
+    path = _write(tmp_path, body)
+    out = ["-o", str(tmp_path / "fit.yaml")] if fit else []
+    code, _, err = run_cli("calibrate", "--hw", "ascend910b2", "--measurements", path, *out)
+    assert code == 2 and err.startswith(f"autotile: error: {path}{needle}") and err.count("\n") == 1, err
+    assert not (tmp_path / "fit.yaml").exists()

@@ -39,7 +39,10 @@ def run(args) -> int:
     C.check_repeats(rows, hw, args.measurements)
     if not args.output:
         C.check_ops(rows, hw, args.measurements)
-        rep = C.evaluate(hw, rows, C.series_notes(hw, rows))
+        try:
+            rep = C.evaluate(hw, rows, C.series_notes(hw, rows))
+        except InputError as exc:
+            raise exc.located(file=args.measurements) from None
         if args.json:
             print_json({"hw": hw.name, "measurements": str(args.measurements), **rep.to_json()})
         else:

@@ -27,6 +27,8 @@ MMAD_SERIES = ("back_to_back", "isolated")
 B2B_REPEAT = 32  # a "long" back-to-back series: its steady state is what the rows record
 FAR_OFF = 0.25  # |relative error| above which a row is reported as far off
 LOSS_SCALE = 0.05  # soft-L1 transition, in log-cycles (~5%)
+MIN_CYCLES = 0.01  # a measured micro-operation takes at least this long (1e-308 is not a time)
+MAX_CYCLES = 1e12  # ... and at most this (minutes at NPU clocks)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,14 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise InputError("empty measurements file", file=str(path), line=1) from None
+    for i, h in enumerate(header):
+        if h not in COLUMNS:
+            what = "an empty column name" if not h else f"unknown column {h!r}"
+            raise InputError(f"{what}: expected the columns {', '.join(COLUMNS)}" + suggest(h, COLUMNS),
+                             file=str(path), line=1, col=i + 1, field=h or None)
+        if h in header[:i]:
+            raise InputError(f"column {h!r} appears twice (columns {header[:i].index(h) + 1} and {i + 1}): "
+                             "expected each column once", file=str(path), line=1, col=i + 1, field=h)
     for col in COLUMNS:
         if col not in header:
             raise InputError(f"missing column {col!r} (expected {', '.join(COLUMNS)})",
@@ -144,9 +154,17 @@ def _row(path, line, rec: dict, header: tuple) -> Measurement:
         try:
             v = kind(raw)
         except ValueError:
-            raise err(col, f"expected a {'whole ' if kind is int else ''}number, got {raw!r}") from None
+            raise err(col, f"expected a {'whole ' if kind is int else ''}number, got {_short(raw)!r}") from None
         if not math.isfinite(v) or v <= 0:
-            raise err(col, f"expected a positive number, got {raw!r}")
+            raise err(col, f"expected a positive finite number, got {_short(raw)!r}")
+        from autotile.space.loader import MAX_DIM  # m, k, n and elems: as sim.micro takes them
+
+        top = U.MAX_REPEAT if col == "repeat" else MAX_DIM
+        if kind is int and v > top:  # as sim.micro takes them
+            raise err(col, f"expected a positive whole number up to {top}, got {_short(raw)!r}")
+        if kind is float and not MIN_CYCLES <= v <= MAX_CYCLES:
+            raise err(col, f"expected {MIN_CYCLES:g} to {MAX_CYCLES:g} cycles for one micro-operation, "
+                           f"got {_short(raw)!r}")
         return v
 
     op, series = rec["op"], rec["series"]
@@ -169,6 +187,10 @@ def _row(path, line, rec: dict, header: tuple) -> Measurement:
     if elems is None and repeat is None:
         raise err("repeat", "a vector row needs elems or repeat")
     return Measurement(line, rec["chip"], op, rec["dtype"], None, None, None, elems, repeat, cycles, series, header)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def check_ops(rows: list[Measurement], hw: HardwareProfile, path) -> None:
