@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import DATA, ROOT
@@ -131,5 +132,42 @@ def test_a_domain_that_cannot_be_built_for_the_shape_is_a_located_error(run_cli,
                                    'tile_c: {type: int, low: 1, high: "shape.c", step: "shape.c // 32"}') % ("16", ""))
     code, out, err = run_cli("space", path)
     assert (code, out) == (2, "")
-    assert err.startswith(f"autotile: error: {path}:6:28: params.tile_c: cannot evaluate for n=1,c=16,")
+    assert err.startswith(f"autotile: error: {path}:6:54: params.tile_c.step: cannot evaluate for n=1,c=16,")
     assert err.rstrip().endswith("fp32 vector: step 0 is not positive")
+
+
+@pytest.mark.parametrize("high, message", [
+    ("4.7e18", ":4:40: params.tile_rois.high: number 4.7e+18 larger than 2**62"),
+    ("1e300", ":4:40: params.tile_rois.high: number 1e+300 larger than 2**62"),
+    ("2**61 * 4.0", ":4:40: params.tile_rois.high: number 9.22337e+18 larger than 2**62"),
+    ("4700000000000000000", ":4:41: params.tile_rois.high: integer literal larger than 2**62"),
+    ("shape.rois * 1e300", ":4:40: params.tile_rois.high: cannot evaluate for n=1,c=16,h=16,w=16,rois=8,"
+                           "pooled_h=2,pooled_w=2 fp32 vector: high bound 8e+300 exceeds 2**62"),
+])
+def test_a_bound_beyond_2_62_is_a_located_error(run_cli, write_spec, high, message):
+    """A float bound beyond 2**62 emptied the param's domain silently (space: raw 0, exit 0), while
+    the same integer was a load error."""
+    path = write_spec(_ROI % (high, ""))
+    code, out, err = run_cli("space", path)
+    assert (code, out, err) == (2, "", f"autotile: error: {path}{message}\n")
+
+
+@pytest.mark.parametrize("high", ["4.7e18", "4.7e+18", "1e300", "-1.0e+19"])
+def test_a_yaml_number_bound_beyond_2_62_is_a_located_error(run_cli, write_spec, high):
+    path = write_spec(f"op: global_sum\nshapes: [{{n: 4096}}]\nparams:\n  t: {{type: int, low: 1, high: {high}}}\n")
+    code, out, err = run_cli("space", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"autotile: error: {path}:4:32: params.t.high: number ") and "larger than 2**62" in err
+
+
+def test_an_evaluated_bound_beyond_2_62_leaves_only_that_configuration_infeasible():
+    from autotile.space.expr import EvalError, Scope, compile_expr
+    from autotile.space.params import IntParam
+
+    s = Scope({}, ("a",))
+    p = IntParam("x", compile_expr(1, s), compile_expr("a * 1e18", s))
+    assert len(p.domain({"a": 4})) == 4 * 10**18
+    with pytest.raises(EvalError, match="high bound 5e.18 exceeds 2..62"):
+        p.domain({"a": 5})
+    grid = p.grid({"a": np.array([4, 5])}, 2)
+    assert grid.count.tolist() == [4 * 10**18, 0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import keyword
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, load_profile
 from autotile.hardware.profile import DEFAULT_PROFILE
 from autotile.kernels.registry import OPS, OpInfo, OptionError
-from autotile.space.expr import FUNCTIONS, Expr, ExprError, Scope, compile_expr
+from autotile.space.expr import CAP, FUNCTIONS, Expr, ExprError, Scope, compile_expr
 from autotile.space.params import ChoiceParam, IntParam, Param, plain
 from autotile.space.spec import Budget, Constraint, Derived, Spec
 from autotile.yamlsrc import Located, dotted, load_file, suggest
@@ -292,6 +293,14 @@ class _Parser:
             raise InputError(exc.message, file=self.doc.file, line=line, col=col,
                              field=dotted(path)) from None
 
+    def within_cap(self, path, e: Expr) -> None:
+        """A constant bound beyond 2**62 is refused as its integer literal is (``4.7e18``,
+        ``1e300``): as a range it would silently leave the param no value."""
+        if e.is_constant:
+            v = e.eval({})
+            if isinstance(v, float) and math.isfinite(v) and abs(v) > CAP:
+                raise self.err(path, f"number {v:g} larger than 2**62")
+
     def new_name(self, path, name, taken: dict) -> str:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
                 or name.startswith("_"):
@@ -388,15 +397,17 @@ class _Parser:
                 raise self.err(path + ("pow2",), f"expected true, got {_show(d['pow2'])}")
             low = self.expr(path + ("low",), d["low"], scope)
             high = self.expr(path + ("high",), d["high"], scope)
-            for key in ("low", "high"):
+            for key, e in (("low", low), ("high", high)):
                 if isinstance(d[key], float) and not d[key].is_integer():
                     raise self.err(path + (key,), f"expected an integer, got {d[key]}")
+                self.within_cap(path + (key,), e)
             if low.is_constant and high.is_constant and low.eval({}) > high.eval({}):
                 raise self.err(path + ("high",), f"low {plain(low)} is greater than high {plain(high)}")
             extra = {}
             for key in ("step", "multiple_of"):
                 if key in d:
                     e = self.expr(path + (key,), d[key], scope)
+                    self.within_cap(path + (key,), e)
                     if e.is_constant:
                         v = e.eval({})
                         if isinstance(v, bool) or not float(v).is_integer() or v <= 0:

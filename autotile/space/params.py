@@ -19,9 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autotile.space.expr import EvalError, Expr
+from autotile.space.expr import CAP, EvalError, Expr
 
 MAX_FILTERED = 100_000  # candidate values one row of a ``where`` domain may test
+
+
+class BoundError(EvalError):
+    """A bound (``low``, ``high``, ``step``, ``multiple_of``: ``key``) that evaluated to no usable
+    integer: not finite, beyond 2**62, or a step that is not a positive whole number."""
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        super().__init__(reason)
 
 
 class GridTooLarge(Exception):
@@ -254,7 +263,9 @@ def _common(p, out: dict) -> dict:
 def _round(value, rounding, what: str) -> int:
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise EvalError(f"{what} bound is {value}")
+            raise BoundError(what, f"{what} bound is {value}")
+        if abs(value) > CAP:  # as _column: an integer beyond 2**62 is an evaluation failure
+            raise BoundError(what, f"{what} bound {value:g} exceeds 2**62")
         return int(rounding(value))
     return int(value)
 
@@ -262,10 +273,12 @@ def _round(value, rounding, what: str) -> int:
 def _whole(value, what: str) -> int:
     if isinstance(value, float):
         if not value.is_integer():
-            raise EvalError(f"{what} {value} is not a whole number")
+            raise BoundError(what, f"{what} {value} is not a whole number")
+        if abs(value) > CAP:
+            raise BoundError(what, f"{what} {value:g} exceeds 2**62")
         value = int(value)
     if value <= 0:
-        raise EvalError(f"{what} {value} is not positive")
+        raise BoundError(what, f"{what} {value} is not positive")
     return int(value)
 
 
@@ -276,7 +289,7 @@ def _column(expr: Expr, env, n: int, rounding) -> tuple[np.ndarray, np.ndarray]:
     bad = np.array(np.broadcast_to(bad, (n,)))
     if value.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
-            finite = np.isfinite(value) & (np.abs(value) < 2.0**62)
+            finite = np.isfinite(value) & (np.abs(value) <= CAP)
             if rounding is None:
                 finite &= np.floor(value) == value
                 rounded = value

@@ -16,7 +16,7 @@ from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
 from autotile.space.expr import TEXT_CHOICES, EvalError, Scope, compile_expr, fixed_parts
 from autotile.space.loader import namespaces
-from autotile.space.params import ChoiceParam, IntParam, Param
+from autotile.space.params import BoundError, ChoiceParam, IntParam, Param
 from autotile.space.spec import Constraint, Derived, Spec
 from autotile.yamlsrc import suggest
 
@@ -212,7 +212,8 @@ class Space:
                 try:
                     p.domain(env)
                 except EvalError as exc:
-                    self._unevaluable(f"params.{p.name}", exc.reason)
+                    key = f".{exc.key}" if isinstance(exc, BoundError) else ""
+                    self._unevaluable(f"params.{p.name}{key}", exc.reason)
 
     def _exprs(self):
         """(spec field, expression) of every expression of this space."""
