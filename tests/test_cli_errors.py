@@ -91,3 +91,37 @@ def test_simulate_set_integers_outside_the_domain_are_infeasible_answers(capsys,
     assert out["feasible"] == feasible
     if not feasible:
         assert "base_m=" in out["reason"] and "outside its domain" in out["reason"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64", "--trace", ""],
+     "--trace: expected a file name, got an empty one"),
+    (["bench-search", "studies/matmul_small.yaml", "-o", ""], "-o: expected a file name, got an empty one"),
+    (["bench-search", "studies/matmul_small.yaml", "-o", "  "], "-o: expected a file name, got an empty one"),
+    (["export", "nowhere", "-o", ""], "-o: expected a file name, got an empty one"),
+    (["import-kt", "nowhere.json", "-o", ""], "-o: expected a file name, got an empty one"),
+    (["calibrate", "--measurements", "nowhere.csv", "-o", ""], "-o: expected a file name, got an empty one"),
+    (["train", "-o", ""], "-o: expected a folder name, got an empty one"),
+    (["tune", "studies/matmul_small.yaml", "--quiet", "--out", ""], "--out: expected a folder name, got an empty one"),
+    (["tune", "studies/matmul_small.yaml", "--quiet", "--storage", ""],
+     "--storage: expected a storage URL, got an empty one"),
+    (["report", "nowhere", "--storage", ""], "--storage: expected a storage URL, got an empty one"),
+    (["decide", "weighted_sum", "--shape", "n=1024", "--models", ""],
+     "--models: expected a folder name, got an empty one"),
+])
+def test_an_empty_path_flag_is_an_error(capsys, argv, message):
+    """-o "" / --trace "" wrote nothing with exit 0 (as if not given), while export -o "" was an error."""
+    assert cli(argv) == 2
+    assert capsys.readouterr().err == f"autotile: error: {message}\n"
+
+
+@pytest.mark.parametrize("assign, needle", [
+    ("base_m=1e300", "--set base_m: expected an integer of at most 2**62 in magnitude, got 1e+300"),
+    ("base_m=4.7e18", "--set base_m: expected an integer of at most 2**62 in magnitude, got 4.7e+18"),
+    ("base_m=-4611686018427387905", "at most 2**62 in magnitude, got -4611686018427387905"),
+    ("base_m=" + "9" * 300, "at most 2**62 in magnitude, got an integer of 300 digits"),
+])
+def test_simulate_set_integers_beyond_2_62_are_refused(capsys, assign, needle):
+    err = _fails(capsys, ["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64", "--set", assign],
+                 needle)
+    assert len(err) < 200

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 
 HELP = "benchmark samplers on a spec: best found vs the optimum, per budget, median over seeds"
@@ -30,6 +30,7 @@ def run(args) -> int:
     from autotile.space import load_spec
     from autotile.tune.benchsearch import bench
 
+    nonempty(args.out, "-o")
     samplers = _names(args.samplers)
     budgets = [_positive(b, "--budgets") for b in _names(args.budgets)]
     if args.seeds < 1:
@@ -41,7 +42,7 @@ def run(args) -> int:
     out = bench(spec, samplers, budgets, args.seeds, args.within, progress=progress)
     if progress is not None:
         print(file=sys.stderr)
-    if args.out:
+    if args.out is not None:
         write_json(args.out, out)
     if args.json:
         print_json(out)

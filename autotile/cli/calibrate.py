@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from autotile.atomic import write_text
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 
@@ -32,12 +32,13 @@ def run(args) -> int:
     from autotile.sim import calibrate as C
     from autotile.sim import fitting
 
+    nonempty(args.output, "-o")
     hw = load_profile(args.hw)
-    if args.output:
+    if args.output is not None:
         _not_an_input(args.output, {"--measurements": args.measurements, "--hw": hw.path})
     rows = C.read_measurements(args.measurements)
     C.check_repeats(rows, hw, args.measurements)
-    if not args.output:
+    if args.output is None:
         C.check_ops(rows, hw, args.measurements)
         try:
             rep = C.evaluate(hw, rows, C.series_notes(hw, rows))

@@ -14,6 +14,14 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def nonempty(value: str | None, flag: str, expected: str = "a file name") -> str | None:
+    """A path flag's value, or None when not given; an empty (or blank) value is an error, not
+    'no output' (``-o ""`` wrote nothing with exit 0)."""
+    if value is not None and not value.strip():
+        raise InputError(f"{flag}: expected {expected}, got an empty one")
+    return value
+
+
 def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
     """``m=1024,n=2048`` -> ``{"m": 1024, "n": 2048}``; values are int, float, bool or text."""
     out: dict = {}

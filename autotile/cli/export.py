@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from autotile.cli.common import nonempty
+
 HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
 
 
@@ -17,6 +19,7 @@ def run(args) -> int:
     from autotile.tables.export import export, region_mismatches
     from autotile.tables.schema import load_table
 
+    nonempty(args.output, "-o")
     table = load_table(args.table)
     if args.format in ("c", "ascendc"):
         for text in region_mismatches(table):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 
 HELP = "write a replay spec (YAML) from a Kernel Tuner cache (.json or .json.gz)"
 
@@ -17,6 +17,7 @@ def run(args) -> int:
     from autotile.space import load_spec
     from autotile.tune.importkt import import_cache
 
+    nonempty(args.out, "-o")
     spec = import_cache(args.cache, args.out)
     loaded = load_spec(args.out)  # the spec must load as written
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 
 HELP = "(re)render DIR/report.html and DIR/report.md from DIR/summary.json and the study storage"
 
@@ -18,6 +18,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.report.render import write_report
 
+    nonempty(args.storage, "--storage", "a storage URL")
     out = write_report(Path(args.dir), storage=args.storage)
     if args.json:
         print_json({"html": str(out["html"]), "markdown": str(out["markdown"]),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_kv, parse_shape, print_json
+from autotile.cli.common import nonempty, parse_kv, parse_shape, print_json
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
@@ -16,8 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("--unit", help="default: the spec's first unit")
     p.add_argument("--set", dest="set_", default="",
                    help="params, e.g. base_m=128,base_n=256 (others: the default tiling). A value of the "
-                        "wrong kind (not an integer for an integer param, not one of a choice param's "
-                        "choices) is an error (exit 2); an integer outside its domain, or a constraint "
+                        "wrong kind (not an integer, or beyond 2**62, for an integer param, not one of a choice "
+                        "param's choices) is an error (exit 2); an integer outside its domain, or a constraint "
                         "it breaks, is answered as infeasible (exit 0)")
     p.add_argument("--trace", help="write a Chrome trace / Perfetto JSON file of the schedule")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -29,6 +29,7 @@ def run(args) -> int:
     from autotile.sim.trace import write_chrome_trace
     from autotile.space import load_spec
 
+    nonempty(args.trace, "--trace")
     spec = load_spec(args.spec)
     shape = parse_shape(args.shape)
     space = spec.space(shape, args.dtype, args.unit)
@@ -48,7 +49,7 @@ def run(args) -> int:
                          + suggest(unknown[0], space.names))
     params.update({k: _typed(space.param(k), v) for k, v in given.items()})
     reason = space.check(params)
-    want = bool(args.trace)
+    want = args.trace is not None
     if reason is not None:  # outside the spec: not simulated, like any infeasible configuration
         res, traces = infeasible(spec.op.name, space.unit, space.dtype, space.shape, params, reason), None
     else:
@@ -77,9 +78,14 @@ def _typed(param, value):
     """``value`` as ``param`` takes it: an integer for an int param (whether it lies in the
     domain is the simulation's question), one of the choices for a choice param."""
     from autotile.space import IntParam
+    from autotile.space.expr import CAP
     from autotile.yamlsrc import scalar_text
 
     if isinstance(param, IntParam):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and abs(value) > CAP:  # as a spec's integers: 1e300 is no tiling to simulate
+            text = repr(value) if len(repr(value)) <= 30 else f"an integer of {len(str(abs(value)))} digits"
+            raise InputError(f"--set {param.name}: expected an integer of at most 2**62 in magnitude, got {text}")
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 
@@ -44,6 +44,7 @@ def _names(text, flag):
 def run(args) -> int:
     from autotile.models import training
 
+    nonempty(args.out, "-o", "a folder name")
     cost = args.cost if args.cost in (None, "all", "none") else _names(args.cost, "--cost")
     ops, cost_ops = training.selection(_names(args.ops, "--ops") if args.ops is not None else None, cost)
     hw = load_profile(args.hw)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotile.cli.common import print_json
+from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
@@ -36,8 +36,8 @@ def run(args) -> int:
         raise InputError(f"--trials: expected a positive integer, got {args.trials}")
     if args.jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
-    if args.out is not None and not args.out.strip():
-        raise InputError("--out: expected a folder name, got an empty one")
+    nonempty(args.out, "--out", "a folder name")
+    nonempty(args.storage, "--storage", "a storage URL")
     specs = [load_spec(path) for path in args.spec]
     stems = [Path(s.file).stem for s in specs]
     if len(set(stems)) < len(stems):

@@ -49,6 +49,8 @@ def models_dir(out=None) -> Path:
 def given_dir(out, flag: str = "--models"):
     """``out`` if it is None or an existing folder; else an InputError, so a typo is not
     silently the same as having no models."""
+    if out is not None and not str(out).strip():
+        raise InputError(f"{flag}: expected a folder name, got an empty one")
     if out is not None and not Path(out).is_dir():
         what = "is not a folder" if Path(out).exists() else "does not exist"
         raise InputError(f"{flag}: {out} {what} (expected the cache folder given to `autotile train -o`)")
