@@ -259,7 +259,7 @@ def _open_storage(data: ReportData, url: str | None) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data.storage = make_storage(url, data.out_dir)
+            data.storage = make_storage(url, data.out_dir, write=False)
         data.storage_url = redact(url)
     except InputError as exc:
         if given:

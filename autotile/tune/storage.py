@@ -10,10 +10,12 @@ budget and are retried.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import socket
+import sys
 import time
 import warnings
 from datetime import UTC, datetime
@@ -22,10 +24,11 @@ from pathlib import Path
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import FrozenTrial, TrialState
 
 from autotile.atomic import OutputError, make_folder
-from autotile.errors import InputError
+from autotile.errors import InputError, StorageError
 
 OWNER_ATTR = "autotile.owner"
 JOURNAL_NAME = "studies.journal"
@@ -39,14 +42,18 @@ def heartbeat_s() -> int:
         return 10
 
 
-def make_storage(url: str | None, out_dir: Path):
-    """The storage for ``url``; None means the journal file in ``out_dir``."""
+def make_storage(url: str | None, out_dir: Path, *, write: bool = True):
+    """The storage for ``url``; None means the journal file in ``out_dir``.
+
+    ``write=False`` (a report) opens a journal only to read it: nothing is created or repaired.
+    """
     if url is None:
-        try:
-            make_folder(out_dir)
-        except OSError as exc:
-            raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
-        return _journal(str(out_dir / JOURNAL_NAME), None)
+        if write:
+            try:
+                make_folder(out_dir)
+            except OSError as exc:
+                raise OutputError(f"{out_dir}: cannot create the output folder: {exc.strerror or exc}") from None
+        return _journal(str(out_dir / JOURNAL_NAME), None, write)
     if url.startswith("sqlite:") and in_memory_sqlite(url):
         raise InputError(f"--storage {url!r}: an in-memory SQLite database keeps no trials (they are lost "
                          "when the process exits); expected sqlite:///FILE")
@@ -55,7 +62,7 @@ def make_storage(url: str | None, out_dir: Path):
     if url.startswith("journal:"):
         if not url[len("journal:"):]:
             raise InputError(f"--storage {url!r}: expected journal:FILE")
-        return _journal(url[len("journal:"):], url)
+        return _journal(url[len("journal:"):], url, write)
     raise InputError(f"--storage {url!r}: expected sqlite:///FILE, postgresql://..., or journal:FILE")
 
 
@@ -128,7 +135,30 @@ class _OwnerOnCreate:
 
 
 class _OwnedJournalStorage(_OwnerOnCreate, JournalStorage):
-    pass
+    """A record that Optuna cannot apply while replaying the journal is reported as JournalDamaged
+    (file and line); Optuna's answers to this process's own operations (a study that already
+    exists, a finished trial) are raised as they are."""
+
+    def _sync_with_backend(self) -> None:
+        result = self._replay_result
+        last: list = [None]
+
+        def logs():
+            for log in self._backend.read_logs(result.log_number_read):
+                last[0] = log
+                yield log
+
+        try:
+            result.apply_logs(logs())
+        except StorageError:
+            raise
+        except Exception as exc:
+            if last[0] is None or last[0].get("worker_id") == result.worker_id:
+                raise
+            why = f"a record Optuna cannot apply: {type(exc).__name__}"
+            if str(exc).strip():
+                why += f": {_first_line(exc)}"
+            raise _damaged(self._backend._file_path, result.log_number_read, why) from None
 
 
 class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
@@ -138,13 +168,182 @@ class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
         return super()._create_new_trial(study_id, _owned(template_trial))
 
 
-def _journal(path: str, url: str | None):
+class JournalDamaged(StorageError):
+    """A study journal holds a record Optuna cannot read (not one cut off at its end)."""
+
+
+def _damaged(path: str, line: int, why: str) -> JournalDamaged:
+    keep = (f"keep the {line - 1} record{'s' if line != 2 else ''} before it (head -n {line - 1}) and resume, or "
+            if line > 1 else "")
+    return JournalDamaged(f"{path}:{line}: the study journal is damaged ({why}); restore it from a backup, "
+                          f"{keep}tune into a new --out (or another --storage)")
+
+
+_OPS = frozenset(int(op) for op in JournalOperation)
+
+
+def _record_problem(log) -> str | None:
+    """Why ``log`` (a decoded journal line) is no Optuna record, or None."""
+    if not isinstance(log, dict):
+        return f"a JSON {type(log).__name__}, not a record"
+    op = log.get("op_code")
+    if type(op) is not int or op not in _OPS:
+        return f"unknown operation code {json.dumps(op)[:20]}" if "op_code" in log else "a record with no op_code"
+    if not isinstance(log.get("worker_id"), str):
+        return "a record with no worker_id"
+    return None
+
+
+def _decode_problem(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "bytes that are not UTF-8 text"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg}"
+    return _first_line(exc)
+
+
+def _lock(path: str) -> JournalFileOpenLock:
+    return JournalFileOpenLock(path)
+
+
+class _CheckedJournalFile(JournalFileBackend):
+    """Optuna's journal file, which reports a damaged record as one JournalDamaged line (file and
+    line number) instead of a traceback, and never appends onto a record cut off at the end.
+
+    A crash or a full disk in the middle of an append leaves the last line without its newline.
+    Optuna skips such a line when it reads, but its next append would glue a new record onto it,
+    making a line no reader can decode: every later run and report would fail. So under the
+    writers' lock, an append first cuts the file back to its last newline (the cut bytes are a
+    record no reader has ever used) and says how many bytes it dropped.
+    """
+
+    def read_logs(self, log_number_from: int):
+        line = log_number_from  # lines read so far (one record a line)
+        logs = super().read_logs(log_number_from)
+        while True:
+            try:
+                log = next(logs)
+            except StopIteration:
+                return
+            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, "Invalid log format."
+                raise _damaged(self._file_path, line + 1, _decode_problem(exc)) from None
+            line += 1
+            if (why := _record_problem(log)) is not None:
+                raise _damaged(self._file_path, line, why)
+            yield log
+
+    def append_logs(self, logs: list[dict]) -> None:
+        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
+        with _locked(self._lock, self._file_path):
+            _repair_tail(self._file_path)
+            with open(self._file_path, "ab") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+
+
+class _locked:
+    """The lock Optuna's journal writers take around an append (a lock file beside the journal)."""
+
+    def __init__(self, lock: JournalFileOpenLock, path: str):
+        self.lock, self.path = lock, path
+
+    def __enter__(self):
+        self.lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.lock.release()
+        except RuntimeError:  # forcibly released by another writer after the grace period
+            pass
+        return False
+
+
+_CHUNK = 1 << 20
+
+
+def _tail(f) -> tuple[int, int, int]:
+    """(size, end, start): ``end`` is just past the file's last newline (0 if none), and
+    ``start`` where the complete line ending there begins."""
+    size = f.seek(0, os.SEEK_END)
+    found: list[int] = []  # offsets of the last two newlines, last first
+    pos, chunk_size = size, 4096  # a record is usually far shorter; a long one doubles the read
+    while pos > 0 and len(found) < 2:
+        step = min(chunk_size, pos)
+        chunk_size = min(2 * chunk_size, _CHUNK)
+        pos -= step
+        f.seek(pos)
+        chunk = f.read(step)
+        i = len(chunk)
+        while len(found) < 2 and (i := chunk.rfind(b"\n", 0, i)) >= 0:
+            found.append(pos + i)
+    end = found[0] + 1 if found else 0
+    start = found[1] + 1 if len(found) > 1 else 0
+    return size, end, start
+
+
+def _count_lines(f, end: int) -> int:
+    f.seek(0)
+    n, left = 0, end
+    while left > 0:
+        chunk = f.read(min(_CHUNK, left))
+        if not chunk:
+            break
+        n += chunk.count(b"\n")
+        left -= len(chunk)
+    return n
+
+
+def _check_last_record(path: str, f, end: int, start: int) -> None:
+    """Optuna silently skips an undecodable last line; a new record after it would make the whole
+    journal unreadable, so it is reported before anything is written."""
+    if end == 0:
+        return
+    f.seek(start)
+    text = f.read(end - start)
+    try:
+        why = _record_problem(json.loads(text))
+    except ValueError as exc:
+        why = _decode_problem(exc)
+    if why is not None:
+        raise _damaged(path, _count_lines(f, end), why)
+
+
+def _repair_tail(path: str) -> None:
+    """Cut a record left incomplete at the end of the journal (call under the writers' lock)."""
+    with open(path, "r+b") as f:
+        size, end, start = _tail(f)
+        if end < size:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+            print(f"autotile: warning: {path}: dropped {size - end} byte{'s' if size - end != 1 else ''} of an "
+                  "incomplete last record (a crash or a full disk cut it off; Optuna never read it)",
+                  file=sys.stderr)
+        _check_last_record(path, f, end, start)
+
+
+def _inspect(path: str, write: bool) -> None:
+    """Before the journal is replayed: a writer takes the writers' lock, cuts an incomplete last record and checks the last complete one; a reader
+    only checks."""
+    if write:
+        with _locked(_lock(path), path):
+            _repair_tail(path)
+    else:
+        with open(path, "rb") as f:
+            size, end, start = _tail(f)
+            _check_last_record(path, f, end, start)
+
+
+def _journal(path: str, url: str | None, write: bool = True):
     """The journal storage in ``path``; ``url`` is the user's --storage (None: the default journal).
 
-    A file that cannot be opened is bad input when the user named it, an output error otherwise.
+    A file that cannot be opened is bad input when the user named it, an output error otherwise;
+    a damaged journal, JournalDamaged.
     """
     try:
-        return _OwnedJournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+        backend = _CheckedJournalFile(path, lock_obj=_lock(path))
     except OSError as exc:
         why = exc.strerror or str(exc)
         if url is None:
@@ -152,6 +351,18 @@ def _journal(path: str, url: str | None):
         folder = Path(path).parent
         hint = f" (the folder {folder} does not exist)" if not folder.is_dir() else ""
         raise InputError(f"--storage {url}: cannot open the journal file: {why}{hint}") from None
+    try:
+        _inspect(path, write)
+    except IsADirectoryError as exc:
+        if url is None:
+            raise OutputError(f"{path}: cannot open the study journal: {exc.strerror}") from None
+        raise InputError(f"--storage {url}: cannot open the journal file: {exc.strerror}") from None
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot open the study journal: {exc.strerror or exc}") from None
+    try:
+        return _OwnedJournalStorage(backend)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot read the study journal: {exc.strerror or exc}") from None
 
 
 def _rdb(url: str):
