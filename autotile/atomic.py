@@ -68,6 +68,22 @@ def make_folder(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
+def check_writable(folder: Path, what: str = "the output folder") -> None:
+    """An OutputError naming ``folder`` if it (or, not made yet, the folder it would be made in)
+    cannot take new files (permissions, an immutable folder, a read-only file system): found
+    before any work, not at the first write."""
+    folder = Path(folder)
+    anc = next((a for a in (folder, *folder.parents) if a.exists()), None)
+    if anc is None or not anc.is_dir():  # make_folder names a file in the way
+        return
+    if os.access(anc, os.W_OK | os.X_OK):
+        return
+    if anc == folder:
+        raise OutputError(f"{folder}: cannot write to {what} (it is read-only or not yours); "
+                          "its files are left as they are")
+    raise OutputError(f"{folder}: cannot create {what}: {anc} is read-only or not yours")
+
+
 def write_text(path: str | Path, text: str) -> Path:
     """Atomically write UTF-8 text (a character UTF-8 cannot hold, such as the lone surrogate a
     non-UTF-8 file name decodes to, is written as "?")."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import write_json
+from autotile.atomic import check_writable, write_json
 from autotile.errors import InputError
 from autotile.kernels import registry
 from autotile.space import Spec, load_spec
@@ -186,6 +186,7 @@ def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
 def _start(spec: Spec, opts: Options, todo: list[runner.StudyPlan]) -> _Job:
     """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
     exhaustive_run = (opts.sampler or spec.sampler) == "exhaustive"
+    check_writable(opts.out)  # else the outputs would fail only after every trial ran
     storage = None if exhaustive_run else make_storage(opts.storage, opts.out)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)

@@ -27,7 +27,7 @@ from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import FrozenTrial, TrialState
 
-from autotile.atomic import OutputError, make_folder
+from autotile.atomic import OutputError, check_writable, make_folder
 from autotile.errors import InputError, StorageError
 
 OWNER_ATTR = "autotile.owner"
@@ -234,12 +234,28 @@ class _CheckedJournalFile(JournalFileBackend):
 
     def append_logs(self, logs: list[dict]) -> None:
         data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
-        with _locked(self._lock, self._file_path):
-            _repair_tail(self._file_path)
-            with open(self._file_path, "ab") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+        try:
+            with _locked(self._lock, self._file_path):
+                _repair_tail(self._file_path)
+                with open(self._file_path, "ab") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+        except OSError as exc:
+            raise _write_error(self._file_path, exc) from None
+
+
+class JournalWriteError(StorageError):
+    """The study journal (or its lock file beside it) could not be written."""
+
+
+def _write_error(path: str, exc: OSError) -> JournalWriteError:
+    """One line naming what could not be written: the journal, or its lock file (in its folder)."""
+    what = exc.filename or path
+    folder = Path(path).parent
+    return JournalWriteError(f"{what}: cannot write the study journal: {exc.strerror or exc}; the trials it holds "
+                             f"are kept (make {folder} and the journal writable and rerun to resume, or tune into "
+                             "a new --out)")
 
 
 class _locked:
@@ -325,9 +341,11 @@ def _repair_tail(path: str) -> None:
 
 
 def _inspect(path: str, write: bool) -> None:
-    """Before the journal is replayed: a writer takes the writers' lock, cuts an incomplete last record and checks the last complete one; a reader
+    """Before the journal is replayed: a writer takes the writers' lock (which also proves the
+    folder writable), cuts an incomplete last record and checks the last complete one; a reader
     only checks."""
     if write:
+        check_writable(Path(path).parent, what="the study journal's folder")
         with _locked(_lock(path), path):
             _repair_tail(path)
     else:
@@ -340,7 +358,7 @@ def _journal(path: str, url: str | None, write: bool = True):
     """The journal storage in ``path``; ``url`` is the user's --storage (None: the default journal).
 
     A file that cannot be opened is bad input when the user named it, an output error otherwise;
-    a damaged journal, JournalDamaged.
+    a folder or file that cannot be written, an output error; a damaged journal, JournalDamaged.
     """
     try:
         backend = _CheckedJournalFile(path, lock_obj=_lock(path))
@@ -358,7 +376,9 @@ def _journal(path: str, url: str | None, write: bool = True):
             raise OutputError(f"{path}: cannot open the study journal: {exc.strerror}") from None
         raise InputError(f"--storage {url}: cannot open the journal file: {exc.strerror}") from None
     except OSError as exc:
-        raise OutputError(f"{path}: cannot open the study journal: {exc.strerror or exc}") from None
+        if not write:
+            raise OutputError(f"{path}: cannot read the study journal: {exc.strerror or exc}") from None
+        raise OutputError(str(_write_error(path, exc))) from None
     try:
         return _OwnedJournalStorage(backend)
     except OSError as exc:

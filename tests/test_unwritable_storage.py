@@ -1,0 +1,108 @@
+"""An output folder or study journal that cannot be written is one line naming it (exit 1), found
+before any trial runs where it can be, and never a traceback; earlier outputs stay intact."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+
+import pytest
+from tinyspecs import EW
+
+from autotile.tune.storage import JOURNAL_NAME
+
+
+def _one_line(err: str) -> bool:
+    return err.count("\n") == 1 and "Traceback" not in err
+
+
+def _files(folder) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def read_only():
+    """Makes a folder unwritable (chmod, or as root the immutable flag); undone afterwards."""
+    done = []
+
+    def make(folder):
+        if os.geteuid() != 0:
+            folder.chmod(0o555)
+            done.append(lambda: folder.chmod(0o755))
+            return
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)],
+                                                            capture_output=True).returncode != 0:
+            pytest.skip("root, and the file system has no immutable flag (chattr +i)")
+        done.append(lambda: subprocess.run(["chattr", "-i", str(folder)], check=True))
+
+    yield make
+    for undo in done:
+        undo()
+
+
+@pytest.fixture
+def tuned(run_cli, write_spec, tmp_path):
+    spec, out = write_spec(EW), tmp_path / "out"
+    assert run_cli("tune", spec, "--out", str(out), "--quiet")[0] == 0
+    return spec, out
+
+
+def test_tune_into_an_unwritable_output_folder_is_one_line(run_cli, tuned, read_only, tmp_path):
+    spec, out = tuned
+    before = _files(out)
+    read_only(out)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "12")
+    assert code == 1 and _one_line(err), err
+    assert f"{out}: cannot write to the output folder" in err
+    other = tmp_path / "other"  # the journal named by --storage is checked as well, before any output
+    code, _, err = run_cli("tune", spec, "--out", str(other), "--quiet", "--storage", f"journal:{out / JOURNAL_NAME}")
+    assert code == 1 and _one_line(err) and f"{out}: cannot write to the study journal's folder" in err, err
+    assert _files(out) == before and not other.exists()
+
+
+def test_a_lock_file_that_cannot_be_made_is_one_line(run_cli, tuned, monkeypatch):
+    spec, out = tuned
+    before = _files(out)
+    lock = f"{out / JOURNAL_NAME}.lock"
+
+    def refuse(self):
+        raise PermissionError(errno.EACCES, "Permission denied", lock)
+
+    monkeypatch.setattr("optuna.storages.journal.JournalFileOpenLock.acquire", refuse)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "12")
+    assert code == 1 and _one_line(err), err
+    assert f"{lock}: cannot write the study journal: Permission denied" in err and "rerun to resume" in err
+    assert _files(out) == before
+
+
+def test_a_failed_append_mid_run_is_one_line_and_a_rerun_resumes(run_cli, write_spec, tmp_path, monkeypatch):
+    spec, out = write_spec(EW), tmp_path / "out"
+    real_fsync, calls = os.fsync, []
+
+    def disk_full(fd):  # the 30th append is cut off mid-record, as by a full disk
+        calls.append(fd)
+        if len(calls) == 30:
+            os.ftruncate(fd, os.fstat(fd).st_size - 10)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet")
+    assert code == 1 and _one_line(err), err
+    assert f"{out / JOURNAL_NAME}: cannot write the study journal: No space left on device" in err
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet")
+    assert code == 0 and "dropped" in err and "incomplete last record" in err, err
+    assert (out / "summary.json").exists()
+
+
+def test_an_output_folder_that_cannot_be_made_is_refused_before_any_trial(run_cli, write_spec, read_only, tmp_path):
+    spec, parent, db = write_spec(EW), tmp_path / "ro", tmp_path / "s.db"
+    parent.mkdir()
+    read_only(parent)
+    code, _, err = run_cli("tune", spec, "--out", str(parent / "new"), "--quiet", "--storage", f"sqlite:///{db}")
+    assert code == 1 and _one_line(err), err
+    assert f"{parent / 'new'}: cannot create the output folder: {parent} is read-only" in err
+    assert not db.exists()  # refused before the storage, not after every trial ran
