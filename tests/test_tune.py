@@ -373,6 +373,11 @@ def test_two_objective_exhaustive_exports_the_fastest_of_the_most_accurate(run_c
     fastest = min(v["cycles"] for v in rows if v["max_abs_error"] == low)
     assert r["values"]["max_abs_error"] == low and r["cycles"] == fastest
     assert max(v["cycles"] for v in rows if v["max_abs_error"] == low) > 2 * fastest  # a real tie to break
+    # the Pareto front is the non-dominated rows (it was empty: only the Optuna path filled it)
+    pts = [(v["max_abs_error"], v["cycles"]) for v in rows]
+    want = sorted(p for p in pts if not any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in pts))
+    got = sorted((f["values"]["max_abs_error"], f["values"]["cycles"]) for f in r["pareto"])
+    assert got == want and len(got) >= 2
 
 
 def test_unit_choice_breaks_first_objective_ties_on_the_second():

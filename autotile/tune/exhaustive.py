@@ -32,6 +32,21 @@ def scores(space, objectives=("cycles",), *, limit: int = MAX_CONFIGS, evaluator
     return out
 
 
+def front(rows: list, objectives, ranked: list[int]) -> list[int]:
+    """Indices of the rows no other row dominates (no worse in both objectives, better in one),
+    from ``ranked``, the rows in lexicographic order: a row is on the front when its second
+    objective beats every row before it, or ties the front row with the same first objective."""
+    first, second = objectives[:2]
+    out: list[int] = []
+    best = None  # (first, second) of the last row that lowered the second objective
+    for i in ranked:
+        a, b = rows[i][1][first], rows[i][1][second]
+        if best is None or b < best[1] or (a, b) == best:
+            out.append(i)
+            best = (a, b)
+    return out
+
+
 def run(plan: runner.StudyPlan) -> runner.StudyOutcome:
     """Simulate every feasible configuration of ``plan``'s space; best first."""
     t0 = time.monotonic()
@@ -44,6 +59,9 @@ def run(plan: runner.StudyPlan) -> runner.StudyOutcome:
     out.best = [(rows[i][0], rows[i][1], i) for i in ranked]
     out.history = [v[first] for _, v in rows]
     out.history_trials = list(range(len(rows)))  # the numbers ``best`` gives
+    if len(plan.objectives) > 1:
+        out.pareto = [{"params": rows[i][0], "values": {o: rows[i][1][o] for o in plan.objectives}, "trial": i}
+                      for i in sorted(front(rows, plan.objectives, ranked))]
     if plan.baseline is not None:
         base = ev.score(plan.baseline)
         if base.feasible:
