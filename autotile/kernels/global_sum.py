@@ -12,7 +12,8 @@ combines them (``combine``: a Scalar loop as the seed talk says, or one VCADD on
 * cube: the slice seen as a [K x 16] matrix B, summed by Mmads with a ones matrix A [16 x K]
   kept in L0A (one ones fractal loaded to L1, replicated into L0A by MTE1): L0C accumulates the
   16 column sums (every row of C is the same, so 15/16 of the cube's work is wasted). Tiles go
-  GM -> L0B directly; a partial last fractal is zero-filled. FixPipe writes the 16 x 16 fp32
+  GM -> L0B directly; the pad of a partial last fractal is zero-filled (MTE1) while its data comes
+  in (it does not depend on the data). FixPipe writes the 16 x 16 fp32
   result fractal to GM and the combine core sums 16 values per core: the cube's partial is a
   vector, not a scalar.
 
@@ -101,8 +102,8 @@ def cube_core(st, cost, L, tile, depth, in_bytes, c0, execute, x, start, colsum)
         k = (ln + 15) // 16
         padded = (k + c0 - 1) // c0 * c0 * 16
         ready = E.copy(st, cost, E.GM_L0B, float(((ln * in_bytes + 31) // 32) * 32), free)
-        if padded > ln:  # zero fill of the partial last fractal
-            ready = E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), ready)
+        if padded > ln:  # zero fill of the partial last fractal: of the free slot, beside the copy
+            ready = max(ready, E.copy(st, cost, E.L1_L0B, float((padded - ln) * in_bytes), free))
         last = E.mmad(st, cost, 16, k, 16, c0, max(ready, ones))
         E.release(st, Q_IN, slot, st.pipe_free[E.M])
         if execute:
