@@ -56,18 +56,8 @@ class Space:
             has = dict(spec.op.unit_dtypes)[unit]
             raise InputError(f"dtype: the {spec.op.name} kernel on {unit} computes in {', '.join(has)}, "
                              f"not {dtype}")
-        params = tuple(p.for_unit(unit) if isinstance(p, ChoiceParam) else p
-                       for p in spec.params if p.units is None or unit in p.units)
-        bound = {p.name for p in params}
-        derived = []
-        for d in spec.derived:
-            if _bare(d.expr.names) <= bound:
-                derived.append(d)
-                bound.add(d.name)
-        constraints = tuple(c for c in spec.constraints
-                            if _bare(c.expr.names) <= bound and (c.units is None or unit in c.units))
         shape = {d: shape[d] for d in dims}
-        return cls(spec, shape, dtype, unit, params, tuple(derived), constraints)
+        return cls(spec, shape, dtype, unit, *unit_rules(spec, unit))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -327,6 +317,21 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+def unit_rules(spec: Spec, unit: str) -> tuple[tuple[Param, ...], tuple[Derived, ...], tuple[Constraint, ...]]:
+    """The params, derived values and constraints of ``unit``'s space (whatever the shape)."""
+    params = tuple(p.for_unit(unit) if isinstance(p, ChoiceParam) else p
+                   for p in spec.params if p.units is None or unit in p.units)
+    bound = {p.name for p in params}
+    derived = []
+    for d in spec.derived:
+        if _bare(d.expr.names) <= bound:
+            derived.append(d)
+            bound.add(d.name)
+    constraints = tuple(c for c in spec.constraints
+                        if _bare(c.expr.names) <= bound and (c.units is None or unit in c.units))
+    return params, tuple(derived), constraints
 
 
 def _bare(names) -> set[str]:
