@@ -323,6 +323,49 @@ def test_region_probe_finds_no_mismatch_for_the_bundled_rules(doc):
     assert region_mismatches(doc) == []
 
 
+def test_region_functions_apply_to_the_bundled_rules_only(tmp_path):
+    """A region function is derived from the bundled specs' rules: another spec's entries (even
+    with a change that does not read the shape, such as base_m's multiple) serve their own shapes."""
+    from tablekit import SMALL_SPEC, UNITS_SPEC
+
+    from autotile.space import load_spec
+    from autotile.tables.region_rules import custom_rule
+
+    root = Path(__file__).resolve().parents[1]
+    for path, units in ((root / "studies" / "matmul.yaml", ["cube"]), (UNITS_SPEC, ["cube", "vector"]),
+                        (SMALL_SPEC, ["cube"]), (root / "studies" / "weighted_sum.yaml", ["vector", "cube"])):
+        assert [custom_rule(load_spec(path), u) for u in units] == [None] * len(units), path
+    text = SMALL_SPEC.read_text()
+    edits = {  # spacing and parentheses do not count
+        "align_up(shape.m, base_m)": ("((align_up(shape.m,  base_m)))", None),
+        "multiple_of: 16\n  base_n": ("multiple_of: 8\n  base_n", "params.base_m.multiple_of is 8, not 16"),
+        "  - {expr: l0a_used": ("  - {expr: base_m >= 16, message: small}\n  - {expr: l0a_used",
+                                'the constraint "base_m >= 16" is not one of the bundled rules'),
+    }
+    for i, (old, (new, why)) in enumerate(edits.items()):
+        assert text.count(old) == 1, old
+        (tmp_path / f"{i}.yaml").write_text(text.replace(old, new))
+        assert custom_rule(load_spec(tmp_path / f"{i}.yaml"), "cube") == why
+        look = Lookup(default_table(tmp_path / f"{i}.yaml"))
+        assert look.custom == ({"cube": why} if why else {})
+        if why:  # exact still, but nothing else: 900x1000x1200 was 'nearest' 1000^3
+            e = look.table.entries[-1]
+            assert all(r.lo == r.hi == tuple(e.shape.values()) for e, r in zip(look.table.entries, look.regions))
+            assert look.find(dict(e.shape), e.dtype).match == "exact"
+            assert look.find({"m": 900, "n": 1000, "k": 1200}).match == "default"
+
+
+def test_an_entry_python_refuses_at_its_own_shape_has_an_empty_region(doc, monkeypatch):
+    import autotile.tables.lookup as lookup_mod
+
+    first = doc["entries"][0]
+    monkeypatch.setattr(lookup_mod, "kernel_check", lambda kernel, shape, params, *a: (
+        "refused" if params == first["params"] else None))
+    look = Lookup(doc)
+    assert all(lo > hi for lo, hi in zip(look.regions[0].lo, look.regions[0].hi))
+    assert look.find(dict(first["shape"]), first["dtype"]).entry != 0
+
+
 def test_embedded_spec_without_dtypes_is_an_input_error(tmp_path, capsys):
     """A spec whose dtypes are the op's default hashes the same without its ``dtypes`` field."""
     from autotile.tables.embedded import spec_from_dict

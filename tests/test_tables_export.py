@@ -63,6 +63,43 @@ def test_c_header_agrees_with_python_on_random_shapes(built):
     assert kinds.get("exact", 0) >= 50 and kinds.get("nearest", 0) >= 200 and kinds.get("default", 0) >= 100, kinds
 
 
+def test_c_header_agrees_with_python_for_custom_rules(tmp_path, capsys):
+    """A spec whose rules are tighter than the bundled one's (at most 4 core blocks along m): the
+    cube region is derived from the bundled rules, so with these the entries serve their tuned
+    shapes only, in C and Python alike, and export says so. It admitted m up to 24 blocks in C."""
+    from tablekit import SMALL_SPEC
+
+    text = SMALL_SPEC.read_text()
+    assert text.count("shape.m / hw.cube_cores") == 1
+    (tmp_path / "spec.yaml").write_text(text.replace("shape.m / hw.cube_cores", "shape.m / 4"))
+    doc = default_table(tmp_path / "spec.yaml")
+    write_table(tmp_path / "table.json", doc)
+    capsys.readouterr()
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "table.h")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "custom rules: the C lookup serves tuned shapes only" in err
+    assert "params.single_core_m.low" in err
+    (tmp_path / "main.c").write_text(C_MAIN)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"],
+               tmp_path)
+    rng = random.Random(7)
+    tuned = [(tuple(e["shape"].values()), e["dtype"]) for e in doc["entries"]]
+    queries = list(tuned)
+    for _ in range(1500):  # from a tuned shape up to 64 times larger or smaller along each dim
+        shape, dt = rng.choice(tuned)
+        queries.append((tuple(max(1, int(v * 2 ** rng.uniform(-6, 6))) for v in shape), dt))
+    stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for (m, n, k), dt in queries)
+    out = subprocess.run([str(tmp_path / "lookup")], input=stdin, capture_output=True, text=True,
+                         check=True).stdout
+    look, kinds = Lookup(doc), {}
+    for ((m, n, k), dt), line in zip(queries, out.splitlines(), strict=True):
+        py = look.find({"m": m, "n": n, "k": k}, dt)
+        kinds[py.match] = kinds.get(py.match, 0) + 1
+        want = (py.entry, int(py.match == "exact")) if py.match in ("exact", "nearest") else (-1, 0)
+        assert tuple(map(int, line.split())) == want, ((m, n, k), dt, py)
+    assert kinds.get("exact", 0) >= len(tuned) and "nearest" not in kinds, kinds
+
+
 def test_ascendc_header_fills_tcubetiling(built):
     d, doc, look = built
     assert cli(["export", str(d / "table.json"), "--format", "ascendc", "-o", str(d / "tiling.h")]) == 0

@@ -16,12 +16,14 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     import sys
 
-    from autotile.tables.export import export, region_mismatches
+    from autotile.tables.export import custom_rules, export, region_mismatches
     from autotile.tables.schema import load_table
 
     nonempty(args.output, "-o")
     table = load_table(args.table)
     if args.format in ("c", "ascendc"):
+        if (text := custom_rules(table)) is not None:
+            print(f"autotile: warning: {text}", file=sys.stderr)
         for text in region_mismatches(table):
             print(f"autotile: warning: C lookup region looser than the spec: {text}", file=sys.stderr)
     path = export(table, args.format, args.output)

@@ -46,6 +46,22 @@ def region_mismatches(table, limit: int = 5) -> list[str]:
     return out
 
 
+def custom_rules(table) -> str | None:
+    """One line when the table's spec has other rules for a unit than those the unit's region
+    function is derived from (:mod:`autotile.tables.region_rules`): its entries on that unit then
+    serve their tuned shapes only, in the C lookup and the Python lookup alike."""
+    from autotile.tables.lookup import Lookup
+
+    look = Lookup(table)
+    if not look.custom:
+        return None
+    units = " and ".join(look.custom)
+    why = "; ".join(f"{u}: {t}" if len(look.custom) > 1 else t for u, t in look.custom.items())
+    return (f"custom rules: the C lookup serves tuned shapes only for {units} entries, as the Python lookup does "
+            f"before its fallbacks (their validity region is derived from the bundled {look.table.op} spec's rules, "
+            f"but {why})")
+
+
 def export(source, fmt: str, out: str | Path) -> Path:
     """Render and write atomically to ``out``.
 

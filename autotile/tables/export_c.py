@@ -7,8 +7,9 @@ Params become ``int32_t`` fields: integers as themselves, integer choices as the
 choices (text, bools, floats) as enum codes in the spec's choice order. The params struct has
 every unit's params; one the entry's unit does not have holds ``AUTOTILE_<OP>_NA`` (INT32_MIN),
 which no param takes (entries must fit int32 above it).
-The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions
-(see :mod:`autotile.tables.region`) and returns NULL when no entry fits.
+The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions,
+the very ones the Python lookup requires (``Lookup.regions``, see :mod:`autotile.tables.region`),
+and returns NULL when no entry fits.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import hashlib
 from autotile.errors import InputError
 from autotile.tables.cnames import Names, is_enum
 from autotile.tables.ctext import comment
-from autotile.tables.region import describe_rule, region_of
+from autotile.tables.region import describe_rule
 from autotile.tables.schema import Table
 
 
@@ -61,10 +62,13 @@ def body(table: Table) -> str:
 
 
 def _body(table: Table, n: Names) -> str:
+    from autotile.tables.lookup import Lookup
+
+    look = Lookup(table)
     spec = table.spec
     dims = table.dims
     out = ["#include <math.h>", "#include <stddef.h>", "#include <stdint.h>", ""]
-    out += _rule_comment(table, n)
+    out += _rule_comment(table, n, look.custom)
     out.append(f"#define AUTOTILE_{n.OP}_NDIMS {len(dims)} /* {comment(', '.join(dims))} */")
     out.append(f"#define {n.count} {len(table.entries)}")
     out.append("")
@@ -113,7 +117,7 @@ def _body(table: Table, n: Names) -> str:
         f"}} {n.entry_t};",
         "",
     ]
-    out += _entries(table, n, params)
+    out += _entries(table, n, params, look.regions)
     out += _lookup(n, nd)
     return "\n".join(out) + "\n"
 
@@ -122,13 +126,13 @@ def _all_params(table: Table):
     return table.spec.params
 
 
-def _rule_comment(table: Table, n: Names) -> list[str]:
+def _rule_comment(table: Table, n: Names, custom) -> list[str]:
     text = f"""\
 Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   1. Candidates are the entries of the queried dtype, in table order, whose validity region
      holds the queried shape x: lo[d] <= x[d] <= hi[d] for every dim d, and the product over
      dims with split[d] > 0 of ceil(x[d] / split[d]) is at most max_blocks. For {table.op}:
-     {describe_rule(table.op, table.spec.units)}.
+     {describe_rule(table.op, table.spec.units, custom)}.
   2. The candidate at the smallest distance sum over d of (log x[d] - log e[d])^2 (natural
      log, summed in dim order) wins; a tie goes to the earlier entry. Distance 0 is an exact match.
   3. No candidate: the lookup returns NULL (the Python lookup then answers "model" or
@@ -137,8 +141,7 @@ Needs <math.h> (link with -lm); compile without -ffast-math so distances round a
     return ["/*"] + [f" * {comment(s)}".rstrip() for s in text.splitlines()] + [" */", ""]
 
 
-def _entries(table: Table, n: Names, params) -> list[str]:
-    hw = table.hardware
+def _entries(table: Table, n: Names, params, regions) -> list[str]:
     out = [f"/* params order: {comment(', '.join(p.name for p in params))} */"]
     count = max(1, len(table.entries))
     out.append(f"static const {n.entry_t} {n.entries}[{count}] = {{")
@@ -146,8 +149,7 @@ def _entries(table: Table, n: Names, params) -> list[str]:
         zeros = ", ".join("0" for _ in table.dims)
         out.append(f"    /* no entries: a placeholder the lookup never reads ({n.count} is 0) */")
         out.append(f"    {{{{{zeros}}}, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in params)}}}}},")
-    for i, e in enumerate(table.entries):
-        r = region_of(table.op, e.unit, e.shape, e.params, e.dtype, hw)
+    for i, (e, r) in enumerate(zip(table.entries, regions)):
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")

@@ -6,8 +6,9 @@ The rule, in order (the first that gives a feasible tiling wins):
    tiling is feasible for the queried shape; the one at the smallest log-space distance
    ``sum_d (log x_d - log e_d) ** 2`` (natural log, summed in dim order, ties to the earlier
    entry). Distance 0 (the same shape) is ``exact``. Feasible means: inside the entry's
-   :class:`~autotile.tables.region.Region` (what the exported C header checks too), and
-   passing the spec's constraints (``space.check``) and the kernel's own ``check``.
+   :class:`~autotile.tables.region.Region` (what the exported C header checks too; the entry's
+   own shape alone when the spec's rules for its unit are not those its region function is
+   derived from), and passing the spec's constraints (``space.check``) and the kernel's own ``check``.
 2. ``model``: the learned model, when one is given: ``model(op, shape, dtype)`` returns params
    (or ``{"unit": ..., "params": ...}``) or None; its answer is checked the same way.
 3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains (``Space.project``), checked too, trying the spec's units
@@ -28,7 +29,8 @@ from dataclasses import dataclass, field
 
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.kernels import registry
-from autotile.tables.region import Region, region_of
+from autotile.tables.region import Region, empty, exact, region_of
+from autotile.tables.region_rules import custom_rule
 from autotile.tables.schema import Table, load_table
 
 MATCHES = ("exact", "nearest", "model", "default")
@@ -85,9 +87,19 @@ class Lookup:
         self.model = model
         # None for a kernel-less op (replay): its table answers its tuned shapes and no more
         self.kernel = registry.implementation(self.table.op) if registry.get(self.table.op).module else None
-        hw = self.table.hardware
-        self.regions: tuple[Region, ...] = tuple(
-            region_of(self.table.op, e.unit, e.shape, e.params, e.dtype, hw) for e in self.table.entries)
+        spec = self.table.spec
+        # units whose region function does not apply to this spec's rules, and why
+        self.custom: dict[str, str] = {u: why for u in spec.units if (why := custom_rule(spec, u)) is not None}
+        self.regions: tuple[Region, ...] = tuple(self._region(e) for e in self.table.entries)
+
+    def _region(self, e) -> Region:
+        """What both lookups require of entry ``e``'s shapes: its op's region, its own shape alone
+        with custom rules, and none when Python refuses it even at its own shape."""
+        if self.reason(e.shape, e.params, e.dtype, e.unit) is not None:
+            return empty(len(e.shape))
+        if e.unit in self.custom:
+            return exact(e.shape)
+        return region_of(self.table.op, e.unit, e.shape, e.params, e.dtype, self.table.hardware)
 
     # -- feasibility ---------------------------------------------------------------------
     def reason(self, shape: dict, params: dict, dtype: str, unit: str) -> str | None:

@@ -8,8 +8,10 @@ also carries a :class:`Region`, a closed form over the queried shape ``x`` (dims
 
 Both the C lookup and the Python lookup require the region; Python additionally re-checks the
 spec's constraints and the kernel's own check, so it never answers an infeasible tiling. The two
-agree whenever the region implies those checks, which is what a region function must guarantee
-for the op's bundled spec (tests check it on random shapes).
+agree whenever the region implies those checks. A region function guarantees it for the rules it
+is derived from (:mod:`autotile.tables.region_rules`; tests check it on random shapes), so the
+lookup uses it only for a spec with those rules for the unit: with custom rules an entry serves
+its own shape only, and an entry Python refuses even there gets an empty region.
 
 Regions are per (op, unit): entries of one table may run on different units with different params.
 
@@ -90,20 +92,29 @@ def _matmul_vector(shape: dict, params: dict, dtype: str, hw) -> Region:
         return True
 
     if not fits(1):  # not even the tuned shape: an empty box, the C lookup never picks it
-        lo, hi = {"m": 1, "n": 1, "k": 1}, {"m": 0, "n": 0, "k": 0}
-    else:
-        good, bad = 1, MAX_DIM // max(n, k) + 1  # fits(good), not fits(bad) (or past MAX_DIM)
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            good, bad = (mid, bad) if fits(mid) else (good, mid)
-        lo, hi = {"m": lo_m, "n": 1, "k": 1}, {"m": MAX_DIM, "n": good * n, "k": good * k}
+        return empty(len(shape))
+    good, bad = 1, MAX_DIM // max(n, k) + 1  # fits(good), not fits(bad) (or past MAX_DIM)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if fits(mid) else (good, mid)
+    lo, hi = {"m": lo_m, "n": 1, "k": 1}, {"m": MAX_DIM, "n": good * n, "k": good * k}
     dims = tuple(shape)
     return Region(tuple(lo[d] for d in dims), tuple(hi[d] for d in dims), (0,) * len(dims), 0)
 
 
-def _exact(shape: dict, params: dict, dtype: str, hw) -> Region:
+def exact(shape: dict) -> Region:
+    """The region of ``shape`` alone."""
     s = tuple(shape.values())
     return Region(s, s, (0,) * len(s), 0)
+
+
+def empty(ndims: int) -> Region:
+    """A region holding no shape (lo above hi)."""
+    return Region((1,) * ndims, (0,) * ndims, (0,) * ndims, 0)
+
+
+def _exact(shape: dict, params: dict, dtype: str, hw) -> Region:
+    return exact(shape)
 
 
 REGIONS: dict[tuple[str, str], Callable] = {("matmul", "cube"): _matmul_cube, ("matmul", "vector"): _matmul_vector}
@@ -115,10 +126,13 @@ RULES = {
                           "of the tuned (n, k) whose B and tiles still fit in UB",
 }
 EXACT_RULE = "no region is known: an entry serves its own shape only"
+CUSTOM_RULE = "the spec's rules are not those the region is derived from: an entry serves its own shape only"
 
 
 def region_of(op: str, unit: str, shape: dict, params: dict, dtype: str, hw) -> Region:
-    """The region of the tiling ``params`` tuned on ``unit`` for ``shape`` (dims in table order).
+    """The region of the tiling ``params`` tuned on ``unit`` for ``shape`` (dims in table order),
+    by the op's region function whatever the spec (:class:`~autotile.tables.lookup.Lookup` knows
+    when it applies).
 
     >>> r = region_of("matmul", "cube", {"m": 1024, "n": 2048, "k": 512}, params, "fp16", hw)  # doctest: +SKIP
     >>> r.contains((1000, 2000, 500))  # doctest: +SKIP
@@ -127,9 +141,10 @@ def region_of(op: str, unit: str, shape: dict, params: dict, dtype: str, hw) -> 
     return REGIONS.get((op, unit), _exact)(shape, params, dtype, hw)
 
 
-def describe_rule(op: str, units) -> str:
-    """How entries of ``op`` on each of ``units`` generalize (one line, for generated headers)."""
-    rules = [RULES.get((op, u), EXACT_RULE) for u in units]
+def describe_rule(op: str, units, custom=()) -> str:
+    """How entries of ``op`` on each of ``units`` generalize (one line, for generated headers);
+    ``custom``: the units whose rules differ from those their region is derived from."""
+    rules = [CUSTOM_RULE if u in custom else RULES.get((op, u), EXACT_RULE) for u in units]
     if len(set(rules)) == 1:
         return rules[0]
     return "; ".join(f"{u} entries: {r}" for u, r in zip(units, rules))
