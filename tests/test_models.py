@@ -325,6 +325,31 @@ def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cl
     assert spec.space({"m": 20000, "n": 24, "k": 40}, "fp16", "cube").check(got["params"]) is None
 
 
+def test_lookup_without_models_answers_as_a_kernel_does(tmp_path, mm_rows, hw, run_cli, monkeypatch):
+    """A model in train's default cache is read only when named: `lookup` without --models gives
+    what run_with_table gives (it said "model" where the kernel got "default")."""
+    from tablekit import default_table
+
+    from autotile.kernels import matmul
+    from autotile.tables.run import run_with_table
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AUTOTILE_CACHE", str(cache))
+    _, rows = mm_rows
+    store.save_regressor(CostRegressor("matmul").fit(rows), hw, D.fingerprint(hw))
+    assert store.path_for("cost", "matmul", None, hw).is_relative_to(cache)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps(default_table()))
+    shape = {"m": 7, "n": 3, "k": 5}  # no entry fits (every tuned base block is wider)
+    _, kernel = run_with_table("matmul", matmul.make_inputs(shape, "fp16", seed=0), table)
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=7,n=3,k=5", "--json")
+    assert code == 0, err
+    assert json.loads(out) == kernel.to_json() and kernel.match == "default"
+    code, out, err = run_cli("lookup", str(table), "--shape", "m=7,n=3,k=5", "--models", str(cache), "--json")
+    assert code == 0, err
+    assert json.loads(out)["match"] == "model"  # the documented way to use train's cache
+
+
 def test_learned_windows_keep_a_range_between_grid_sizes(ws_rows, monkeypatch):
     """A learned curve can favour the Cube in a narrow range between two powers of two (decide
     said cube at n=390..401 while the windows, probed on the grid, did not list it)."""

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from autotile.cli.common import parse_shape, print_json
 
-HELP = "look a shape up in a tiling table (exact, nearest, model or default)"
+HELP = "look a shape up in a tiling table (exact, nearest, model with --models, or default)"
 
 
 def add_arguments(p) -> None:
     p.add_argument("table", metavar="TABLE", help="a table file or a tune output folder")
     p.add_argument("--shape", required=True, help="e.g. m=1000,n=2000,k=512")
     p.add_argument("--dtype", help="default: the spec's first dtype")
-    p.add_argument("--models", help="folder of trained models (default: autotile train's cache); "
-                                    "the cost model answers shapes no tuned tiling fits")
+    p.add_argument("--models", metavar="DIR", help="the cache folder given to `autotile train -o` (a plain "
+                   "`autotile train` writes to $AUTOTILE_CACHE, else ~/.cache/autotile): its cost model answers "
+                   "shapes no tuned tiling fits. Without it no model is read, as for a kernel reading the table")
     p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, and a warning when "
                                                           "the shape is outside the model's training shapes, for a model answer)")
 
@@ -25,7 +26,8 @@ def run(args) -> int:
     table = load_table(args.table)
     from autotile.models.store import given_dir
 
-    model = regressor_hook(table, given_dir(args.models))
+    # only a folder given here: the answer depends on the arguments alone, as run_with_table's does
+    model = regressor_hook(table, given_dir(args.models)) if args.models is not None else None
     m = lookup(table, parse_shape(args.shape), args.dtype, model=model)
     if args.json:
         print_json(m.to_json())
