@@ -159,14 +159,21 @@ def test_lookup_model_answer_on_a_huge_shape_is_bounded_and_says_how(tmp_path, t
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     got = json.loads(out)
-    assert code == 0 and got["match"] == "model" and took < 30
+    # nothing could be simulated and the model extrapolates: its unverified pick does not replace
+    # the default tiling (with a model trained up to ~5000, it answered one using 4 of 24 cores,
+    # 14x slower on the simulator than the default)
+    assert code == 0 and got["match"] == "default" and took < 30
     assert "not verified" in got["how"] and "budget" in got["how"]
+    code, plain, _ = run_cli("lookup", str(table), "--shape", "m=100000,n=100000,k=100000", "--json")
+    assert code == 0 and got["params"] == json.loads(plain)["params"]
     # trained on 256^3 alone: the answer says it extrapolates
     assert "m=100000 (trained on 256..256)" in got["warning"] and "extrapolates" in got["warning"]
-    # a moderate shape is still settled on the simulator
+    # a moderate shape is still settled on the simulator (here the default tiling beats the
+    # tiny model's top 8 there)
     code, out, err = run_cli("lookup", str(table), "--shape", "m=20000,n=24,k=40", "--models", str(tmp_path))
-    assert code == 0 and "chosen as the fastest on the simulator of the model's top 8" in out
-    assert "  warning: outside the training range for data gm: m=20000 (trained on 256..256), n=24" in out
+    assert code == 0 and "cycles on the simulator; the fastest of the model's top 8 took" in out
+    assert "  warning: the model's best was not faster than the default tiling, which the lookup keeps; outside " \
+           "the training range for data gm: m=20000 (trained on 256..256), n=24" in out
 
 
 def test_a_regressor_keeps_its_training_ranges_through_its_file(tmp_path, tiny_regressor):
@@ -255,8 +262,8 @@ def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "load_regressor", lambda *a, **k: Reg())
     cost = {"vector": 900.0, "cube": 400.0, "scalar": 5000.0}
 
-    def pick(op, shape, dtype, space, *, model, unit):
-        return R.Pick({"tile_len": 256}, f"{unit} pick", cost[unit])
+    def pick(op, shape, dtype, space, *, model, unit, baseline=None):
+        return R.Pick({"tile_len": 256}, f"{unit} pick", cost[unit], verified=True)  # as if simulated
 
     monkeypatch.setattr(R, "pick_params", pick)
     got = regressor_hook(table, tmp_path)("weighted_sum", {"n": 777}, "fp16")
@@ -264,3 +271,47 @@ def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
     assert got["warning"] is None
     far = regressor_hook(table, tmp_path)("weighted_sum", {"n": 5000}, "fp16")
     assert far["warning"] == "n=5000 (trained on 16..999); the model's ranking extrapolates"
+
+
+def test_the_model_step_keeps_the_default_when_the_models_picks_are_slower(tmp_path, monkeypatch):
+    """The model step simulates the default tiling beside the model's best candidates: a model
+    that ranks the tilings using the fewest cores first (as one extrapolating to 100000^3 did,
+    answering a tiling 14x slower than the default) gets the default answered, saying why."""
+    import re
+
+    import numpy as np
+    from tablekit import default_table
+
+    from autotile.hardware import load_profile
+    from autotile.tables.lookup import Lookup
+    from autotile.tables.model_hook import regressor_hook
+    from autotile.tables.schema import load_table
+
+    table = load_table(default_table())
+    path = store.path_for("cost", "matmul", tmp_path, load_profile(table.hardware.name))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"stand-in")
+
+    class FewestCoresFirst:
+        units = ("cube",)
+
+        def outside(self, shape, data="gm"):
+            return None
+
+        def predict(self, shape, dtype, unit, configs, data="gm"):
+            return np.array([float(-(-shape["m"] // c["single_core_m"]) * -(-shape["n"] // c["single_core_n"]))
+                             for c in configs])
+
+    monkeypatch.setattr(store, "load_regressor", lambda *a, **k: FewestCoresFirst())
+    shape = {"m": 20000, "n": 24, "k": 40}  # no entry fits; each candidate simulates in well under a second
+    got = Lookup(table, regressor_hook(table, tmp_path)).find(shape)
+    assert got.match == "default" and got.params == Lookup(table).find(shape).params
+    cycles = re.fullmatch(r"the default tiling, ([\d,]+) cycles on the simulator; the fastest of the model's "
+                          r"top 8 took ([\d,]+) cycles", got.how)
+    assert cycles is not None, got.how
+    default, model = (int(c.replace(",", "")) for c in cycles.groups())
+    assert default < model
+    assert "not faster than the default tiling" in got.warning
+    out = got.to_json()
+    assert out["match"] == "default" and set(out) == {"shape", "dtype", "matched_shape", "match", "unit", "params",
+                                                      "how", "warning"}

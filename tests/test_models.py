@@ -320,7 +320,9 @@ def test_table_lookup_falls_back_to_the_cost_model(tmp_path, mm_rows, hw, run_cl
     code, out, err = run_cli("lookup", str(table), "--shape", shape, "--models", str(tmp_path), "--json")
     assert code == 0, err
     got = json.loads(out)
-    assert got["match"] == "model"
+    # the model step answered: its best candidates, simulated beside the default tiling (which
+    # it keeps unless a candidate is faster)
+    assert got["match"] in ("model", "default") and "the model's top 8" in got["how"]
     spec = load_spec(str(ROOT / "tests" / "data" / "matmul_small.yaml"))
     assert spec.space({"m": 20000, "n": 24, "k": 40}, "fp16", "cube").check(got["params"]) is None
 
@@ -347,7 +349,8 @@ def test_lookup_without_models_answers_as_a_kernel_does(tmp_path, mm_rows, hw, r
     assert json.loads(out) == kernel.to_json() and kernel.match == "default"
     code, out, err = run_cli("lookup", str(table), "--shape", "m=7,n=3,k=5", "--models", str(cache), "--json")
     assert code == 0, err
-    assert json.loads(out)["match"] == "model"  # the documented way to use train's cache
+    got = json.loads(out)  # the documented way to use train's cache: the model step answers (and says how)
+    assert got["match"] in ("model", "default") and "the model's top 8" in got["how"]
 
 
 def test_learned_windows_keep_a_range_between_grid_sizes(ws_rows, monkeypatch):

@@ -15,7 +15,8 @@ def add_arguments(p) -> None:
                    "`autotile train` writes to $AUTOTILE_CACHE, else ~/.cache/autotile): its cost model answers "
                    "shapes no tuned tiling fits. Without it no model is read, as for a kernel reading the table")
     p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, and a warning when "
-                                                          "the shape is outside the model's training shapes, for a model answer)")
+                                                          "the shape is outside the model's training shapes or the model's best was not faster than the default "
+                                                          "tiling, for an answer of the model step)")
 
 
 def run(args) -> int:

@@ -10,7 +10,11 @@ The rule, in order (the first that gives a feasible tiling wins):
    own shape alone when the spec's rules for its unit are not those its region function is
    derived from), and passing the spec's constraints (``space.check``) and the kernel's own ``check``.
 2. ``model``: the learned model, when one is given: ``model(op, shape, dtype)`` returns params
-   (or ``{"unit": ..., "params": ...}``) or None; its answer is checked the same way.
+   (or ``{"unit": ..., "params": ..., "how": ..., "warning": ..., "match": ...}``) or None; its
+   answer is checked the same way. The cost model's hook (``model_hook.regressor_hook``) scores
+   the default tiling beside the model's best candidates and answers it, with ``"match":
+   "default"``, unless a candidate is faster (``regressor.pick_params``); that answer is
+   ``default``, with ``how`` and ``warning`` saying why the model's pick was passed over.
 3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains (``Space.project``), checked too, trying the spec's units
    in order. If even that is infeasible, :class:`NoFeasibleTiling` says why.
 
@@ -164,7 +168,9 @@ class Lookup:
             why = self.reason(shape, params, dtype, unit)
             if why is None:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
-                return Match(shape, dtype, "model", unit, params, skipped=tuple(skipped), how=how, warning=warning)
+                # the model step may keep the default tiling: it was faster than the model's best
+                match = "default" if "params" in answer and answer.get("match") == "default" else "model"
+                return Match(shape, dtype, match, unit, params, skipped=tuple(skipped), how=how, warning=warning)
             skipped.append(f"model ({unit}): {why}")
         if not units:
             skipped.append("model: its params fit no unit of the spec")

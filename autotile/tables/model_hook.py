@@ -16,13 +16,28 @@ from pathlib import Path
 from autotile.errors import InputError
 
 
+def default_of(space) -> dict | None:
+    """The default heuristic's tiling on ``space`` (the lookup's last step), or None if it has
+    none or it fails the spec's constraints."""
+    from autotile.errors import InfeasibleConfig
+
+    try:
+        params = space.default_tiling()
+    except (InfeasibleConfig, InputError, ValueError, ZeroDivisionError):
+        return None
+    return params if space.check(params) is None else None
+
+
 def warn_stderr(text: str) -> None:
     print(f"autotile: warning: {text}", file=sys.stderr)
 
 
 def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[str], None] = warn_stderr
                    ) -> Callable | None:
-    """``model(op, shape, dtype) -> {"unit", "params", "how"} or None`` from a trained cost model,
+    """``model(op, shape, dtype) -> {"unit", "params", "how", "match", "warning"} or None`` from a
+    trained cost model; ``match`` is ``default`` when the default tiling, scored beside the model's
+    best candidates, was not slower (see ``regressor.pick_params``), or when the model's pick could
+    not be simulated and the shape is outside its training range;
     or None if there is no model file for the table's op and profile. A folder given explicitly
     but without that file still gets a model that says so (once, when a lookup needs it): the
     user asked for models, and the table's profile may not be the one they were trained for."""
@@ -74,7 +89,8 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         for unit in spec.units:
             if unit in reg.units and spec.op.supports(unit, dtype):
-                got = pick_params(op, shape, dtype, spec.space(shape, dtype, unit), model=reg, unit=unit)
+                space = spec.space(shape, dtype, unit)
+                got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=default_of(space))
                 if got is not None:
                     picks.append((got.cycles if got.cycles is not None else float("inf"), unit, got))
         if not picks:
@@ -84,7 +100,18 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
             f"{unit} of {', '.join(u for _, u, _ in picks)} (fewest cycles: "
             + ", ".join(f"{u} {c:,.0f}" for c, u, _ in picks) + f"); {got.how}")
         far = reg.outside(shape)
-        return {"unit": unit, "params": got.params, "how": how,
-                "warning": f"{far}; the model's ranking extrapolates" if far else None}
+        params, match, notes = got.params, "default" if got.default else "model", []
+        if got.default:
+            notes.append("the model's best was not faster than the default tiling, which the lookup keeps")
+        elif far and not got.verified and (base := default_of(spec.space(shape, dtype, unit))) is not None:
+            # an unverified ranking that extrapolates does not replace the default heuristic
+            params, match = base, "default"
+            how = f"the default tiling (not simulated), kept over {how}"
+            notes.append("the model's best was not verified on the simulator and extrapolates, so the lookup "
+                         "keeps the default tiling")
+        if far:
+            notes.append(f"{far}; the model's ranking extrapolates")
+        return {"unit": unit, "params": params, "how": how, "match": match,
+                "warning": "; ".join(notes) if notes else None}
 
     return model
