@@ -202,6 +202,37 @@ def test_text_params_compare_to_their_choices(text, form, value):
     assert list(np.broadcast_to(got, (2,))) == [value] * 2 and not bad.any()
 
 
+INPUTS_SCOPE = Scope({"inputs": ("mode", "align_corners")}, ("a",), text_fields={"inputs.mode": ("nearest", "bilinear")})
+
+
+@pytest.mark.parametrize("text,mode,ac,value", [
+    ('inputs.mode == "nearest"', "nearest", False, True), ("inputs.mode != 'nearest'", "nearest", False, False),
+    ('a * 2 if inputs.mode == "bilinear" and inputs.align_corners else a', "bilinear", True, 14),
+    ('a * 2 if inputs.mode == "bilinear" and inputs.align_corners else a', "bilinear", False, 7),
+    ("a + inputs.align_corners", "nearest", True, 8),
+])
+def test_text_fields_of_namespaces_compare_to_their_choices(text, mode, ac, value):
+    """A namespace field with text values (an op's choice option, ``inputs.mode``) compares to
+    one of its choices like ``dtype.name``; a bool option is a number; scalar == vector."""
+    e = compile_expr(text, INPUTS_SCOPE)
+    env = {"a": 7, "inputs.mode": mode, "inputs.align_corners": ac}
+    assert e.eval(env) == value
+    got, bad = e.eval_array({**env, "a": np.array([7, 7])}, 2)
+    assert list(np.broadcast_to(got, (2,))) == [value] * 2 and not bad.any()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("inputs.mode + 1", "inputs.mode is text: compare it with == or != to one of 'nearest', 'bilinear'"),
+    ('inputs.mode == "bicubic"', "'bicubic' is not a choice of inputs.mode, expected one of 'nearest', 'bilinear'"),
+    ("inputs.mode == a", "inputs.mode has text values: compare it to one of 'nearest', 'bilinear'"),
+    ("inputs.layout == 1", "unknown inputs field 'layout', expected one of mode, align_corners"),
+])
+def test_text_fields_only_compare(text, message):
+    with pytest.raises(ExprError) as exc:
+        compile_expr(text, INPUTS_SCOPE)
+    assert message in str(exc.value)
+
+
 @pytest.mark.parametrize("text,message", [
     ("form + 1", "form has text values: compare it with == or != to one of 'trace', 'naive'"),
     ('form == "nave"', "'nave' is not a choice of form, expected one of 'trace', 'naive', did you mean naive?"),

@@ -377,6 +377,57 @@ def test_per_unit_constraint_errors(write_spec):
         load_spec(path)
 
 
+_INPUTS = """op: roi_align
+shapes: [{n: 1, c: 16, h: 16, w: 16, rois: 4, pooled_h: 2, pooled_w: 2}]
+params:
+  tile_c: {type: int, low: 1, high: "shape.c * max(inputs.sampling_ratio, 1)"}
+derived:
+  grid: "inputs.sampling_ratio ** 2 if inputs.sampling_ratio > 0 else 100"
+  pad: "2 if inputs.aligned and inputs.roi_max >= 0.5 else 1"
+constraints:
+  - {expr: "tile_c * grid * pad <= 64", message: "too many points"}
+"""
+
+
+@pytest.mark.parametrize("inputs,high,grid,pad,feasible", [
+    ("", 32, 4, 2, 8),  # the defaults: sampling_ratio 2, aligned, roi_max 0.5
+    ("inputs: {sampling_ratio: 1, aligned: false}\n", 16, 1, 1, 16),
+    ("inputs: {sampling_ratio: 0, roi_max: 0.25}\n", 16, 100, 1, 0),
+])
+def test_expressions_read_the_ops_inputs(write_spec, inputs, high, grid, pad, feasible):
+    """``inputs.<option>`` is the spec's value of an op option, or its default: a constraint can
+    follow what the kernel derives from them (roi_align's sampling grid)."""
+    spec = load_spec(write_spec(_INPUTS + inputs))
+    space = spec.space(spec.shapes[0], "fp16")
+    assert space.domain("tile_c", {})[-1] == high
+    env = space.evaluate({"tile_c": 1})
+    assert (env["grid"], env["pad"]) == (grid, pad)
+    assert len(space.enumerate()) == space.count().feasible_size == feasible
+
+
+def test_text_inputs_compare_and_replay_inputs_are_not_read(write_spec):
+    text = ("op: resize\nshapes: [{n: 1, c: 4, h_in: 8, w_in: 8, h_out: 16, w_out: 16}]\n"
+            "params:\n  tile_h: {type: int, low: 1, high: 8}\ninputs: {mode: nearest}\nconstraints:\n"
+            "  - {expr: \"tile_h <= (2 if inputs.mode == 'bilinear' else 4)\", message: m}\n")
+    spec = load_spec(write_spec(text))
+    assert spec.space(spec.shapes[0], "fp16").count().feasible_size == 4
+    assert load_spec(write_spec(text.replace("nearest", "bilinear"))).count(spec.shapes[0]).feasible_size == 2
+    path = write_spec(text.replace("'bilinear'", "'bicubic'"))
+    with pytest.raises(InputError, match="constraints\\[0\\].expr: 'bicubic' is not a choice of inputs.mode"):
+        load_spec(path)
+    path = write_spec(text.replace("inputs.mode ==", "inputs.mode + 1 =="))
+    with pytest.raises(InputError, match="inputs.mode is text: compare it with == or != to one of 'nearest', 'bilinear'"):
+        load_spec(path)
+    (Path(path).parent / "m.csv").write_text("tile_h,time\n1,1.0\n")
+    path = write_spec(text + "backend: replay\nmeasurements: m.csv\n")  # inputs: a free record there
+    with pytest.raises(InputError, match="attribute access is only allowed as shape.<name>, dtype.<name>, hw.<name>, "
+                                         "unit.<name>$"):
+        load_spec(path)
+    path = write_spec(text.replace("  tile_h:", "  inputs: {type: bool}\n  tile_h:"))
+    with pytest.raises(InputError, match="name inputs shadows the inputs namespace"):
+        load_spec(path)
+
+
 def test_content_hash_follows_content_not_formatting(write_spec):
     a = write_spec("op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  a: {type: int, low: 1, high: 4}\n", "a.yaml")
     b = write_spec("# same\nop: matmul\nshapes:\n  - {k: 64, n: 64, m: 64}\nparams:\n  a: {type: int, low: 1, high: \"4\"}\n", "b.yaml")

@@ -19,7 +19,7 @@ import numpy as np
 
 from autotile.errors import InputError
 from autotile.space.expr import Expr, Scope, compile_expr, ready_parts
-from autotile.space.loader import namespaces
+from autotile.space.loader import namespaces, text_fields
 from autotile.space.params import ChoiceParam, GridTooLarge, Param
 from autotile.space.spec import Constraint, Derived
 
@@ -126,11 +126,13 @@ class _PartCache:
     """Compiled ready parts of a space's expressions, shared by the counts of one space."""
 
     def __init__(self, space):
-        ns = namespaces(space.spec.op, space.spec.hardware)
+        op, backend = space.spec.op, space.spec.backend
+        ns = namespaces(op, space.spec.hardware, backend)
         names = tuple(p.name for p in space.params if not p.is_text)
         here = {p.name for p in space.params if p.is_text}  # checked against every unit's choices, as loaded
         texts = {p.name: p.choices for p in space.spec.params if p.name in here}
-        self.scope = Scope(ns, names + tuple(d.name for d in space.derived), texts=texts)
+        self.scope = Scope(ns, names + tuple(d.name for d in space.derived), texts=texts,
+                           text_fields=text_fields(op, backend))
         self.compiled: dict[str, Expr] = {}
         self.texts: dict[tuple, list[str]] = {}
 

@@ -37,7 +37,7 @@ FUNCTIONS = {  # name -> (min args, max args)
     "align_up": (2, 2),
     "divides": (2, 2),
 }
-DTYPE_NAME = "dtype.name"  # the one text field of the namespaces
+DTYPE_NAME = "dtype.name"  # a text field of the namespaces (as are the text options in ``inputs``)
 TEXT_CHOICES = "text_choices."  # environment key prefix: a text param's choices in its space
 MAX_TEXT = 1000  # characters of one expression
 MAX_NODES = 400  # AST nodes of one expression
@@ -70,13 +70,21 @@ class Scope:
     bare names visible here (earlier params, derived values); ``hidden`` maps names that exist
     but are not visible here to the reason why (e.g. declared below); ``texts`` maps the
     text-valued params visible here to their choices: they may only be compared with ``==`` or
-    ``!=`` to one of them (``cube_form == "naive"``).
+    ``!=`` to one of them (``cube_form == "naive"``). ``text_fields`` does the same for namespace
+    fields with text values (``inputs.mode == "nearest"``); ``dtype.name`` always is one.
     """
 
     namespaces: Mapping[str, tuple[str, ...]]
     names: tuple[str, ...] = ()
     hidden: Mapping[str, str] = field(default_factory=dict)
     texts: Mapping[str, tuple] = field(default_factory=dict)  # text-valued params -> their choices
+    text_fields: Mapping[str, tuple] = field(default_factory=dict)  # "ns.attr" with text values -> choices
+
+    def text_field(self, key: str) -> tuple | None:
+        """The choices of namespace field ``key`` ("ns.attr") if its values are text, else None."""
+        if key == DTYPE_NAME and "name" in self.namespaces.get("dtype", ()):
+            return tuple(DTYPES)
+        return tuple(self.text_fields[key]) if key in self.text_fields else None
 
 
 @dataclass(frozen=True)
@@ -197,7 +205,7 @@ def ready_parts(text: str, is_bound: Callable[[str], bool]) -> list[str]:
 
 def fixed_parts(text: str) -> list[str]:
     """Source texts of the largest sub-expressions of ``text`` that read namespaces only (shape,
-    dtype, hw, unit) and are evaluated whatever the params are: not inside a branch of ``if``,
+    dtype, hw, unit, inputs) and are evaluated whatever the params are: not inside a branch of ``if``,
     nor after the first operand of ``and``/``or`` or a comparison chain. One that cannot be
     evaluated makes every configuration of a space infeasible.
 
@@ -344,8 +352,9 @@ class _Compiler:
                 + suggest(node.attr, fields),
             )
         key = f"{base.id}.{node.attr}"
-        if key == DTYPE_NAME:
-            raise self.error(node, f"{key} is text: compare it with == or != to one of {', '.join(map(repr, DTYPES))}")
+        choices = self.scope.text_field(key)
+        if choices is not None:
+            raise self.error(node, f"{key} is text: compare it with == or != to one of {', '.join(map(repr, choices))}")
         return _lookup(key), [key]
 
     def _BinOp(self, node):
@@ -407,8 +416,10 @@ class _Compiler:
         if isinstance(left, ast.Name) and left.id in self.scope.texts:
             name, choices = left.id, tuple(self.scope.texts[left.id])
         elif (isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name)
-              and f"{left.value.id}.{left.attr}" == DTYPE_NAME and "name" in self.scope.namespaces.get("dtype", ())):
-            name, choices = DTYPE_NAME, tuple(DTYPES)
+              and left.attr in self.scope.namespaces.get(left.value.id, ())
+              and self.scope.text_field(f"{left.value.id}.{left.attr}") is not None):
+            name = f"{left.value.id}.{left.attr}"
+            choices = self.scope.text_field(name)
         else:
             return None
         if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):

@@ -56,10 +56,27 @@ def load_spec_text(text: str, file: str, *, embedded: bool = False) -> Spec:
     return _Parser(load_text(text, file), embedded=embedded).spec()
 
 
-def namespaces(op: OpInfo, hw: HardwareProfile) -> dict[str, tuple[str, ...]]:
-    """The attribute namespaces of expressions: ``shape``, ``dtype``, ``hw`` and ``unit`` (the
-    unit a space is for)."""
-    return {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols()), "unit": UNIT_FIELDS}
+def namespaces(op: OpInfo, hw: HardwareProfile, backend: str = "simulator") -> dict[str, tuple[str, ...]]:
+    """The attribute namespaces of expressions: ``shape``, ``dtype``, ``hw``, ``unit`` (the unit a
+    space is for) and ``inputs`` (the op's options, as the spec's ``inputs:`` sets them or their
+    defaults; only for an op that has options, and not with ``backend: replay``, where ``inputs:``
+    is a free record)."""
+    out = {"shape": op.dims, "dtype": DTYPE_FIELDS, "hw": tuple(hw.symbols()), "unit": UNIT_FIELDS}
+    if input_fields(op, backend):
+        out["inputs"] = input_fields(op, backend)
+    return out
+
+
+def input_fields(op: OpInfo, backend: str = "simulator") -> tuple[str, ...]:
+    """The ``inputs.<name>`` fields expressions may read: the op's options on the simulator."""
+    return tuple(o.name for o in op.options) if backend == "simulator" else ()
+
+
+def text_fields(op: OpInfo, backend: str = "simulator") -> dict[str, tuple]:
+    """Namespace fields with text values besides ``dtype.name``: the op's choice options
+    (``inputs.mode``), compared only (``inputs.mode == "nearest"``)."""
+    fields = input_fields(op, backend)
+    return {f"inputs.{o.name}": o.choices for o in op.options if o.kind == "choice" and o.name in fields}
 
 
 class _Parser:
@@ -71,6 +88,7 @@ class _Parser:
         self.folder = Path(doc.file).parent
         self.taken: dict[str, str] = {}  # name -> what uses it (params, then derived)
         self.expr_at: dict[str, tuple] = {}  # field -> (line, col) of each expression
+        self.text_fields: dict[str, tuple] = {}  # namespace fields with text values (inputs' choices)
 
     # -- generic checks ---------------------------------------------------------------
     def err(self, path, message, *, key=False) -> InputError:
@@ -142,7 +160,9 @@ class _Parser:
                 raise self.err(at, f"no unit of this spec computes {op.name} in {d} "
                                    f"(units: {', '.join(units)}; add one that does, or drop {d})")
         shapes = self.shapes(op, top["shapes"])
-        ns = namespaces(op, hw)
+        backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
+        ns = namespaces(op, hw, backend)
+        self.text_fields = text_fields(op, backend)
         later = tuple(top["derived"]) if isinstance(top.get("derived"), dict) else ()
         # a param or constraint may name any unit of the op: narrowing the spec's ``units`` then
         # leaves the other units' params dormant instead of making each one an error
@@ -154,7 +174,6 @@ class _Parser:
         if len(objectives) > 2:
             raise self.err(("objective",), f"expected one or two objectives, got {len(objectives)}")
         limits = self.limits(top.get("limits", {}))
-        backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
         if op.generic and backend != "replay":
             raise self.err(("op",), f"op {op.name} has no kernel to simulate; it needs backend: replay "
                                     "and a measurements file")
@@ -306,7 +325,7 @@ class _Parser:
                 or name.startswith("_"):
             raise self.err(path, f"{_show(name)} is not a valid name (letters, digits and _, "
                                  "not starting with _ or a digit)", key=True)
-        if name in ("shape", "dtype", "hw", "unit"):
+        if name in ("shape", "dtype", "hw", "unit", "inputs"):
             raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
         if name in FUNCTIONS:
             raise self.err(path, f"name {name} shadows the function {name}()", key=True)
@@ -330,7 +349,7 @@ class _Parser:
                            for n in names[i + 1:]})
             hidden.update({p.name: f"{p.name} has text values: only derived values and constraints "
                                    "may compare it (== or !=) to a choice" for p in out if p.is_text})
-            scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden)
+            scope = Scope(ns, tuple(p.name for p in out if not p.is_text), hidden, text_fields=self.text_fields)
             p = self.param(ppath, value[name], scope, op)
             for dep in p.depends:
                 if dep in taken:
@@ -414,7 +433,7 @@ class _Parser:
                             raise self.err(path + (key,), f"expected a positive integer, got {_show(d[key])}")
                     extra[key] = e
             if "where" in d:
-                own = Scope(scope.namespaces, scope.names + (name,), scope.hidden)
+                own = Scope(scope.namespaces, scope.names + (name,), scope.hidden, text_fields=scope.text_fields)
                 extra["where"] = self.expr(path + ("where",), d["where"], own)
             return IntParam(name, low, high, pow2="pow2" in d, units=units, description=desc, **extra)
         if kind == "categorical":
@@ -447,7 +466,7 @@ class _Parser:
             dpath = path + (name,)
             self.new_name(dpath, name, self.taken)
             hidden = {n: f"{n} is declared below {name}" for n in names[i + 1:]}
-            expr = self.expr(dpath, value[name], Scope(ns, tuple(visible), hidden, texts))
+            expr = self.expr(dpath, value[name], Scope(ns, tuple(visible), hidden, texts, self.text_fields))
             out.append(Derived(name, expr))
             visible.append(name)
             self.taken[name] = f"derived {name}"
@@ -463,7 +482,8 @@ class _Parser:
         for i, item in enumerate(value):
             cpath = path + (i,)
             self.mapping(cpath, item, ("expr", "message", "units"), ("expr", "message"))
-            expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, texts=texts))
+            expr = self.expr(cpath + ("expr",), item["expr"], Scope(ns, visible, texts=texts,
+                                                                     text_fields=self.text_fields))
             if expr.is_constant:
                 raise self.err(cpath + ("expr",), "constraint uses no parameter (it is always "
                                                   "true or always false)")

@@ -8,6 +8,7 @@ for the whole space.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from autotile import dtypes as dtypes_mod
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
 from autotile.space.expr import TEXT_CHOICES, EvalError, Scope, compile_expr, fixed_parts
-from autotile.space.loader import namespaces
+from autotile.space.loader import input_fields, namespaces, text_fields
 from autotile.space.params import BoundError, ChoiceParam, IntParam, Param
 from autotile.space.spec import Constraint, Derived, Spec
 from autotile.yamlsrc import suggest
@@ -74,10 +75,18 @@ class Space:
         env.update({f"hw.{k}": v for k, v in self.spec.hardware.symbols().items()})
         hw = self.spec.hardware
         env["unit.cores"] = hw.cube_cores if self.unit == "cube" else hw.vector_cores
+        env.update(self._inputs_env)
         # what a text param's column (indices) means, for ``param == "choice"`` on columns
         env.update({TEXT_CHOICES + p.name: tuple(p.choices) for p in self.params
                     if isinstance(p, ChoiceParam) and p.is_text})
         return env
+
+    @functools.cached_property
+    def _inputs_env(self) -> dict:
+        """``inputs.<option>``: the op's options as the spec sets them, defaults filled in."""
+        if not input_fields(self.spec.op, self.spec.backend):
+            return {}
+        return {f"inputs.{k}": v for k, v in self.spec.op.check_options(self.spec.inputs).items()}
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -219,7 +228,8 @@ class Space:
 
     @property
     def _scope(self) -> Scope:
-        return Scope(namespaces(self.spec.op, self.spec.hardware))
+        op, backend = self.spec.op, self.spec.backend
+        return Scope(namespaces(op, self.spec.hardware, backend), text_fields=text_fields(op, backend))
 
     def _unevaluable(self, field: str, reason: str):
         shape = ",".join(f"{k}={v}" for k, v in self.shape.items())
