@@ -136,15 +136,21 @@ def _disagreements(study: str, inputs: dict, profile: str):
 
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("study,inputs", [
-    ("matmul_small", {}),
+    ("matmul_small", {}), ("roi_align", {}), ("roi_align", {"sampling_ratio": 1, "aligned": False}),
+    ("roi_align", {"sampling_ratio": 3, "spatial_scale": 0.125}), ("roi_align", {"sampling_ratio": 0}),
+    ("roi_align", {"sampling_ratio": -1, "aligned": False, "roi_max": 0.9}),
+    ("roi_align", {"sampling_ratio": -1, "spatial_scale": 1.0, "roi_min": 0.01, "roi_max": 0.05}),
 ], ids=lambda v: v if isinstance(v, str) else ",".join(f"{k}={x}" for k, x in v.items()) or "as_given")
 def test_multi_dim_studies_are_their_kernels_checks(study, inputs, profile):
     """resize, roi_align and matmul_small (cube and vector) on their own shapes and odd ones, on
     every bundled profile: a configuration is spec-feasible exactly when the kernel's check
     accepts it (the spec prunes trials without simulating, ``space`` counts by it and the
-    exhaustive sampler enumerates it). QA found matmul_small with no vector UB constraint."""
+    exhaustive sampler enumerates it). QA found matmul_small with no vector UB constraint and
+    roi_align's sized for one sampling point per bin, not its sampling_ratio ** 2 (adaptive
+    sampling: the grid of the largest box the ROI generator can draw, kernel and spec alike)."""
     wrong, missed, seen = _disagreements(study, inputs, profile)
     assert seen > 500
     assert not wrong, (f"{len(wrong)} of {seen} spec-feasible configurations the kernel refuses", wrong[:3])
     assert not missed, (f"{len(missed)} of {seen} configurations the kernel accepts and the spec does not",
                         missed[:3])
+

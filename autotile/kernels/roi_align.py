@@ -13,7 +13,10 @@ and grid; per sampling point it computes y, x, the clamps and four weights. Each
 the map costs one DataCopy (MTE2) of its 2 x 2 neighbourhood (two row bursts of two pixels'
 ``tile_c`` channels, 32 B padded) and four VAXPYs into the bin's accumulator (zeroed by VDUP);
 each ROI's bins are scaled by 1 / count (VMULS) and the tile goes back by MTE3. Input and output
-tiles sit in queues of ``buffer_num`` slots; UB is sized for the largest grid of the given ROIs.
+tiles sit in queues of ``buffer_num`` slots. UB is sized for ``sampling_ratio ** 2`` points per
+bin; with adaptive sampling, for the grid of the largest box the ROI generator can draw
+(``roi_max`` of the image side: the host tiles before the ROIs exist), or of the given ROIs if
+one of them has more. A spec's constraint computes the same (``studies/roi_align.yaml``).
 """
 
 from __future__ import annotations
@@ -188,6 +191,20 @@ def _max_grid(shape, rois, o) -> int:
                          int(o["sampling_ratio"]), bool(o["aligned"]), int(shape["pooled_h"]), int(shape["pooled_w"])))
 
 
+def ub_grid(shape: dict, rois, o: dict) -> int:
+    """Sampling points per bin that UB is sized for: ``sampling_ratio ** 2``; adaptive (<= 0),
+    ``ceil(side / pooled side)`` per side of the largest box the generator can draw, ``roi_max``
+    of the image side (the ROIs come from a network at run time, after the host has tiled), or
+    the largest grid of ``rois`` if that is more (ROIs from elsewhere). A closed form a spec can
+    state: ``ceil(max(inputs.roi_max * shape.h, 1) / shape.pooled_h) * ...``."""
+    sr = int(o["sampling_ratio"])
+    if sr > 0:
+        return sr * sr
+    widest = math.ceil(max(o["roi_max"] * shape["h"], 1) / shape["pooled_h"]) \
+        * math.ceil(max(o["roi_max"] * shape["w"], 1) / shape["pooled_w"])
+    return max(widest, _max_grid(shape, rois, o))
+
+
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None, rois=None):
     """Validate; returns (params, buffers, options, rois)."""
     o = opts(options)
@@ -200,7 +217,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     tr, tb, tc = p["tile_rois"], p["tile_bins"], p["tile_c"]
     cblk = -(-tc * nb // 32) * 32
     pair = (-(-2 * tc * nb // 32) * 32 * 2) if tc == shape["c"] else 4 * cblk
-    grid = _max_grid(shape, rois, o)
+    grid = ub_grid(shape, rois, o)
     inb = tr * tb * grid * pair
     outb = tr * tb * cblk
     used = p["buffer_num"] * (inb + outb)
