@@ -1,5 +1,7 @@
 """resize: the reference against PyTorch's documented outputs, execute mode against the reference."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -141,6 +143,38 @@ def test_default_params_simulate(mode, layout, ac):
     opts = {"mode": mode, "layout": layout, "align_corners": ac}
     r = R.simulate(shape, R.default_params(shape, "fp16", HW, options=opts), "fp16", HW, options=opts)
     assert r.feasible and r.cycles > 0 and 0 < r.pct_of_bandwidth <= 100
+
+
+def _widest_span(w_in, w_out, tw, mode, ac) -> int:
+    """Source columns the widest of the output's tw-column tiles really reads."""
+    i0, i1, _ = R.src_index(w_out, w_in, mode, ac)
+    starts = np.arange(0, w_out, min(tw, w_out))
+    ends = np.minimum(starts + tw, w_out) - 1
+    return int(np.max(i1[ends] - i0[starts] + 1))
+
+
+def _span_cases(seed):
+    rng = np.random.default_rng(seed)
+    sizes = [(i, o) for i in range(1, 41) for o in range(1, 41)]
+    sizes += [tuple(int(v) for v in rng.integers(1, 5000, 2)) for _ in range(300)]
+    sizes += [tuple(int(v) for v in rng.integers(2000, 20000, 2)) for _ in range(60)]  # float32 rounding shows
+    sizes += [(n, n - 1) for n in (2049, 4097, 8191, 16385)] + [(n - 1, n) for n in (2049, 4097, 8191, 16385)]
+    for (i, o), (mode, ac) in itertools.product(sizes, [("nearest", False), ("bilinear", False), ("bilinear", True)]):
+        for tw in (1, 2, 3, 7, 16, 17, 64, 100, 128, 1024):
+            if tw <= o or tw == 16:
+                yield i, o, tw, mode, ac
+
+
+def test_span_bound_covers_every_tile_and_is_tight():
+    """The UB check (and the spec's constraint) sizes a tile's source rows by a closed form of the
+    index rule, with a slack for float32 rounding: never fewer columns than a tile reads (the
+    buffers must fit), at most two more, and mostly exact or one more."""
+    over = {}
+    for i, o, tw, mode, ac in _span_cases(0):
+        bound, real = R.span_bound(i, o, tw, mode, ac), _widest_span(i, o, tw, mode, ac)
+        assert real <= bound <= real + 2, (i, o, tw, mode, ac, real, bound)
+        over[bound - real] = over.get(bound - real, 0) + 1
+    assert over.get(2, 0) < 0.01 * sum(over.values()), over
 
 
 def test_bilinear_ub_counts_two_source_rows_per_output_row():
