@@ -215,3 +215,21 @@ def test_crossover_section_simulates_the_runs_op_options(tmp_path, monkeypatch, 
     capsys.readouterr()
     assert cli(shlex.split(code[0])[1:] + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out.split("\nbest cycles")[0])["inputs"] == {"kind": "relu"}
+
+
+def test_a_cut_trace_is_marked_with_the_cycle_it_covers(run_copy, monkeypatch):
+    """The report's traces keep their first operations; a cut one says so with the cycle it is
+    complete up to (counted by the simulation), in the report and in the file's otherData."""
+    from autotile.report import traces as report_traces
+
+    md = (run_copy / "report.md").read_text()
+    assert "first operations only" not in md  # these schedules fit
+    monkeypatch.setattr(report_traces, "TRACE_OPS", 1)
+    assert cli(["report", str(run_copy)]) == 0
+    md = (run_copy / "report.md").read_text()
+    for p in (run_copy / "traces").glob("*.json"):
+        other = json.loads(p.read_text())["otherData"]
+        assert other["trace_truncated"] is True and other["events_dropped"] > 0
+        until = other["complete_until_cycle"]
+        assert 0 < until < other["cycles"]
+        assert f"{p.name} (first operations only: complete up to cycle {int(until):,} of" in md

@@ -81,3 +81,69 @@ def test_simulate_writes_a_trace_only_for_a_feasible_configuration(tmp_path, run
     assert code == 0 and got["feasible"] is False and "trace" not in got and not bad.exists()
     # outside the spec is not simulated: no figures beside "infeasible", as for the kernel's own refusals
     assert got["cycles"] is None and got["time_us"] is None
+
+
+def test_a_full_trace_counts_what_it_leaves_out(hw):
+    """A trace past its capacity keeps its first operations and counts the others, with the
+    earliest start among them (the engine used to drop them without a word)."""
+    p = mm.default_params(SHAPE, "fp16", hw)
+    _, whole = mm.simulate(SHAPE, p, "fp16", hw, trace_capacity=100_000, want_traces=True)
+    _, cut = mm.simulate(SHAPE, p, "fp16", hw, trace_capacity=50, want_traces=True)
+    for w, c in zip(whole, cut):
+        full, rows = w[-1], c[-1]
+        assert full.dropped == 0 and full.dropped_from == float("inf") and len(full) > 50
+        assert len(rows) == 50 and rows.dropped == len(full) - 50
+        assert (rows == full[:50]).all()
+        # every operation that starts before dropped_from is in the rows
+        assert rows.dropped_from == full[50:, 1].min() and (full[50:, 1] >= rows.dropped_from).all()
+
+
+def test_a_cut_trace_file_says_so_and_a_whole_one_says_nothing(tmp_path, hw, runs):
+    from autotile.sim.trace import coverage
+
+    _, whole = runs["db"]
+    assert coverage(whole) is None
+    doc = json.loads(write_chrome_trace(tmp_path / "whole.json", whole, hw, {"op": "matmul"}).read_text())
+    assert not {"trace_truncated", "events_kept", "events_dropped", "complete_until_cycle"} & set(doc["otherData"])
+    p = mm.default_params(SHAPE, "fp16", hw)
+    _, cut = mm.simulate(SHAPE, p, "fp16", hw, trace_capacity=40, want_traces=True)
+    doc = json.loads(write_chrome_trace(tmp_path / "cut.json", cut, hw, {"op": "matmul"}).read_text())
+    other = doc["otherData"]
+    kept = sum(len(t[-1]) for t in cut)
+    assert other["trace_truncated"] is True and other["events_kept"] == kept == 40 * len(cut)
+    assert other["events_kept"] == sum(e["ph"] == "X" for e in doc["traceEvents"])
+    assert other["events_dropped"] == sum(len(t[-1]) for t in whole) - kept
+    assert other["complete_until_cycle"] == pytest.approx(min(t[-1][40:, 1].min() for t in whole), abs=1e-3)
+
+
+def test_simulate_warns_when_its_trace_is_cut(tmp_path, run_cli, monkeypatch):
+    """`simulate --trace` past the trace's capacity: one warning line on stderr (events kept and
+    dropped, the cycle the trace covers up to), the figures in the JSON and in the file's
+    otherData; a schedule that fits gets none of them."""
+    from pathlib import Path
+
+    from autotile.cli import simulate
+
+    spec = str(Path(__file__).resolve().parents[1] / "studies" / "matmul.yaml")
+    args = ("simulate", spec, "--shape", "m=256,n=256,k=256", "--json", "--trace")
+    whole = tmp_path / "whole.json"
+    code, out, err = run_cli(*args, str(whole))
+    assert code == 0 and err == "" and "trace_coverage" not in json.loads(out)
+    assert "events_dropped" not in json.loads(whole.read_text())["otherData"]
+    n_ops = sum(e["ph"] == "X" for e in json.loads(whole.read_text())["traceEvents"])
+    assert n_ops > 5
+
+    monkeypatch.setattr(simulate, "TRACE_CAPACITY", 5)
+    cut = tmp_path / "cut.json"
+    code, out, err = run_cli(*args, str(cut))
+    got = json.loads(out)
+    cov = got["trace_coverage"]
+    assert code == 0 and cov["events_kept"] == 5 and cov["events_dropped"] == n_ops - 5
+    assert 0 < cov["complete_until_cycle"] < got["cycles"]
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("autotile: warning: trace truncated at 5 events")
+    assert f"{n_ops - 5:,} more not recorded" in lines[0]
+    assert f"up to cycle {int(cov['complete_until_cycle']):,} of {got['cycles']:,.0f}" in lines[0]
+    other = json.loads(cut.read_text())["otherData"]
+    assert other["events_kept"] == 5 and other["events_dropped"] == n_ops - 5
+    assert other["complete_until_cycle"] == cov["complete_until_cycle"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import sys
+
 from autotile.cli.common import nonempty, parse_kv, parse_shape, print_json
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
-TRACE_CAPACITY = 2_000_000
+TRACE_CAPACITY = 2_000_000  # operations per core class: a whole long schedule would take gigabytes
 
 
 def add_arguments(p) -> None:
@@ -19,14 +22,16 @@ def add_arguments(p) -> None:
                         "wrong kind (not an integer, or beyond 2**62, for an integer param, not one of a choice "
                         "param's choices) is an error (exit 2); an integer outside its domain, or a constraint "
                         "it breaks, is answered as infeasible (exit 0)")
-    p.add_argument("--trace", help="write a Chrome trace / Perfetto JSON file of the schedule")
+    p.add_argument("--trace", help="write a Chrome trace / Perfetto JSON file of the schedule (its first "
+                                   f"{TRACE_CAPACITY:,} operations per core class; a longer schedule's trace "
+                                   "is cut there, with a warning on stderr and the figures in its otherData)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args) -> int:
     from autotile.kernels import registry
     from autotile.sim.result import infeasible
-    from autotile.sim.trace import write_chrome_trace
+    from autotile.sim.trace import coverage, write_chrome_trace
     from autotile.space import load_spec
 
     nonempty(args.trace, "--trace")
@@ -61,6 +66,12 @@ def run(args) -> int:
         write_chrome_trace(args.trace, traces, spec.hardware,
                            {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
         data["trace"] = args.trace
+        cut = coverage(traces)
+        if cut is not None:  # said, not silent: the file ends before the schedule does
+            data["trace_coverage"] = {k: v for k, v in cut.items() if k != "trace_truncated"}
+            print(f"autotile: warning: trace truncated at {cut['events_kept']:,} events ({TRACE_CAPACITY:,} per "
+                  f"core class; {cut['events_dropped']:,} more not recorded): {args.trace} covers the schedule "
+                  f"up to cycle {math.floor(cut['complete_until_cycle']):,} of {res.cycles:,.0f}", file=sys.stderr)
     if args.json:
         print_json(data)
     elif not data["feasible"]:

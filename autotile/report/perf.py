@@ -93,7 +93,12 @@ def pipes(data: ReportData, traces: dict) -> Section:
     for r in ex:
         t = traces.get(slug(r), {})
         if "path" in t:
-            rows.append([result_label(r), t["path"] + (" (first operations only)" if t.get("truncated") else "")])
+            cut = ""
+            if t.get("truncated"):
+                until = t.get("complete_until_cycle")
+                cut = (" (first operations only" + (f": complete up to cycle {int(until):,} of {t['cycles']:,.0f})"
+                                                    if until is not None else ")"))
+            rows.append([result_label(r), t["path"] + cut])
         elif "error" in t:
             errors.append(f"{result_label(r)}: no trace ({t['error']})")
     if rows:

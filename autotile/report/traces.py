@@ -11,14 +11,15 @@ from pathlib import Path
 
 from autotile.kernels import registry
 from autotile.report.data import ReportData, slug
-from autotile.sim.trace import write_chrome_trace
+from autotile.sim.trace import coverage, write_chrome_trace
 
 TRACE_OPS = 6000
 
 
 def write_traces(data: ReportData) -> dict[str, dict]:
-    """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated,
-    writes_in_l2 (its output stays in L2 for the kernel's duration)} or {error}."""
+    """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated (with
+    complete_until_cycle: the trace holds every operation that starts before it), writes_in_l2 (its
+    output stays in L2 for the kernel's duration)} or {error}."""
     out: dict[str, dict] = {}
     if data.hw is None or registry.get(data.summary["op"]).generic:
         return out  # no profile, or replayed measurements: no kernel to trace
@@ -41,8 +42,11 @@ def write_traces(data: ReportData) -> dict[str, dict]:
         meta = {"op": data.summary["op"], "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"],
                 "params": r["params"], "cycles": res.cycles}
         write_chrome_trace(data.out_dir / rel, traces, data.hw, meta)
+        cut = coverage(traces)  # what the capacity left out, counted by the simulation
         out[name] = {"path": rel, "cycles": res.cycles, "writes_in_l2": "l2_write_back" in res.bytes,
-                     "truncated": any(len(t[-1]) >= TRACE_OPS for t in traces)}
+                     "truncated": cut is not None}
+        if cut is not None:
+            out[name]["complete_until_cycle"] = cut["complete_until_cycle"]
     return out
 
 

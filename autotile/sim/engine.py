@@ -13,6 +13,7 @@ The helpers here are small ``@njit`` functions that kernels call from their loop
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -47,13 +48,15 @@ NCOST = C_CUBE_ISSUE + 6
 
 State = namedtuple(
     "State",
-    ["pipe_free", "busy", "path_bytes", "qfree", "qdepth", "qhead", "counts", "trace", "ntrace"],
+    ["pipe_free", "busy", "path_bytes", "qfree", "qdepth", "qhead", "counts", "trace", "ntrace", "lost"],
 )
 # counts: [0] useful MACs, [1] padded MACs, [2] vector repeats, [3] scalar ops, [4] ops issued
+# lost: [0] operations a full trace did not record, [1] the earliest start among them (inf: none)
 
 
 def new_state(trace_capacity: int = 0) -> State:
-    """Fresh per-core state; ``trace_capacity`` > 0 records up to that many operations.
+    """Fresh per-core state; ``trace_capacity`` > 0 records up to that many operations (the
+    ones past it are counted in ``lost``, so a cut trace can say so).
 
     Without a trace the ``trace`` field is None, and Numba compiles the recording away: count
     mode pays nothing for the trace support.
@@ -68,6 +71,7 @@ def new_state(trace_capacity: int = 0) -> State:
         np.zeros(5),
         np.zeros((trace_capacity, TRACE_COLS)) if trace_capacity > 0 else None,
         np.zeros(1, dtype=np.int64),
+        np.array([0.0, math.inf]),
     )
 
 
@@ -82,6 +86,8 @@ def reset(st):
     st.qhead[:] = 0
     st.counts[:] = 0.0
     st.ntrace[0] = 0
+    st.lost[0] = 0.0
+    st.lost[1] = math.inf
 
 
 @njit(cache=True)
@@ -112,8 +118,9 @@ def release(st, q, slot, t):
 
 
 @njit(cache=True)
-def _record(trace, ntrace, pipe, start, end, kind, sub, nbytes, macs):
-    """Append one operation to the trace; compiled to nothing when ``trace`` is None."""
+def _record(trace, ntrace, lost, pipe, start, end, kind, sub, nbytes, macs):
+    """Append one operation to the trace, or count it in ``lost`` once the trace is full;
+    compiled to nothing when ``trace`` is None."""
     if trace is not None:
         i = ntrace[0]
         if i < trace.shape[0]:
@@ -126,6 +133,10 @@ def _record(trace, ntrace, pipe, start, end, kind, sub, nbytes, macs):
             row[5] = nbytes
             row[6] = macs
             ntrace[0] = i + 1
+        else:
+            lost[0] += 1.0
+            if start < lost[1]:
+                lost[1] = start
 
 
 @njit(cache=True)
@@ -138,7 +149,7 @@ def run_op(st, pipe, ready, occupancy, kind, sub, nbytes, macs):
     st.pipe_free[pipe] = end
     st.busy[pipe] += occupancy
     st.counts[4] += 1.0
-    _record(st.trace, st.ntrace, pipe, start, end, kind, sub, nbytes, macs)
+    _record(st.trace, st.ntrace, st.lost, pipe, start, end, kind, sub, nbytes, macs)
     return end
 
 
@@ -212,8 +223,22 @@ def finish_time(st):
     return t
 
 
-def recorded(st) -> np.ndarray:
-    """The operations recorded so far (rows of TRACE_COLS); empty in count mode."""
+class TraceRows(np.ndarray):
+    """Recorded operations (rows of TRACE_COLS, program order) and what a full trace left out:
+    ``dropped`` operations, the earliest of which starts at cycle ``dropped_from`` (inf when
+    none), so every operation that starts before ``dropped_from`` is in the rows. Arrays made
+    from these rows (slices, ``np.asarray``) are plain rows and claim nothing dropped."""
+
+    dropped: int = 0
+    dropped_from: float = math.inf
+
+
+def recorded(st) -> TraceRows:
+    """The operations recorded so far, and how many the trace's capacity left out; empty in
+    count mode."""
     if st.trace is None:
-        return np.zeros((0, TRACE_COLS))
-    return st.trace[: st.ntrace[0]].copy()
+        return np.zeros((0, TRACE_COLS)).view(TraceRows)
+    rows = st.trace[: st.ntrace[0]].copy().view(TraceRows)
+    rows.dropped = int(st.lost[0])
+    rows.dropped_from = float(st.lost[1])
+    return rows

@@ -4,12 +4,18 @@ One process per core class ("core class i (x count cores, block ...)"), one thre
 pipe, one complete ("X") event per operation with ``ts``/``dur`` in microseconds at the
 profile's clock. The file loads in chrome://tracing and ui.perfetto.dev.
 
+A trace holds at most the capacity the simulation was given per core class (its first operations
+in program order). When operations were left out, ``otherData`` says so (``trace_truncated``,
+``events_kept``, ``events_dropped``, ``complete_until_cycle``: every operation that starts
+before that cycle is in the file), and ``coverage`` gives the same figures to callers.
+
 >>> # res, traces = matmul.simulate(shape, params, "fp16", hw, trace_capacity=100_000, want_traces=True)
 >>> # write_chrome_trace("mm.json", traces, hw, {"op": "matmul"})
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -70,8 +76,22 @@ def chrome_events(traces, hw: HardwareProfile, vector_ops=None) -> list[dict]:
     return events
 
 
+def coverage(traces) -> dict | None:
+    """None when ``traces`` (entries ``(count, *block, rows)``) hold every operation; otherwise
+    {trace_truncated: True, events_kept, events_dropped (operations past the trace's capacity),
+    complete_until_cycle (the earliest start of a dropped one: the trace is complete before it)}."""
+    kept = sum(len(entry[-1]) for entry in traces)
+    dropped = sum(int(getattr(entry[-1], "dropped", 0)) for entry in traces)
+    if not dropped:
+        return None
+    until = min(float(getattr(entry[-1], "dropped_from", math.inf)) for entry in traces)
+    return {"trace_truncated": True, "events_kept": kept, "events_dropped": dropped,
+            "complete_until_cycle": round(until, 3)}
+
+
 def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict | None = None) -> Path:
-    """Write a Chrome trace JSON file atomically; ``meta`` lands in ``otherData``.
+    """Write a Chrome trace JSON file atomically; ``meta`` lands in ``otherData``, with
+    ``coverage``'s figures when the trace lost operations to its capacity.
 
     ``meta["vector_ops"]`` (the kernel's vector table rows, names or (op, signature)) names
     vector events.
@@ -82,7 +102,8 @@ def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict
         "displayTimeUnit": "ns",
         "otherData": {"hw": hw.name, "clock_ghz": hw.clock_ghz,
                       **{k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
-                         for k, v in meta.items()}},
+                         for k, v in meta.items()},
+                      **(coverage(traces) or {})},
     }
     return write_json(path, doc)
 
