@@ -41,3 +41,43 @@ def test_a_lightly_loaded_share_splits_less(write_share):
     assert rates[-1] == pytest.approx(gm_rates(HW, CORES, 0.0, write_share))  # saturated: the fair split
     for lighter, heavier in zip(rates, rates[1:]):
         assert heavier[0] <= lighter[0] and heavier[1] <= lighter[1]
+
+
+def _splits(n, cores):
+    from autotile.kernels import _common as C
+
+    return tuple(C.split(n, cores, 16))
+
+
+@pytest.mark.parametrize("op,unit,params,options", [
+    ("elementwise", "vector", {"tile_len": 1024, "buffer_num": 2}, {"kind": "add"}),
+    ("elementwise", "vector", {"tile_len": 64, "buffer_num": 2}, {"kind": "relu"}),
+    ("elementwise", "scalar", {"tile_len": 64, "buffer_num": 2}, {"kind": "mul"}),
+    ("sigmoid", "vector", {"tile_len": 1024, "buffer_num": 2, "variant": "exact"}, None),
+    ("sigmoid", "scalar", {"tile_len": 64, "buffer_num": 2, "variant": "lut_linear"}, None),
+    ("weighted_sum", "vector", {"tile_len": 1024, "buffer_num": 2, "acc_dtype": "fp32", "reduction": "tree"}, None),
+    ("weighted_sum", "scalar", {"tile_len": 64, "buffer_num": 2, "acc_dtype": "fp32"}, None),
+    ("weighted_sum", "cube", {"tile_len": 64, "buffer_num": 2, "cube_form": "trace"}, None),
+    ("global_sum", "vector", {"tile_len": 1024, "buffer_num": 2, "acc_dtype": "fp32", "combine": "vector"}, None),
+])
+def test_the_same_split_costs_the_same_whatever_cores_asks(op, unit, params, options):
+    """HBM is shared by the cores the split gives work, not by the ``cores`` param: n = 1600 at
+    cores 34..48 is the same 33 x 48 + 1 x 16 elements, so the same cycles (elementwise fp32
+    rose 371.3 -> 387.4 over that range while the split and block_dim stayed put)."""
+    from autotile.kernels import registry
+
+    kernel = registry.implementation(op)
+    top = HW.cube_cores if unit == "cube" else HW.vector_cores
+    n = 1600
+    by_split: dict = {}
+    for cores in range(1, top + 1):
+        by_split.setdefault(_splits(n, cores), []).append(cores)
+    groups = [g for g in by_split.values() if len(g) > 1]
+    assert groups  # the case has cores values the split cannot tell apart
+    for group in groups:
+        runs = [kernel.simulate({"n": n}, {**params, "cores": c}, "fp32", HW, unit=unit, options=options)
+                for c in group]
+        assert all(r.feasible for r in runs), [r.reason for r in runs]
+        active = sum(c for c, _, _ in _splits(n, group[0]))
+        assert {r.block_dim for r in runs} == {active}
+        assert {r.cycles for r in runs} == {runs[0].cycles}, (group, [r.cycles for r in runs])

@@ -81,8 +81,10 @@ def check(shape, params, dtype, hw, unit, kind):
 
 def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None, trace_capacity=0):
     nin, vop, sop = KINDS[kind]
+    classes = C.split(shape["n"], p["cores"], 16)
+    active = sum(c for c, _, _ in classes)  # the cores the split gives work: they share HBM
     # reads and writes stream together and share HBM: nin input tiles per output tile
-    cost = cost_vector(hw, dtype, active_cores=p["cores"], write_share=None if onchip else 1.0 / (nin + 1))
+    cost = cost_vector(hw, dtype, active_cores=active, write_share=None if onchip else 1.0 / (nin + 1))
     sig = f"{dtype}_{dtype}_{dtype}" if nin == 2 else f"{dtype}_{dtype}"
     scalar_unit = unit == "scalar"
     vcost = np.zeros((1, 3)) if scalar_unit else C.vtable(hw, [(vop, sig)])
@@ -92,7 +94,7 @@ def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None,
     y = np.zeros_like(a)
     runs, traces = [], []
     args = (cost, vcost, C.lanes(dtype, hw))
-    for count, L, start in C.split(shape["n"], p["cores"], 16):
+    for count, L, start in classes:
         st = C.new_state(trace_capacity)
         for extra in range(count if execute else 1):
             core(st if extra == 0 else C.new_state(0), *args, L, p["tile_len"], p["buffer_num"], nin,

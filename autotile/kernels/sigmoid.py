@@ -153,8 +153,10 @@ def check(shape, params, dtype, hw, unit):
 
 
 def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacity=0):
+    classes = C.split(shape["n"], p["cores"], 16)
+    active = sum(c for c, _, _ in classes)  # the cores the split gives work: they share HBM
     # the input and output streams share HBM half and half
-    cost = cost_vector(hw, dtype, active_cores=p["cores"], write_share=None if onchip else 0.5)
+    cost = cost_vector(hw, dtype, active_cores=active, write_share=None if onchip else 0.5)
     scalar_unit = unit == "scalar"
     if scalar_unit:
         vcost, lanes = np.zeros((1, 3)), np.zeros(1, dtype=np.int64)
@@ -168,7 +170,7 @@ def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacit
     y = np.zeros_like(x)
     table = lut_table()
     runs, traces = [], []
-    for count, L, start in C.split(shape["n"], p["cores"], 16):
+    for count, L, start in classes:
         st = C.new_state(trace_capacity)
         core(st, cost, vcost, len(lanes) if not scalar_unit else 0, lanes, L, p["tile_len"], p["buffer_num"],
              C.BYTES[dtype], scalar_unit, per, onchip, execute, x, y, start, VARIANT_CODE[p["variant"]], code,

@@ -200,6 +200,13 @@ def _r(v: float, dtype: str) -> float:
     return float(dtype_emul.round_to(np.array([v]), dtype)[0])
 
 
+def _cost(shape, p, dtype, hw) -> np.ndarray:
+    """The cost vector, HBM shared by the cores the split gives work (not ``cores``, which may
+    ask for more than the 16-element granules fill)."""
+    active = sum(c for c, _, _ in C.split(shape["n"], p["cores"], 16))
+    return cost_vector(hw, dtype, active_cores=active)
+
+
 def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None, trace_capacity=0):
     """Simulate (and optionally compute) every core class plus the combine phase.
 
@@ -264,8 +271,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     except InfeasibleConfig as exc:
         res = infeasible("weighted_sum", unit or UNITS[0], dtype, shape, params, exc.reason)
         return (res, []) if want_traces else res
-    active = p["cores"]
-    cost = cost_vector(hw, dtype, active_cores=active)
+    cost = _cost(shape, p, dtype, hw)
     runs, _, traces = _run(shape, p, dtype, hw, unit, onchip, cost, trace_capacity=trace_capacity)
     n = shape["n"]
     nb = C.BYTES[dtype]
@@ -284,7 +290,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     unit = C.unit_of(unit, UNITS)
     onchip = C.on_chip("weighted_sum", options)
     p, _ = check(shape, params, dtype, hw, unit)
-    cost = cost_vector(hw, dtype, active_cores=p["cores"])
+    cost = _cost(shape, p, dtype, hw)
     xs = np.ascontiguousarray(x, dtype=np.float64)
     ws = np.ascontiguousarray(w, dtype=np.float64)
     _, parts, _ = _run(shape, p, dtype, hw, unit, onchip, cost, execute=True, x=xs, w=ws)
