@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autotile.hardware import load_profile
+from autotile.kernels import dtype_emul
 from autotile.kernels import elementwise as EW
 
 HW = load_profile()
@@ -26,3 +27,33 @@ def test_double_buffering_overlaps_copies():
     one = EW.simulate({"n": 1 << 16}, {**p, "buffer_num": 1}, "fp16", HW).cycles
     two = EW.simulate({"n": 1 << 16}, {**p, "buffer_num": 2}, "fp16", HW).cycles
     assert two < one
+
+
+SPECIAL = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), kind=st.sampled_from(["add", "mul", "relu"]), unit=st.sampled_from(["vector", "scalar"]),
+       dtype=st.sampled_from(["fp16", "fp32", "bf16"]), tile=st.sampled_from([16, 48]), cores=st.integers(1, 3))
+def test_nan_inf_and_signed_zero_agree_with_the_reference(data, kind, unit, dtype, tile, cores):
+    """NaN, +-inf and -0.0 give the reference's answer bit for bit on both units and every dtype:
+    relu propagates NaN (as np.maximum and torch.relu do; the kernel used to return 0), add and
+    mul follow IEEE (inf - inf and 0 * inf are NaN, overflow is inf)."""
+    n = data.draw(st.integers(1, 100), label="n")
+    value = st.one_of(st.sampled_from(SPECIAL), st.floats(-7e4, 7e4, allow_nan=False))
+    nin = EW.KINDS[kind][0]
+    opts = {"kind": kind}
+    p = {"tile_len": tile, "buffer_num": 2, "cores": min(cores, -(-n // 16))}
+    with np.errstate(all="ignore"):  # overflow to inf and NaN results are the point here
+        x = tuple(dtype_emul.round_to(np.array(data.draw(st.lists(value, min_size=n, max_size=n))), dtype)
+                  for _ in range(nin))
+        got = np.asarray(EW.execute(x, p, dtype, HW, unit=unit, options=opts))
+        want = np.asarray(EW.reference(x, dtype, options=opts))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_relu_keeps_nan():
+    x = np.array([np.nan, -np.inf, np.inf, -0.0, -1.0, 2.0] + [1.0] * 10, dtype=np.float32)
+    y = EW.execute((x,), {"tile_len": 16, "buffer_num": 1, "cores": 1}, "fp32", HW, options={"kind": "relu"})
+    assert np.isnan(y[0]) and list(y[1:6]) == [0.0, np.inf, 0.0, 0.0, 2.0] and not np.signbit(y[3])

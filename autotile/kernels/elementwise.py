@@ -56,8 +56,8 @@ def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per
                     y[k] = C.rnd(a[k] + b[k], code)
                 elif kind == MUL:
                     y[k] = C.rnd(a[k] * b[k], code)
-                else:
-                    y[k] = a[k] if a[k] > 0.0 else 0.0
+                else:  # max(x, 0): NaN propagates (as np.maximum, torch.relu); -0.0 gives +0.0
+                    y[k] = a[k] if a[k] > 0.0 or a[k] != a[k] else 0.0
         t = max(t, done)
     return t
 
