@@ -146,7 +146,10 @@ def l2_hit_fraction(hw: HardwareProfile, total_read_bytes: float, unique_read_by
     """Share of GM reads that hit L2: re-reads hit while the kernel's footprint fits in L2.
 
     First touches always go to HBM. When the footprint exceeds L2, re-reads hit only in
-    proportion to the part of the footprint L2 can hold.
+    proportion to the part of the footprint L2 can hold. For the whole chip: all reads and the
+    unique bytes; for one core (matmul): its reads and its share of the first touches, so a core's
+    reads are not sped up by other cores' re-reads (a bigger tail block would otherwise make the
+    full blocks faster).
     """
     if total_read_bytes <= 0:
         return 0.0
