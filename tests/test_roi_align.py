@@ -1,14 +1,20 @@
 """roi_align: the reference's documented semantics, execute mode against it, and ROI-dependent cost."""
 
+import tracemalloc
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tablekit import default_table
 
 from autotile.hardware import load_profile
 from autotile.kernels import roi_align as A
+from autotile.tables.lookup import Lookup
 
 HW = load_profile()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ref(feat, rois, ph, pw, **o):
@@ -75,3 +81,62 @@ def test_ub_is_sized_by_the_largest_sampling_grid():
     assert A.simulate(SHAPE, p, "fp16", HW, options={"sampling_ratio": 1}).feasible
     r = A.simulate(SHAPE, p, "fp16", HW, options={"sampling_ratio": 4})
     assert not r.feasible and "sampling points" in r.reason
+
+
+M = 2**31 - 1  # the largest dimension a spec or --shape takes
+
+
+def _peak(fn):
+    """(fn's result, the peak bytes Python and NumPy allocated while it ran)."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("sr", [-1, 0, 2])
+@pytest.mark.parametrize("aligned", [False, True])
+def test_check_of_huge_roi_counts_generates_no_rois(sr, aligned):
+    """check generated every ROI to find the largest sampling grid: 1.1 GB and 23 s at 1e7 ROIs,
+    and a lookup of 2**31-1 ROIs was killed. A fixed sampling ratio needs no ROI; adaptive, past
+    EXACT_ROIS the grid is the largest one the generator's boxes can have."""
+    o = {"sampling_ratio": sr, "aligned": aligned}
+    p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 64, "buffer_num": 2, "cores": 48}
+    (q, bufs, _, rois), peak = _peak(lambda: A.check({**SHAPE, "rois": M}, p, "fp16", HW, o))
+    assert rois is None and bufs["ub"]["used"] <= HW.ub_bytes and peak < 1 << 20
+    grid = 4 if sr == 2 else A.ub_grid(SHAPE, None, A.opts(o))
+    assert bufs["ub"]["used"] == 2 * (grid * 4 * 128 + 128)  # tc = c: 2 rows of 2 pixels' 128 B
+
+
+def test_lookup_of_huge_roi_counts_answers_in_bounded_memory(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((ROOT / "studies" / "roi_align.yaml").read_text().replace("sampling_ratio: 2", "sampling_ratio: 0"))
+    look = Lookup(default_table(spec))
+    shape = {"n": 2, "c": 256, "h": 64, "w": 64, "rois": M, "pooled_h": 7, "pooled_w": 7}
+    m, peak = _peak(lambda: look.find(shape))
+    assert m.match == "default" and peak < 4 << 20
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 3000), w=st.integers(1, 3000), ph=st.integers(1, 9), pw=st.integers(1, 9),
+       rois=st.integers(1, 2000), sr=st.integers(-1, 3), aligned=st.booleans(),
+       scale=st.sampled_from([1e-3, 0.0625, 0.25, 1.0, 4.0]), seed=st.integers(0, 9),
+       lo=st.sampled_from([0.01, 0.05, 0.5, 1.0]), hi=st.sampled_from([0.05, 0.3, 0.5, 1.0]))
+def test_ub_grid_holds_for_the_generated_rois(h, w, ph, pw, rois, sr, aligned, scale, seed, lo, hi):
+    shape = {"n": 1, "c": 1, "h": h, "w": w, "rois": rois, "pooled_h": ph, "pooled_w": pw}
+    o = A.opts({"sampling_ratio": sr, "aligned": aligned, "spatial_scale": scale, "roi_seed": seed,
+                "roi_min": min(lo, hi), "roi_max": hi})
+    exact = A._max_grid(shape, A.make_rois(shape, o), o)
+    assert A.ub_grid(shape, None, o) == exact if sr > 0 else A.ub_grid(shape, None, o) >= exact
+
+
+def test_simulate_generates_the_rois_the_check_did_not():
+    """Past EXACT_ROIS (adaptive) the check sizes UB by the bound and simulate makes the ROIs."""
+    shape = {"n": 1, "c": 16, "h": 8, "w": 8, "rois": A.EXACT_ROIS + 1, "pooled_h": 1, "pooled_w": 1}
+    o = {"sampling_ratio": 0, "roi_max": 0.25}
+    p = {"tile_rois": 16, "tile_bins": 1, "tile_c": 16, "buffer_num": 2, "cores": 48}
+    r = A.simulate(shape, p, "fp16", HW, options=o)
+    assert r.feasible and r.cycles > 0 and 0 < r.pct_of_peak < 100
+    assert r.buffers["ub"]["used"] == 2 * 16 * (A.ub_grid(shape, None, A.opts(o)) * 128 + 32)  # tc = c: 2 rows x 64 B

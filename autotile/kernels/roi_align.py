@@ -16,7 +16,8 @@ each ROI's bins are scaled by 1 / count (VMULS) and the tile goes back by MTE3. 
 tiles sit in queues of ``buffer_num`` slots. UB is sized for ``sampling_ratio ** 2`` points per
 bin; with adaptive sampling, for the grid of the largest box the ROI generator can draw
 (``roi_max`` of the image side: the host tiles before the ROIs exist), or of the given ROIs if
-one of them has more. A spec's constraint computes the same (``studies/roi_align.yaml``).
+one of them has more. A spec's constraint computes the same (``studies/roi_align.yaml``). A check
+generates ROIs only where it needs them (adaptive sampling, at most ``EXACT_ROIS``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ V_DUP, V_AXPY, V_MULS = range(3)
 ROI_SCALAR_OPS = 12  # box scaling, offsets, sizes, bin sizes, grid, count
 SAMPLE_SCALAR_OPS = 10  # y, x, range test, clamps, floors, four weights
 IP_LEN = 12
+# a check of more ROIs than this (adaptive sampling) sizes UB by ``ub_grid``'s closed form of the
+# generator's largest box without generating them, so a lookup of 2**31-1 ROIs answers at once;
+# with a fixed sampling ratio a check never generates them
+EXACT_ROIS = 1 << 16
 
 
 @njit(cache=True)
@@ -202,13 +207,18 @@ def ub_grid(shape: dict, rois, o: dict) -> int:
         return sr * sr
     widest = math.ceil(max(o["roi_max"] * shape["h"], 1) / shape["pooled_h"]) \
         * math.ceil(max(o["roi_max"] * shape["w"], 1) / shape["pooled_w"])
-    return max(widest, _max_grid(shape, rois, o))
+    return widest if rois is None else max(widest, _max_grid(shape, rois, o))
 
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None, rois=None):
-    """Validate; returns (params, buffers, options, rois)."""
+    """Validate; returns (params, buffers, options, rois): ``rois`` as given, or the generated
+    ones where the check needed them, else None (see :data:`EXACT_ROIS`)."""
     o = opts(options)
-    rois = make_rois(shape, o) if rois is None else rois
+    if rois is None and (int(o["sampling_ratio"]) > 0 or shape["rois"] > EXACT_ROIS):
+        grid = ub_grid(shape, None, o)  # sampling_ratio ** 2, or the generator's largest box
+    else:
+        rois = make_rois(shape, o) if rois is None else rois
+        grid = ub_grid(shape, rois, o)
     p = C.ints(params, PARAMS)
     nbins = shape["pooled_h"] * shape["pooled_w"]
     p["tile_rois"], p["tile_bins"], p["tile_c"] = (min(p["tile_rois"], shape["rois"]), min(p["tile_bins"], nbins),
@@ -217,7 +227,6 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     tr, tb, tc = p["tile_rois"], p["tile_bins"], p["tile_c"]
     cblk = -(-tc * nb // 32) * 32
     pair = (-(-2 * tc * nb // 32) * 32 * 2) if tc == shape["c"] else 4 * cblk
-    grid = ub_grid(shape, rois, o)
     inb = tr * tb * grid * pair
     outb = tr * tb * cblk
     used = p["buffer_num"] * (inb + outb)
@@ -286,6 +295,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     except InfeasibleConfig as exc:
         res = infeasible("roi_align", unit, dtype, shape, params, exc.reason)
         return (res, []) if want_traces else res
+    rois = make_rois(shape, o) if rois is None else rois
     runs, _, traces, hit, moved = _run(shape, p, dtype, hw, o, rois, trace_capacity=trace_capacity)
     samples = sum(r[-1] * r[-2] for r in (_roi_geometry(b, float(o["spatial_scale"]), int(o["sampling_ratio"]),
                                                        o["aligned"], shape["pooled_h"], shape["pooled_w"])
