@@ -63,6 +63,11 @@ def _bad(tmp_path, doc, edit=None, text=None):
     (lambda d: d["entries"][0]["params"].__setitem__("base_m", "128"),
      "entries[0].params.base_m: expected an integer, got \"128\""),
     (lambda d: d["entries"][1]["shape"].__setitem__("m", -4), "entries[1].shape.m: expected a positive integer"),
+    # past int32: the Ascend C TilingFromTable wrapped it, gcc refused the C header's literal
+    (lambda d: d["entries"][1]["shape"].__setitem__("n", 2147487744),
+     "entries[1].shape.n: expected at most 2147483647, got 2147487744"),
+    (lambda d: d["entries"][0]["shape"].__setitem__("k", 10**20),
+     "entries[0].shape.k: expected at most 2147483647, got 100000000000000000000"),
     (lambda d: d["entries"][0].__setitem__("verified", "yes"), "entries[0].verified: expected true or false"),
     (lambda d: d.__setitem__("entries", {}), "entries: expected a list of entries, got a mapping"),
     (lambda d: d["entries"][0]["params"].__setitem__("iterate_order", "k_first"),
@@ -93,6 +98,18 @@ def test_bad_tables_are_input_errors(tmp_path, doc, edit, expected, capsys):
     assert cli(["lookup", str(p), "--shape", "m=64,n=128,k=256"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "c", "ascendc"])
+@pytest.mark.parametrize("n", [2**31, 10**20])
+def test_exports_refuse_entry_shapes_past_int32(tmp_path, doc, fmt, n, capsys):
+    """export wrote them: ascendc exited 0 with a TilingFromTable that wraps n to int32 and the
+    C header held a literal gcc rejects ("integer constant is too large")."""
+    p = _bad(tmp_path, doc, lambda d: d["entries"][0]["shape"].__setitem__("n", n))
+    assert cli(["export", str(p), "--format", fmt, "-o", str(tmp_path / "out.h")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"entries[0].shape.n: expected at most 2147483647, got {n}" in err
+    assert not (tmp_path / "out.h").exists()
 
 
 def _rehash(d):

@@ -27,6 +27,7 @@ from pathlib import Path
 from autotile import __version__
 from autotile.atomic import write_json
 from autotile.errors import InputError
+from autotile.space.loader import MAX_DIM
 from autotile.tables.embedded import profile_dict, profile_from_dict, spec_from_dict
 
 SCHEMA = "autotile.table/1"
@@ -247,10 +248,12 @@ def _entry(c: _Check, e, field, dims) -> Entry:
     shape = c.get(e, "shape", field, dict, "a mapping of dimension sizes")
     if sorted(shape) != sorted(dims):
         raise c.fail(f"{field}.shape", f"expected the dimensions {', '.join(dims)}, got {', '.join(shape)}")
-    for d in dims:
-        v = shape[d]
+    for d in dims:  # the bounds of a spec's shapes and --shape: the headers hold them as int64,
+        v = shape[d]  # and the Ascend C TilingData as int32
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise c.fail(f"{field}.shape.{d}", f"expected a positive integer, got {_show(v)}")
+        if v > MAX_DIM:
+            raise c.fail(f"{field}.shape.{d}", f"expected at most {MAX_DIM}, got {v}")
     num = (int, float)
     return Entry(
         shape={d: shape[d] for d in dims},
