@@ -125,3 +125,19 @@ def test_sigint_to_the_parent_stops_the_jobs_workers(tmp_path):
     assert [r["study"] for r in s["results"]] == [first] and s["results"][0]["interrupted"] is True
     assert [r["study"] for r in s["not_run"]] == [second]
     assert b"not run (interrupted)" in stdout and b"no feasible" not in stdout
+
+
+def test_running_trials_of_odd_owners_are_left_alone(tmp_path):
+    """A RUNNING trial whose owner pid is "¹" (str.isdigit() takes it, int() does not) or past
+    pid_t (os.kill overflows) crashed every resume of its study with a traceback."""
+    import socket
+
+    from autotile.tune.storage import OWNER_ATTR, fail_stale_trials
+
+    study = optuna.create_study(study_name="s", storage=make_storage(None, tmp_path))
+    host = socket.gethostname()
+    for pid in ("\u00b9", "99999999999999999999", "0", "9" * 5000):
+        t = study.ask()
+        study._storage.set_trial_user_attr(t._trial_id, OWNER_ATTR, f"{host}:{pid}")
+    assert fail_stale_trials(study) == 0  # owners it cannot tell about are unknown, not dead
+    assert len(study.get_trials(states=(optuna.trial.TrialState.RUNNING,))) == 4

@@ -79,6 +79,15 @@ def _bad(tmp_path, doc, edit=None, text=None):
     (lambda d: d.__setitem__("schema", "kernel_tuner/1"), "schema: expected 'autotile.table/1'"),
     (lambda d: d.__setitem__("schema", "autotile.table/0"),
      "schema: expected 'autotile.table/1', got 'autotile.table/0'"),
+    # str.isdigit() takes "¹" (int() does not: a traceback, exit 1); int() refuses 5000 digits
+    (lambda d: d.__setitem__("schema", "autotile.table/\u00b9"),
+     "schema: expected 'autotile.table/1', got 'autotile.table/\u00b9'"),
+    (lambda d: d.__setitem__("schema", "autotile.table/\u0661"),
+     "schema: expected 'autotile.table/1', got 'autotile.table/\u0661'"),
+    (lambda d: d.__setitem__("schema", "autotile.table/" + "9" * 5000),
+     "schema: table schema autotile.table/999"),
+    (lambda d: d.__setitem__("schema", "autotile.table/0001"),
+     "schema: expected 'autotile.table/1', got 'autotile.table/0001'"),
     # hand edits outside the spec's domains (entries[0] is m=64, n=128, k=256 fp16)
     (lambda d: d["entries"][0]["params"].__setitem__("single_core_m", 0),
      "entries[0].params.single_core_m: expected a value in its domain [64] for m=64,n=128,k=256 fp16 cube, got 0"),

@@ -7,6 +7,7 @@ import optuna
 from tinyspecs import EW2
 
 from autotile.tune import runner
+from autotile.tune.naming import parse_study_name
 from autotile.tune.storage import make_storage
 
 
@@ -28,3 +29,17 @@ def test_no_warm_start_on_request(run_cli, write_spec, tmp_path):
     out = tmp_path / "out"
     assert run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet", "--no-warm-start")[0] == 0
     assert _warm_configs(out, 8192) == []
+
+
+def test_foreign_study_names_in_the_storage_are_passed_over(run_cli, write_spec, tmp_path):
+    """A study named like autotile's but with n=¹ (str.isdigit() takes it, int() does not) or n=0
+    (log2 of it) in the storage crashed every warm start with a traceback."""
+    out = tmp_path / "out"
+    out.mkdir()
+    storage = make_storage(None, out)
+    for shape in ("n=\u00b9", "n=0", "n=" + "9" * 5000):
+        optuna.create_study(study_name=f"elementwise/ascend910b2/fp16/{shape}/vector", storage=storage)
+    assert run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet", "--trials", "4")[0] == 0
+    assert parse_study_name("elementwise/ascend910b2/fp16/n=\u00b9/vector") is None
+    assert parse_study_name("elementwise/ascend910b2/fp16/n=0/vector") is None
+    assert parse_study_name("elementwise/ascend910b2/fp16/n=2147483647/vector")["shape"] == {"n": 2**31 - 1}

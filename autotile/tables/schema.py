@@ -199,9 +199,11 @@ def _validate(doc, file, check_hashes) -> Table:
         raise InputError(f"expected a table (a JSON object), got {_show(doc)}", file=file)
     schema = c.get(doc, "schema", "", str, "a schema name like " + repr(SCHEMA))
     name, _, version = schema.rpartition("/")
-    if name != SCHEMA_NAME or not version.isdigit():
+    # ASCII digits only: str.isdigit() also takes "¹" and "٣", which int() refuses
+    if name != SCHEMA_NAME or not (version.isascii() and version.isdigit()):
         raise c.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
-    if int(version) > SCHEMA_VERSION:
+    # more digits than ours is a newer version (and int() refuses past 4300 digits)
+    if len(version.lstrip("0")) > len(str(SCHEMA_VERSION)) or int(version) > SCHEMA_VERSION:
         raise c.fail("schema", f"table schema {schema} is newer than this autotile {__version__} reads "
                                f"({SCHEMA}); upgrade autotile or re-export the table")
     if schema != SCHEMA:

@@ -22,7 +22,9 @@ def parse_study_name(name: str) -> dict | None:
     dims = {}
     for item in shape.split(","):
         key, _, value = item.partition("=")
-        if not key or not value.isdigit():
+        # a dimension study_name writes: ASCII digits (str.isdigit() also takes "¹", which int()
+        # refuses), at most 2**31-1 (so int() never sees thousands of digits), never 0
+        if not key or not (value.isascii() and value.isdigit()) or len(value) > 10 or not 0 < int(value) < 2**31:
             return None
         dims[key] = int(value)
     return {"op": op, "hw": hw, "dtype": dtype, "shape": dims, "unit": unit}

@@ -438,7 +438,10 @@ def owner() -> str:
 def _alive(owner_text: str) -> bool | None:
     """Whether the owner process still runs (None if it is on another host: unknown)."""
     host, _, pid = owner_text.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    # a pid owner() writes: ASCII digits (str.isdigit() also takes "¹", which int() refuses) of a
+    # positive pid_t (os.kill overflows past it, and 0 would ask about our own process group)
+    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()) or len(pid) > 10 \
+            or not 0 < int(pid) < 2**31:
         return None
     try:
         os.kill(int(pid), 0)
