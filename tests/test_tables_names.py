@@ -12,7 +12,8 @@ from tablekit import ascendc_fill, compile_ok
 
 from autotile.cli import run as cli
 from autotile.space import load_spec
-from autotile.tables.cnames import Scope, ident
+from autotile.tables.cnames import Scope, ident, reserved
+from autotile.tables.export_ascendc import camel
 from autotile.tables.schema import build_table, write_table
 
 ODD = """\
@@ -107,3 +108,80 @@ def test_mangling_rule():
     assert [s.take(x) for x in ("taken", "int", "int", "int_", "M_PI", "M", "M", "INT32_MAX", "uint8_t", "and")] == [
         "taken_2", "int_", "int_2", "int_3", "M_PI_", "M", "M_2", "INT32_MAX_", "uint8_t_",
         "and_"]
+
+
+# params named like macros gcc predefines in GNU modes (unix, linux; i386 on 32-bit x86), that
+# <stdint.h> defines under -std=c2x (INT8_WIDTH and the other _WIDTH), <math.h> (SNAN, HUGE_VAL_F32,
+# FP_INT_UPWARD, older glibc's DOMAIN) and, in C++, <stdlib.h> through <math.h> (EXIT_SUCCESS)
+MACRO_NAMES = ["unix", "linux", "i386", "INT8_WIDTH", "UINT_LEAST16_WIDTH", "INTMAX_WIDTH", "SIZE_WIDTH",
+               "WCHAR_WIDTH", "SNAN", "SNANF", "SNANF64X", "HUGE_VAL_F32", "FP_INT_UPWARD", "FP_FAST_FMA",
+               "MATH_ERRNO", "DOMAIN", "EXIT_SUCCESS", "RAND_MAX", "BYTE_ORDER", "WNOHANG"]
+
+
+@pytest.fixture
+def macros(tmp_path):
+    """A table whose params carry MACRO_NAMES (value i + 1 each) as tmp_path/table.json."""
+    fixed = "".join(f"  {name}: {{type: fixed, value: {i + 1}}}\n" for i, name in enumerate(MACRO_NAMES))
+    (tmp_path / "spec.yaml").write_text(ODD.split("  n: {type: fixed")[0].replace("units: [vector, scalar]", "units: [vector]")
+                                        .replace("shapes: [{n: 4096}, {n: 1024}, {n: 2048}]", "shapes: [{n: 4096}]") + fixed)
+    spec = load_spec(tmp_path / "spec.yaml")
+    params = {"tile_len": 256, "buffer_num": 2, "cores": 4, **{name: i + 1 for i, name in enumerate(MACRO_NAMES)}}
+    assert spec.check(params, spec.shapes[0], "fp16", "vector") is None
+    results = [{"shape": spec.shapes[0], "dtype": "fp16", "unit": "vector", "params": params, "chosen": True}]
+    write_table(tmp_path / "table.json", build_table(spec, {"results": results}, created="2026-01-01T00:00:00+00:00"))
+    return tmp_path
+
+
+def _gcc_knows(std: str) -> bool:
+    return subprocess.run(["gcc", f"-std={std}", "-x", "c", "-fsyntax-only", "-"], input="int x;\n",
+                          capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+@pytest.mark.parametrize("std", ["gnu99", "c99", "gnu11", "c2x", "gnu2x"])
+def test_c_members_named_like_macros_compile(macros, std):
+    """unix, linux, INT8_WIDTH, SNAN became int32_t members as they were: gcc -std=gnu99 expands
+    unix and linux to 1, and -std=c2x's <stdint.h> defines INT8_WIDTH."""
+    if not _gcc_knows(std):
+        pytest.skip(f"gcc without -std={std}")
+    assert cli(["export", str(macros), "--format", "c", "-o", str(macros / "m.h")]) == 0
+    reads = " ".join(f"(int)p->{name}_," for name in MACRO_NAMES).rstrip(",")
+    (macros / "main.c").write_text(f"""
+#include <stdio.h>
+#include "m.h"
+
+int main(void)
+{{
+    const int64_t x[1] = {{4096}};
+    const autotile_elementwise_params *p = &autotile_elementwise_lookup(x, AUTOTILE_ELEMENTWISE_FP16, NULL)->params;
+    const int v[] = {{{reads}}};
+    size_t i;
+    for (i = 0; i < sizeof v / sizeof v[0]; ++i)
+        printf("%d ", v[i]);
+    return 0;
+}}
+""")
+    compile_ok(["gcc", f"-std={std}", "-pedantic", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "main.c", "-o", "main",
+                "-lm"], macros)
+    out = subprocess.run([str(macros / "main")], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(i + 1) for i in range(len(MACRO_NAMES))]
+
+
+@pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
+def test_ascendc_fields_named_like_macros_compile(macros):
+    assert cli(["export", str(macros), "--format", "ascendc", "-o", str(macros / "tiling.h")]) == 0
+    fields = ["n", "unit", "tileLen", "bufferNum", "cores"] + [f"{camel(name)}_" if reserved(camel(name)) else camel(name)
+                                                         for name in MACRO_NAMES]
+    assert "unix_" in fields and "EXITSUCCESS" in fields
+    fill = ascendc_fill(macros, "Elementwise", 1, fields)
+    out = subprocess.run([str(fill)], input="4096 1\n", capture_output=True, text=True, check=True).stdout
+    names, _, *values = out.split()
+    assert names.rstrip(",").split(",") == fields
+    assert values[5:] == [str(i + 1) for i in range(len(MACRO_NAMES))]
+
+
+def test_mangled_forms_of_reserved_families_are_found():
+    """FP_INT_\\w+ matched its own mangled forms too: a param FP_INT_UPWARD hung the export."""
+    s = Scope(members=True)
+    assert [s.take(x) for x in ("FP_INT_UPWARD", "FP_INT_UPWARD", "HUGE_VAL_F32", "INT8_WIDTH", "unix", "M_PI", "M_PI")] == [
+        "FP_INT_UPWARD_", "FP_INT_UPWARD_2", "HUGE_VAL_F32_", "INT8_WIDTH_", "unix_", "M_PI_", "M_PI_3"]

@@ -7,8 +7,11 @@ Names are mangled, not refused, so every valid spec exports:
 - a fragment keeps ASCII letters and digits, anything else becomes ``_`` (outer ``_`` dropped,
   ``_`` before a leading digit, ``X`` if nothing is left); a negative number gets ``NEG``
   (``-0.5`` -> ``NEG_0_5``, ``0.5`` -> ``_0_5``);
-- a member name that is a C or C++ keyword, or a name the standard headers define (``NULL``,
-  ``int32_t``, ``M_PI``, ...), gets a trailing ``_`` (``int`` -> ``int_``);
+- a member name that is a C or C++ keyword, a name the headers the exports include define in
+  any language mode (``NULL``, ``int32_t``, ``M_PI``, ``INT8_WIDTH``, ``SNAN``; in C++, where
+  ``<math.h>`` brings ``<stdlib.h>``, ``EXIT_SUCCESS``, ...) or a macro compilers predefine
+  without an underscore (``unix``, ``linux``, ``i386``, ...) gets a trailing ``_`` (``int`` ->
+  ``int_``);
 - a name already given in its scope gets ``_2``, ``_3``, ... Names are given in a fixed order
   (the exporter's own first, then dtypes, units, dims and params in spec order), so the first
   keeps its name and the result is the same on every export.
@@ -31,11 +34,31 @@ template this thread_local throw true try typeid typename using virtual wchar_t 
 NULL offsetof errno math_errhandling INFINITY NAN HUGE HUGE_VAL HUGE_VALF HUGE_VALL MAXFLOAT
 MATH_ERRNO MATH_ERREXCEPT size_t ptrdiff_t max_align_t float_t double_t nullptr_t std
 """.split())
-# families of names <math.h>, <stddef.h> and <stdint.h> (C and C++, glibc) define as macros or types
-_STANDARD = re.compile(r"u?int(_least|_fast)?\d+_t|u?int(ptr|max)_t|U?INT(_LEAST|_FAST)?\d+_(MIN|MAX|C)"
-                       r"|U?INT(PTR|MAX)_(MIN|MAX|C)|(SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)_(MIN|MAX)"
+# object-like macros without a leading underscore that <math.h>, <stddef.h> and <stdint.h> define
+# beside the families below: glibc in any -std (GNU modes and _GNU_SOURCE add the most; the SVID
+# error codes are older glibc's), and in C++ (g++ defines _GNU_SOURCE, and <math.h> brings
+# <stdlib.h> with <endian.h>, <sys/select.h> and the wait macros) for the Ascend C header
+HEADER_MACROS = frozenset("""
+INFINITY NAN HUGE MAXFLOAT DOMAIN SING OVERFLOW UNDERFLOW TLOSS PLOSS X_TLOSS
+EXIT_FAILURE EXIT_SUCCESS MB_CUR_MAX RAND_MAX BIG_ENDIAN LITTLE_ENDIAN PDP_ENDIAN BYTE_ORDER
+FD_SETSIZE NFDBITS WNOHANG WUNTRACED WSTOPPED WEXITED WCONTINUED WNOWAIT
+""".split())
+# macros gcc and clang predefine without an underscore in their GNU modes (-std=gnu99, the
+# default) on common targets: Linux and other Unix, x86 (32-bit), SPARC, MIPS, m68k, VAX, POWER,
+# PA-RISC, PDP-11, ns32k, Windows (MinGW)
+PREDEFINED = frozenset("""
+unix linux i386 sun sparc mips MIPSEB MIPSEL m68k mc68000 mc68010 mc68020 mc68030 mc68040 mc68060
+vax PPC powerpc hppa hpux hp9000s700 hp9000s800 pdp11 ns32000 WIN32 WIN64 WINNT
+""".split())
+# families of names <math.h>, <stddef.h> and <stdint.h> (C up to C23 and C++, glibc) define as
+# macros or types: <stdint.h>'s types and their _MIN / _MAX / _WIDTH (C23) / _C macros, <math.h>'s
+# FP_ (classes, FP_INT_ rounding, FP_FAST_ hints) and MATH_ macros, constants, HUGE_VAL and SNAN
+# of every float type. No rule matches a name ending in "_" or "_<digits>" beyond the few real ones
+# (M_PI_2), so the mangled forms Scope.take tries are soon free.
+_STANDARD = re.compile(r"u?int(_least|_fast)?\d+_t|u?int(ptr|max)_t|U?INT(_LEAST|_FAST)?\d+_(MIN|MAX|WIDTH|C)"
+                       r"|U?INT(PTR|MAX)_(MIN|MAX|WIDTH|C)|(SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT)_(MIN|MAX|WIDTH)"
                        r"|M_(E|LOG2E|LOG10E|LN2|LN10|PI|PI_2|PI_4|1_PI|2_PI|2_SQRTPI|SQRT2|SQRT1_2)(l|f|f\d+x?)?"
-                       r"|FP_(NAN|INFINITE|ZERO|SUBNORMAL|NORMAL|[IL]LOGB0|[IL]LOGBNAN|FAST_FMA\w*|INT_\w+)")
+                       r"|FP_((INT|FAST)_)?[A-Z][A-Z0-9]*|MATH_[A-Z]+|HUGE_VAL(F|L|_F\d+X?)?|SNAN(F|L|F\d+X?)?")
 
 
 def ident(text) -> str:
@@ -51,8 +74,8 @@ def ident(text) -> str:
 
 
 def reserved(name: str) -> bool:
-    """Whether ``name`` is a C / C++ keyword or a standard header's name."""
-    return name in KEYWORDS or _STANDARD.fullmatch(name) is not None
+    """Whether ``name`` is a C / C++ keyword, a name the included headers define or a predefined macro."""
+    return name in KEYWORDS or name in HEADER_MACROS or name in PREDEFINED or _STANDARD.fullmatch(name) is not None
 
 
 class Scope:
