@@ -121,6 +121,28 @@ def test_exports_refuse_entry_shapes_past_int32(tmp_path, doc, fmt, n, capsys):
     assert not (tmp_path / "out.h").exists()
 
 
+@pytest.mark.parametrize("fmt", ["json", "c"])
+@pytest.mark.parametrize("how", ["folder", "file", "spelled", "symlink", "hardlink"])
+def test_export_refuses_to_write_over_its_table(tmp_path, doc, fmt, how, capsys):
+    """export DIR --format c -o DIR/table.json exited 0 and replaced the table with the header."""
+    run = tmp_path / "run"
+    run.mkdir()
+    table = write_table(run / "table.json", doc)
+    before = table.read_bytes()
+    source, out = {"folder": (run, table), "file": (table, table),
+                   "spelled": (run, tmp_path / "run" / ".." / "run" / "table.json"),
+                   "symlink": (table, tmp_path / "link.json"), "hardlink": (run, tmp_path / "hard.json")}[how]
+    if how == "symlink":
+        out.symlink_to(table)
+    if how == "hardlink":
+        out.hardlink_to(table)
+    assert cli(["export", str(source), "--format", fmt, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"-o {out}: is the table this export reads" in err
+    assert table.read_bytes() == before
+    assert cli(["export", str(source), "--format", fmt, "-o", str(tmp_path / "other.h")]) == 0
+
+
 def _rehash(d):
     """Recompute the table's hashes as a careful hand edit would (content_hash without a profile)."""
     import hashlib

@@ -8,11 +8,10 @@ determined) and write the fitted profile atomically.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from pathlib import Path
 
 from autotile.atomic import write_text
-from autotile.cli.common import nonempty, print_json
+from autotile.cli.common import nonempty, print_json, same_file
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 
@@ -93,19 +92,9 @@ def _not_an_input(output: str, inputs: dict) -> None:
     """Refuse an -o that is one of the files the fit reads: it would replace them."""
     out = Path(output)
     for flag, path in inputs.items():
-        if path and _same(out, Path(path)):
+        if path and same_file(out, path):
             raise InputError(f"-o {output}: is the {flag} file this fit reads; write the fitted profile "
                              "to another file")
-
-
-def _same(a: Path, b: Path) -> bool:
-    """One file under two names (links included), or one path spelled two ways."""
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
 
 
 def _params(p: dict) -> str:

@@ -1,10 +1,12 @@
-"""Small helpers shared by the command modules: JSON printing and ``k=v`` parsing."""
+"""Small helpers shared by the command modules: JSON printing, ``k=v`` parsing, path checks."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+from pathlib import Path
 
 from autotile.errors import InputError
 
@@ -20,6 +22,17 @@ def nonempty(value: str | None, flag: str, expected: str = "a file name") -> str
     if value is not None and not value.strip():
         raise InputError(f"{flag}: expected {expected}, got an empty one")
     return value
+
+
+def same_file(a, b) -> bool:
+    """One file under two names (links included), or one path spelled two ways."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:

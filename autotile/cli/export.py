@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import nonempty
+from autotile.cli.common import nonempty, same_file
+from autotile.errors import InputError
 
 HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
 
@@ -21,6 +22,9 @@ def run(args) -> int:
 
     nonempty(args.output, "-o")
     table = load_table(args.table)
+    if same_file(args.output, table.file):  # the atomic write would replace it
+        raise InputError(f"-o {args.output}: is the table this export reads ({table.file}); write the export "
+                         "to another file")
     if args.format in ("c", "ascendc"):
         if (text := custom_rules(table)) is not None:
             print(f"autotile: warning: {text}", file=sys.stderr)
