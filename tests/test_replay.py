@@ -159,6 +159,20 @@ def test_unterminated_cache_and_old_failure_marker(tmp_path):
     assert entries[0].time_ms is None and "1e20" in entries[0].failure
 
 
+def test_times_of_0_are_failures_and_cycles_of_0_errors(tmp_path):
+    """A table's time_us and cycles are above 0: a cached time of 0 is no measurement, and a
+    cycles metric of 0 or less is bad input naming the entry."""
+    doc = kt_doc()
+    first, second = list(doc["cache"])[:2]
+    doc["cache"][first]["time"] = 0
+    entries = ktcache.entries(doc, "c.json")
+    assert entries[0].time_ms is None and entries[0].failure == "invalid time 0"
+    doc["cache"][second]["cycles"] = -5
+    with pytest.raises(InputError) as exc:
+        ktcache.entries(doc, "c.json")
+    assert str(exc.value) == f"c.json: cache.{second}.cycles: metric 'cycles' is -5: expected a positive number"
+
+
 def test_bad_cache_files_are_input_errors(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{"cache": {}}')

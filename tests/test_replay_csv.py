@@ -122,6 +122,24 @@ def test_text_in_a_metric_column_is_located(tmp_path):
     assert str(exc.value).startswith(f"{path}:2:8: max_abs_error:")
 
 
+def test_times_of_0_are_failures_and_cycles_of_0_errors(tmp_path):
+    """A table's time_us and cycles are above 0: a recorded time of 0 (or one that rounds to 0
+    in microseconds) is no measurement, and a cycles column of 0 is bad input, located."""
+    path, spec_path = write_csv(tmp_path)
+    lines = path.read_text().splitlines()
+    cells = lines[1].split(",")  # n=256 fp32 tile 16 buffer 1 cores 1
+    lines[1] = ",".join(cells[:5] + ["0"] + cells[6:])
+    path.write_text("\n".join(lines) + "\n")
+    ev = make_evaluator(load_spec(spec_path).space({"n": 256}, "fp32"), ("cycles",))
+    got = ev.score({"tile_len": 16, "buffer_num": 1, "cores": 1})
+    assert not got.feasible and got.reason.startswith("measured as failed: invalid time 0")
+    lines[1] = ",".join(cells[:6] + ["-1800"] + cells[7:])
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as exc:
+        make_evaluator(load_spec(spec_path).space({"n": 256}), ("cycles",))
+    assert str(exc.value) == f"{path}:2:7: cycles: expected a positive number of cycles, got '-1800'"
+
+
 def test_no_time_column(tmp_path):
     path, spec_path = write_csv(tmp_path)
     path.write_text(path.read_text().replace("time_us", "tme_us", 1))

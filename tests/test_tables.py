@@ -69,6 +69,19 @@ def _bad(tmp_path, doc, edit=None, text=None):
     (lambda d: d["entries"][0]["shape"].__setitem__("k", 10**20),
      "entries[0].shape.k: expected at most 2147483647, got 100000000000000000000"),
     (lambda d: d["entries"][0].__setitem__("verified", "yes"), "entries[0].verified: expected true or false"),
+    # predictions the header comments print: "-1 cycles", "100000...0.0% of peak"
+    (lambda d: d["entries"][0].__setitem__("cycles", -1), "entries[0].cycles: expected a number above 0, got -1"),
+    (lambda d: d["entries"][2].__setitem__("cycles", 0), "entries[2].cycles: expected a number above 0, got 0"),
+    (lambda d: d["entries"][0].__setitem__("cycles", float("inf")),
+     "entries[0].cycles: expected a number above 0, got Infinity"),
+    (lambda d: d["entries"][0].__setitem__("cycles", 10**400), "entries[0].cycles: expected a number above 0, got 1000"),
+    (lambda d: d["entries"][1].__setitem__("time_us", float("nan")), "entries[1].time_us: expected a number above 0, got NaN"),
+    (lambda d: d["entries"][1].__setitem__("time_us", -0.5), "entries[1].time_us: expected a number above 0, got -0.5"),
+    (lambda d: d["entries"][0].__setitem__("pct_of_peak", 1e308),
+     "entries[0].pct_of_peak: expected a number from 0 to 100, got 1e+308"),
+    (lambda d: d["entries"][0].__setitem__("pct_of_peak", -3), "entries[0].pct_of_peak: expected a number from 0 to 100, got -3"),
+    (lambda d: d["entries"][0].__setitem__("pct_of_peak", "50"),
+     "entries[0].pct_of_peak: expected a number from 0 to 100, got \"50\""),
     (lambda d: d.__setitem__("entries", {}), "entries: expected a list of entries, got a mapping"),
     (lambda d: d["entries"][0]["params"].__setitem__("iterate_order", "k_first"),
      "entries[0].params.iterate_order: expected one of \"m_first\", \"n_first\""),
@@ -119,6 +132,17 @@ def test_exports_refuse_entry_shapes_past_int32(tmp_path, doc, fmt, n, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"entries[0].shape.n: expected at most 2147483647, got {n}" in err
     assert not (tmp_path / "out.h").exists()
+
+
+def test_predictions_tune_writes_load(doc):
+    """null where there is none (replay has no % of peak), 0 % and a hair above 100 % (the
+    simulator's shares round: tests/test_peak.py allows 100 + 1e-9)."""
+    d = copy.deepcopy(doc)
+    d["entries"][0].update(cycles=None, time_us=None, pct_of_peak=None)
+    d["entries"][1].update(cycles=1, time_us=1e-9, pct_of_peak=0)
+    d["entries"][2].update(pct_of_peak=100.0 + 1e-9)
+    e = load_table(d).entries
+    assert (e[0].cycles, e[0].time_us, e[0].pct_of_peak, e[1].pct_of_peak) == (None, None, None, 0)
 
 
 @pytest.mark.parametrize("fmt", ["json", "c"])

@@ -256,19 +256,38 @@ def _entry(c: _Check, e, field, dims) -> Entry:
             raise c.fail(f"{field}.shape.{d}", f"expected a positive integer, got {_show(v)}")
         if v > MAX_DIM:
             raise c.fail(f"{field}.shape.{d}", f"expected at most {MAX_DIM}, got {v}")
-    num = (int, float)
     return Entry(
         shape={d: shape[d] for d in dims},
         dtype=c.get(e, "dtype", field, str, "a dtype name"),
         unit=c.get(e, "unit", field, str, "a unit name"),
         params=c.get(e, "params", field, dict, "a mapping of parameter values"),
-        cycles=c.get(e, "cycles", field, num, "a number", optional=True),
-        time_us=c.get(e, "time_us", field, num, "a number", optional=True),
-        pct_of_peak=c.get(e, "pct_of_peak", field, num, "a number", optional=True),
+        cycles=_performance(c, e, "cycles", field, 0.0, None),
+        time_us=_performance(c, e, "time_us", field, 0.0, None),
+        pct_of_peak=_performance(c, e, "pct_of_peak", field, 0.0, 100.0),
         verified=c.get(e, "verified", field, bool, "true or false"),
         study=c.get(e, "study", field, str, "a study name", optional=True),
         trial=c.get(e, "trial", field, int, "a trial number", optional=True),
     )
+
+
+# what % of peak may exceed 100 by in tune's own arithmetic (the simulator's shares round)
+PCT_ROUNDING = 1e-6
+
+
+def _performance(c: _Check, e: dict, key: str, field: str, low: float, high: float | None) -> float | None:
+    """A prediction of an entry (null where there is none): finite, above ``low`` (cycles and
+    time), or from ``low`` to ``high`` (% of peak); the headers print it in comments."""
+    what = "a number above 0" if high is None else f"a number from {low:g} to {high:g}"
+    v = c.get(e, key, field, (int, float), what, optional=True)
+    if v is None:
+        return None
+    try:
+        x = float(v)
+    except OverflowError:  # an integer beyond any float
+        x = math.inf
+    if not math.isfinite(x) or (x <= low if high is None else not low <= x <= high + PCT_ROUNDING):
+        raise c.fail(f"{field}.{key}", f"expected {what}, got {_show(v)}")
+    return v
 
 
 def _check_params(c: _Check, table: Table) -> None:

@@ -154,6 +154,9 @@ def entries(doc: dict, file: str = "") -> list[Entry]:
             if k in keys or k in SKIP_FIELDS or not _number(v):
                 continue  # text (a timestamp, a failure name), lists: not metrics
             m = _finite(v)
+            if k == "cycles" and m is not None and m <= 0 and time_ms is not None:
+                raise InputError(f"metric 'cycles' is {show(v)}: expected a positive number",
+                                 file=file, field=f"cache.{key}.{k}")
             if m is not None:
                 metrics[k] = m
             elif time_ms is not None:  # a failed entry's metrics are not read
@@ -169,7 +172,7 @@ def _time(value) -> tuple[float | None, str | None]:
     if isinstance(value, str):
         return None, value
     if _number(value):
-        if isinstance(value, float) and not math.isfinite(value) or value < 0:
+        if isinstance(value, float) and not math.isfinite(value) or value <= 0:  # a kernel takes some time
             return None, f"invalid time {show(value)}"
         if value >= OLD_FAILURE_TIME:  # an integer too large for a float too
             return None, "failed (time 1e20, Kernel Tuner's old failure marker)"

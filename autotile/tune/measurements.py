@@ -10,7 +10,8 @@ CSV: a header row, then one row per measured configuration. Columns are
 - optionally the op's shape dims, ``dtype`` and ``unit``: a row then applies only to the
   spaces with those values (one file may hold many shapes and units);
 - any other column is a numeric metric (``cycles``, ``max_abs_error``, ...), available as an
-  objective. A ``cycles`` column replaces the cycles derived from the time.
+  objective. A ``cycles`` column replaces the cycles derived from the time (above 0 where a
+  time is; a time of 0 or less records a failed configuration).
 
 Values are matched to the spec's parameter values exactly, with integral floats read as ints
 (``64.0`` is ``64``). A spec parameter missing from the file, or a file parameter the spec does
@@ -180,6 +181,9 @@ def read_csv(path: Path, spec) -> Measurements:
                 raise InputError(f"column {h!r} has text {cell[h]!r}: it is neither a parameter of "
                                  "the spec nor a numeric metric" + suggest(h, spec_names),
                                  file=file, line=line, col=col[h] + 1, field=h)
+            if h == "cycles" and v is not None and v <= 0 and t is not None:
+                raise InputError(f"expected a positive number of cycles, got {cell[h]!r}", file=file, line=line,
+                                 col=col[h] + 1, field=h)
             if v is not None:
                 metrics[h] = v
         records.append(Record(params, t, failure, metrics, context, f"line {line}"))
@@ -240,8 +244,10 @@ def _time_cell(text: str, scale: float) -> tuple[float | None, str | None]:
     if text == "":
         return None, "no time recorded"
     v = _float(text)
-    if v is None or v < 0:
+    if v is None:
         return None, text
+    if v * scale <= 0:  # a kernel takes some time (and a table's time_us is above 0)
+        return None, f"invalid time {text}"
     if v >= ktcache.OLD_FAILURE_TIME:
         return None, "failed (time 1e20)"
     return v * scale, None
