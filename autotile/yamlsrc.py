@@ -69,6 +69,8 @@ class Located:
     value_pos: dict = field(default_factory=dict)  # path -> (line, col) of the value
     key_pos: dict = field(default_factory=dict)  # path -> (line, col) of the mapping key
     style: dict = field(default_factory=dict)  # path -> scalar style ('"', "'", '|', '>', None)
+    source: str = ""  # the document's text
+    span: dict = field(default_factory=dict)  # path -> (start index, end index, line, col) of a text scalar
 
     def where(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
         """(line, col), 1-based, of the value (or key) at ``path``; nearest known ancestor."""
@@ -82,6 +84,25 @@ class Located:
             if not p:
                 return (None, None)
             p = p[:-1]
+
+    def where_in(self, path: Path_, offset: int) -> tuple[int | None, int | None]:
+        """(line, col), 1-based, of character ``offset`` of the text value at ``path``, which may
+        be quoted, folded or a block scalar spanning several lines; an escape stands at its
+        backslash. Where the value cannot be rebuilt from the source, the value's own position."""
+        span = self.span.get(tuple(path))
+        value = self.value
+        try:
+            for part in path:
+                value = value[part]
+        except (KeyError, IndexError, TypeError):
+            value = None
+        if span is None or not isinstance(value, str) or not value:
+            return self.where(path)
+        start, end, line, col = span
+        offsets = scalar_offsets(self.source, start, end, self.style.get(tuple(path)), value)
+        if offsets is None:
+            return self.where(path)
+        return source_position(self.source, (start, line, col), offsets[max(0, min(offset, len(offsets) - 1))])
 
     def error(self, path: Path_, message: str, *, key: bool = False) -> InputError:
         """An InputError located at ``path`` (the key itself when ``key`` is true)."""
@@ -132,6 +153,7 @@ def load_text(text: str, file: str) -> Located:
         value_pos: dict = {}
         key_pos: dict = {}
         style: dict = {}
+        span: dict = {}
         counter = [0]
         open_nodes: set[int] = set()  # ids of the collection nodes being built (path's nodes)
 
@@ -157,6 +179,7 @@ def load_text(text: str, file: str) -> Located:
                     open_nodes.discard(id(n))
             value_pos[path] = (n.start_mark.line + 1, n.start_mark.column + 1)
             style[path] = n.style
+            span[path] = (n.start_mark.index, n.end_mark.index, n.start_mark.line, n.start_mark.column)
             return construct(n, path, "value")
 
         def build_collection(n, path):
@@ -213,7 +236,7 @@ def load_text(text: str, file: str) -> Located:
             value = None if node is None else build(node, ())
         except RecursionError:  # MAX_DEPTH should stop it first; never a traceback
             raise InputError("invalid YAML: nesting too deep", file=file) from None
-        return Located(value, file, value_pos, key_pos, style)
+        return Located(value, file, value_pos, key_pos, style, text, span)
     finally:
         loader.dispose()
 
@@ -232,3 +255,261 @@ def load_file(path: str | Path) -> Located:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=str(p)) from None
     return load_text(text, str(p))
+
+
+# -- where a character of a scalar's value stands in the source ----------------------------------
+
+_BREAKS = "\r\n\x85\u2028\u2029"
+_ESCAPES = {"0": "\0", "a": "\x07", "b": "\x08", "t": "\t", "\t": "\t", "n": "\n", "v": "\x0b",
+            "f": "\x0c", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "\\": "\\", "/": "/",
+            "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029"}
+_HEX = {"x": 2, "u": 4, "U": 8}
+
+
+class _Rebuild:
+    """The value of one scalar rebuilt from its source text as PyYAML's scanner builds it, with
+    the source index of each character: a character copied from the source stands where it was,
+    an escape at its backslash, and a line break folded into a space (or into the breaks of empty
+    lines) at the first character of the line that continues the value."""
+
+    def __init__(self, src: str, pos: int):
+        self.src = src
+        self.pos = pos
+        self.start_of_line = max(src.rfind(b, 0, pos) for b in _BREAKS) + 1
+        self.chars: list[str] = []
+        self.at: list[int] = []
+
+    def peek(self, k: int = 0) -> str:
+        i = self.pos + k
+        return self.src[i] if i < len(self.src) else "\0"
+
+    def put(self, text: str, at: int) -> None:
+        self.chars.extend(text)
+        self.at.extend([at] * len(text))
+
+    def copy(self, length: int) -> None:
+        self.chars.extend(self.src[self.pos:self.pos + length])
+        self.at.extend(range(self.pos, self.pos + length))
+        self.pos += length
+
+    def line_break(self) -> str:
+        ch = self.peek()
+        if ch in "\r\n\x85":
+            self.pos += 2 if self.src[self.pos:self.pos + 2] == "\r\n" else 1
+            self.start_of_line = self.pos
+            return "\n"
+        if ch in "\u2028\u2029":
+            self.pos += 1
+            self.start_of_line = self.pos
+            return ch
+        return ""
+
+    def column(self) -> int:
+        return self.pos - self.start_of_line
+
+    def folded(self, join: str, breaks: list[str], line_break: str) -> None:
+        """A line break inside a plain or quoted scalar: a space, or the empty lines' breaks."""
+        if line_break != "\n":
+            self.put(line_break, self.pos)
+        elif not breaks:
+            self.put(join, self.pos)
+        self.put("".join(breaks), self.pos)
+
+    # plain scalars (PyYAML's scan_plain and scan_plain_spaces)
+    def plain(self, end: int) -> None:
+        while self.pos < end:
+            length = 0
+            while self.pos + length < end and self.peek(length) not in " \t" + _BREAKS:
+                length += 1
+            self.copy(length)
+            if self.pos >= end:
+                return
+            spaces = 0
+            while self.peek(spaces) == " ":
+                spaces += 1
+            start = self.pos
+            self.pos += spaces
+            if self.peek() in _BREAKS:
+                line_break = self.line_break()
+                breaks = []
+                while self.peek() in " " + _BREAKS:
+                    if self.peek() == " ":
+                        self.pos += 1
+                    else:
+                        breaks.append(self.line_break())
+                self.folded(" ", breaks, line_break)
+            elif spaces:
+                self.chars.extend(self.src[start:self.pos])
+                self.at.extend(range(start, self.pos))
+            else:
+                return  # a tab ends a plain scalar's run as in PyYAML; the check below decides
+
+    # quoted scalars (PyYAML's scan_flow_scalar and its helpers)
+    def quoted(self, double: bool) -> None:
+        quote = self.peek()
+        self.pos += 1
+        self.non_spaces(double)
+        while self.peek() != quote:
+            if self.peek() == "\0":
+                return
+            self.spaces(double)
+            self.non_spaces(double)
+        self.pos += 1
+
+    def non_spaces(self, double: bool) -> None:
+        while True:
+            length = 0
+            while self.peek(length) not in "'\"\\\0 \t" + _BREAKS:
+                length += 1
+            self.copy(length)
+            ch = self.peek()
+            if not double and ch == "'" and self.peek(1) == "'":
+                self.put("'", self.pos)
+                self.pos += 2
+            elif (double and ch == "'") or (not double and ch in '"\\'):
+                self.copy(1)
+            elif double and ch == "\\":
+                at = self.pos
+                self.pos += 1
+                ch = self.peek()
+                if ch in _ESCAPES:
+                    self.put(_ESCAPES[ch], at)
+                    self.pos += 1
+                elif ch in _HEX:
+                    digits = self.src[self.pos + 1:self.pos + 1 + _HEX[ch]]
+                    try:
+                        self.put(chr(int(digits, 16)), at)
+                    except ValueError:
+                        return
+                    self.pos += 1 + _HEX[ch]
+                elif ch in _BREAKS:
+                    self.line_break()
+                    self.put("".join(self.flow_breaks()), self.pos)
+                else:
+                    return
+            else:
+                return
+
+    def spaces(self, double: bool) -> None:
+        start = self.pos
+        while self.peek() in " \t":
+            self.pos += 1
+        if self.peek() in _BREAKS:
+            line_break = self.line_break()
+            breaks = self.flow_breaks()
+            self.folded(" ", breaks, line_break)
+        elif self.pos > start:
+            self.chars.extend(self.src[start:self.pos])
+            self.at.extend(range(start, self.pos))
+
+    def flow_breaks(self) -> list[str]:
+        breaks = []
+        while True:
+            while self.peek() in " \t":
+                self.pos += 1
+            if self.peek() in _BREAKS:
+                breaks.append(self.line_break())
+            else:
+                return breaks
+
+    # block scalars (PyYAML's scan_block_scalar), for one indentation
+    def block(self, folded: bool, chomping, indent: int) -> None:
+        def breaks_() -> list[str]:
+            out = []
+            while self.column() < indent and self.peek() == " ":
+                self.pos += 1
+            while self.peek() in _BREAKS:
+                out.append(self.line_break())
+                while self.column() < indent and self.peek() == " ":
+                    self.pos += 1
+            return out
+
+        breaks = breaks_()
+        line_break = ""
+        end_of_line = self.pos
+        while self.column() == indent and self.peek() != "\0":
+            self.put("".join(breaks), self.pos)
+            leading_non_space = self.peek() not in " \t"
+            length = 0
+            while self.peek(length) not in "\0" + _BREAKS:
+                length += 1
+            self.copy(length)
+            end_of_line = self.pos
+            line_break = self.line_break()
+            breaks = breaks_()
+            if self.column() == indent and self.peek() != "\0":
+                if folded and line_break == "\n" and leading_non_space and self.peek() not in " \t":
+                    if not breaks:
+                        self.put(" ", self.pos)
+                else:
+                    self.put(line_break, self.pos)
+            else:
+                break
+        if chomping is not False:
+            self.put(line_break, end_of_line if line_break else self.pos)
+        if chomping is True:
+            self.put("".join(breaks), self.pos)
+
+
+def _block_header(src: str, pos: int):
+    """(chomping, increment, index of the first content line) of a block scalar at ``pos``."""
+    pos += 1
+    chomping = increment = None
+    for _ in range(2):
+        ch = src[pos:pos + 1]
+        if ch in ("+", "-") and ch and chomping is None:
+            chomping = ch == "+"
+            pos += 1
+        elif ch.isdigit() and ch and increment is None:
+            increment = int(ch)
+            pos += 1
+    while pos < len(src) and src[pos] not in _BREAKS:
+        pos += 1
+    if src[pos:pos + 2] == "\r\n":
+        pos += 1
+    return chomping, increment, pos + 1
+
+
+def scalar_offsets(src: str, start: int, end: int, style, value: str) -> list[int] | None:
+    """The source index of each character of the scalar ``value`` whose node spans
+    ``src[start:end]`` (its quotes or block indicator included), or None when rebuilding the
+    value from the source does not give ``value`` back (then no character can be placed)."""
+    if style in ("|", ">"):
+        chomping, increment, first = _block_header(src, start)
+        probe = _Rebuild(src, first)
+        widest = 0
+        while probe.peek() in " " + _BREAKS:  # PyYAML's scan_block_scalar_indentation
+            if probe.peek() == " ":
+                probe.pos += 1
+                widest = max(widest, probe.column())
+            else:
+                probe.line_break()
+        candidates = [max(widest, 1)] if increment is None else range(1, widest + 1)
+        for indent in candidates:
+            r = _Rebuild(src, first)
+            r.block(style == ">", chomping, indent)
+            if "".join(r.chars) == value:
+                return r.at
+        return None
+    r = _Rebuild(src, start)
+    if style in ('"', "'"):
+        r.quoted(style == '"')
+    else:
+        r.plain(end)
+    return r.at if "".join(r.chars) == value else None
+
+
+def source_position(src: str, mark: tuple[int, int, int], index: int) -> tuple[int, int]:
+    """1-based (line, column) of ``src[index]``, counted from ``mark`` (index, 0-based line and
+    column) before it as PyYAML counts (a line break ends a line; a BOM takes no column). The
+    column is at most the line's last character."""
+    start, line, col = mark
+    for i in range(start, min(index, len(src))):
+        ch = src[i]
+        if ch in "\n\x85\u2028\u2029" or (ch == "\r" and src[i + 1:i + 2] != "\n"):
+            line, col = line + 1, 0
+        elif ch != "\ufeff":
+            col += 1
+    if index >= len(src) or src[index] in _BREAKS:  # at a line's end: its last character
+        col = max(col - 1, 0)
+    return line + 1, col + 1

@@ -726,3 +726,72 @@ def test_nesting_within_the_limit_loads_and_recursion_left_is_caught():
             load_text(text, "x.yaml")
     finally:
         sys.setrecursionlimit(limit)
+
+
+HEAD = "op: matmul\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n  base_m: {type: int, low: 16, high: 64}\n"
+# (style, the high bound's YAML after "  a:\n    type: int\n    low: 16\n    high:", the wrong
+# name's 1-based (line, col) in the file). Lines 1-4 are HEAD, 5-7 the start of ``a``.
+MULTILINE = [
+    ("plain", " min(64,\n      base_m,\n      bas_m)\n", (10, 7)),
+    ("plain, blank line", " min(64,\n\n      bas_m)\n", (10, 7)),
+    ("single-quoted with ''", " 'min(64, base_m) if dtype.name == ''fp16'' else\n   min(8, bas_m)'\n", (9, 11)),
+    ("double-quoted", ' "max(16,\n      shape.nn)"\n', (9, 7)),
+    ("double-quoted, escapes before", ' "max(\\x31\\u0036,\\t\n      shape.nn)"\n', (9, 7)),
+    ("double-quoted, escaped break", ' "max(16, sha\\\n   pe.nn)"\n', (8, 20)),
+    ("double-quoted, the name escaped", ' "max(16,\n  \\x62ase_nn)"\n', (9, 3)),
+    ("literal", " |\n      min(64,\n          bas_m)\n", (10, 11)),
+    ("literal, explicit indent", " |2-\n      min(64,\n        bas_m)\n", (10, 9)),
+    ("folded", " >-\n      min(64,\n\n          base_m,\n        bas_m)\n", (12, 9)),
+    ("folded, keep", " >+\n\n      min(64, bas_m)\n\n", (10, 15)),
+]
+
+
+@pytest.mark.parametrize("case,high,at", MULTILINE, ids=[m[0] for m in MULTILINE])
+def test_error_column_inside_multiline_expressions(write_spec, case, high, at):
+    """An error in an expression that spans lines (plain, quoted or block scalar) names the line
+    and column of the offending name, not the scalar's first line (which it did), and never a
+    column past a line's end."""
+    text = HEAD + "  a:\n    type: int\n    low: 16\n    high:" + high
+    path = write_spec(text)
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert "params.a.high" in str(info.value)
+    assert (info.value.line, info.value.col) == at, str(info.value)
+    line = text.splitlines()[at[0] - 1]
+    assert at[1] <= len(line)
+    assert line[at[1] - 1:].lstrip("\\x62").startswith(("bas", "sha", "ase")), line
+
+
+def test_syntax_error_on_a_later_line_stays_on_that_line(write_spec):
+    path = write_spec(HEAD + "  a:\n    type: int\n    low: 16\n    high: |\n      min(64,\n        base_m +)\n")
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert info.value.line == 10 and 9 <= info.value.col <= len("        base_m +)"), str(info.value)
+
+
+def test_matmul_study_typo_in_folded_bound_points_at_the_name(tmp_path):
+    text = (ROOT / "studies" / "matmul.yaml").read_text()
+    lines = text.splitlines(keepends=True)
+    row = next(i for i, ln in enumerate(lines) if "db_l0b * base_n * dtype" in ln)
+    lines[row] = lines[row].replace("base_n *", "base_nn *")
+    path = tmp_path / "matmul.yaml"
+    path.write_text("".join(lines))
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert (info.value.line, info.value.col) == (row + 1, lines[row].index("base_nn") + 1)
+    assert info.value.field == "params.base_k.high"
+
+
+def test_scalar_offsets_rebuild_every_style():
+    from autotile.yamlsrc import load_text
+
+    text = ("a: x\n  y  z\n\n  w\nb: 'p''q\n   r'\nc: \"\\x41 \\\n  B\\tC\"\nd: |\n  one\n   two\ne: >\n"
+            "  f1\n  f2\n\n  f3\n")
+    doc = load_text(text, "t.yaml")
+    for key, value in doc.value.items():
+        for i, ch in enumerate(value.rstrip("\n")):
+            line, col = doc.where_in((key,), i)
+            src = text.splitlines()[line - 1]
+            assert 1 <= col <= max(len(src), 1)
+            if ch not in " \n":  # a folded break stands at the next line's text
+                assert src[col - 1] == ch or src[col - 1] == "\\" or ch == "'", (key, i, ch, line, col)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -150,7 +151,7 @@ def compile_expr(source, scope: Scope) -> Expr:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        col = (exc.offset - 1) if exc.offset and (exc.lineno or 1) == 1 else None
+        col = _text_offset(text, exc.lineno or 1, exc.offset - 1) if exc.offset else None
         raise ExprError(f"invalid expression: {exc.msg}", col) from None
     except (RecursionError, MemoryError, ValueError):
         raise ExprError("expression too deeply nested") from None
@@ -159,6 +160,25 @@ def compile_expr(source, scope: Scope) -> Expr:
     compiler = _Compiler(text, scope)
     fn, names = compiler.node(tree.body)
     return Expr(text, tuple(dict.fromkeys(names)), fn)
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of ``text`` with their ends, split as Python's tokenizer splits them."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
+def _line(text: str, lineno: int) -> str:
+    """Line ``lineno`` (1-based) of ``text`` without its end, or ``""``."""
+    lines = _lines(text)
+    return lines[lineno - 1].rstrip("\r\n") if 1 <= lineno <= len(lines) else ""
+
+
+def _text_offset(text: str, lineno: int, col: int) -> int | None:
+    """The offset in ``text`` of character ``col`` (0-based) of line ``lineno`` (1-based)."""
+    lines = _lines(text)
+    if not 1 <= lineno <= len(lines) + 1 or col < 0:
+        return None
+    return sum(len(line) for line in lines[: lineno - 1]) + col
 
 
 def ready_parts(text: str, is_bound: Callable[[str], bool]) -> list[str]:
@@ -275,10 +295,11 @@ class _Compiler:
         self.scope = scope
 
     def col(self, node) -> int | None:
-        if getattr(node, "lineno", 1) != 1:
-            return None
-        # ast offsets count UTF-8 bytes; report characters
-        return len(self.text.encode()[: node.col_offset].decode(errors="ignore"))
+        """The 0-based character offset of ``node`` in the text (which may span lines)."""
+        # ast offsets count UTF-8 bytes within the node's line; report characters of the text
+        return _text_offset(self.text, getattr(node, "lineno", 1),
+                            len(_line(self.text, getattr(node, "lineno", 1)).encode()[: node.col_offset]
+                                .decode(errors="ignore")))
 
     def error(self, node, message: str) -> ExprError:
         return ExprError(message, self.col(node))

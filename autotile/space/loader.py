@@ -304,11 +304,8 @@ class _Parser:
             return compiled
         except ExprError as exc:
             line, col = self.doc.where(path)
-            style = self.doc.style.get(path)
-            if (exc.offset is not None and col is not None and isinstance(value, str)
-                    and "\n" not in value and style in (None, '"', "'")):
-                lead = len(value) - len(value.lstrip())
-                col += exc.offset + lead + (1 if style else 0)
+            if exc.offset is not None and isinstance(value, str):  # the offset in value.strip()
+                line, col = self.doc.where_in(path, exc.offset + len(value) - len(value.lstrip()))
             raise InputError(exc.message, file=self.doc.file, line=line, col=col,
                              field=dotted(path)) from None
 
