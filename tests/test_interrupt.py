@@ -141,3 +141,48 @@ def test_running_trials_of_odd_owners_are_left_alone(tmp_path):
         study._storage.set_trial_user_attr(t._trial_id, OWNER_ATTR, f"{host}:{pid}")
     assert fail_stale_trials(study) == 0  # owners it cannot tell about are unknown, not dead
     assert len(study.get_trials(states=(optuna.trial.TrialState.RUNNING,))) == 4
+
+
+def test_sigint_stops_a_long_simulate_at_once(tmp_path):
+    """A Numba kernel keeps the main thread (and the GIL) until it returns, so SIGINT waited for
+    the end of a simulation of hours; now the simulation runs in a child process and SIGINT ends
+    the command at once with one line and exit 130, the child with it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    spec = str(ROOT / "studies" / "matmul.yaml")
+    warm = subprocess.run([sys.executable, "-m", "autotile", "simulate", spec, "--shape", "m=64,n=64,k=64"],
+                          env=env, capture_output=True, timeout=300)  # Numba's cache: the long run starts soon
+    assert warm.returncode == 0, warm.stderr
+    big = "m=2147483647,n=2147483647,k=2147483647"  # hours of simulation
+    proc = subprocess.Popen([sys.executable, "-m", "autotile", "simulate", spec, "--shape", big], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        time.sleep(5)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)  # to the parent only, as `kill -INT PID`
+        start = time.monotonic()
+        try:
+            stdout, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            pytest.fail("simulate still running 15 s after SIGINT")
+        assert time.monotonic() - start < 15
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130 and err == b"autotile: interrupted\n" and stdout == b""
+    ps = subprocess.run(["ps", "-eo", "sid=,args="], capture_output=True, text=True).stdout
+    assert not [ln for ln in ps.splitlines() if ln.split()[0] == str(proc.pid)]  # no child left behind
+
+
+def test_interruptible_gives_back_the_answer_or_the_error():
+    from autotile.cli.common import interruptible
+    from autotile.errors import InputError
+
+    def bad():
+        raise InputError("bad", file="x.yaml", line=3, col=4, field="f")
+
+    assert interruptible(lambda: [1, "two"], slow=True) == [1, "two"]
+    assert interruptible(lambda: 3, slow=False) == 3
+    with pytest.raises(InputError) as info:
+        interruptible(bad, slow=True)
+    assert str(info.value) == "x.yaml:3:4: f: bad" and info.value.line == 3

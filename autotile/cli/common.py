@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from autotile.errors import InputError
@@ -84,3 +87,79 @@ def _value(raw: str, *, what: str, ints: bool):
     if not math.isfinite(value):
         raise InputError(f"{what}: expected a finite number, got {raw!r}")
     return value
+
+
+def interruptible(call, *, slow: bool = True):
+    """``call()``, stopped promptly by SIGINT (Ctrl-C, ``kill -INT``) when it is ``slow``.
+
+    A Numba kernel keeps the thread that calls it, and the GIL (the kernels are not compiled
+    ``nogil``), until it returns, so Python's SIGINT handler, which runs only in the main thread
+    between bytecodes, waited for the end of a simulation that can take hours; nor can a worker
+    thread help, as the main thread cannot get the GIL back to raise KeyboardInterrupt. Here the
+    call runs in a forked child process while this one waits on a pipe, where SIGINT raises
+    KeyboardInterrupt at once: the child is killed and the interrupt goes on to the CLI
+    (``autotile: interrupted``, exit 130). The result, or the exception, comes back pickled.
+    A call that is not ``slow`` (under a second or so, where the child's start, loading the
+    compiled kernels again, would be most of the time) runs in this process, as does any call
+    where fork is missing, or unsafe because other threads run (inside a test runner, say).
+    """
+    if not slow or not hasattr(os, "fork") or threading.active_count() > 1:
+        return call()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: computes, writes the pickled outcome, never returns
+        code = 1
+        try:
+            os.close(read)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a terminal's Ctrl-C reaches it too
+            _die_with(parent)
+            try:
+                outcome = (True, call())
+            except BaseException as exc:  # handed to the parent to raise, with where it happened
+                import traceback
+
+                exc.add_note("in the worker process:\n" + traceback.format_exc().rstrip())
+                outcome = (False, exc)
+            try:
+                data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an unpicklable result or exception
+                data = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            with os.fdopen(write, "wb") as f:
+                f.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    try:
+        with os.fdopen(read, "rb") as f:
+            data = f.read()
+    except BaseException:  # KeyboardInterrupt, among others: the child cannot be left running
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        raise
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise RuntimeError(f"the worker process ended without an answer (wait status {status})")
+    ok, value = pickle.loads(data)
+    if ok:
+        return value
+    raise value
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel kill this (child) process when its parent dies (SIGKILL)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)

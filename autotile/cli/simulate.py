@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import sys
 
-from autotile.cli.common import nonempty, parse_kv, parse_shape, print_json
+from autotile.cli.common import interruptible, nonempty, parse_kv, parse_shape, print_json
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
 TRACE_CAPACITY = 2_000_000  # operations per core class: a whole long schedule would take gigabytes
+SLOW_S = 0.5  # a simulation estimated longer runs in a child process that SIGINT stops at once
 
 
 def add_arguments(p) -> None:
@@ -58,8 +59,12 @@ def run(args) -> int:
     if reason is not None:  # outside the spec: not simulated, like any infeasible configuration
         res, traces = infeasible(spec.op.name, space.unit, space.dtype, space.shape, params, reason), None
     else:
-        out = kernel.simulate(space.shape, params, space.dtype, spec.hardware, unit=space.unit,
-                              options=spec.inputs, trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want)
+        from autotile.models.sim_budget import estimate_seconds
+
+        slow = estimate_seconds(spec.op.name, space.shape, space.dtype, space.unit, params, spec.backend) > SLOW_S
+        out = interruptible(lambda: kernel.simulate(
+            space.shape, params, space.dtype, spec.hardware, unit=space.unit, options=spec.inputs,
+            trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want), slow=slow)
         res, traces = out if want else (out, None)
     data = res.to_json()
     if want and res.feasible:  # an infeasible configuration has no schedule to show
