@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
-from tinyspecs import SMALL
+import pytest
+from tinyspecs import EW, SMALL
 
 from autotile.report import markdown
+from autotile.tune import runner
 from autotile.tune.runner import CAP_FACTOR
 
 
@@ -17,13 +19,20 @@ def _run(run_cli, spec, out) -> tuple[dict, str]:
     return json.loads((out / "summary.json").read_text()), stdout
 
 
-def test_a_resume_adds_no_trial_past_the_cap(run_cli, write_spec, tmp_path):
+@pytest.fixture
+def uncounted(monkeypatch):
+    """Spaces whose feasible size is unknown (as an estimated count is): only the cap ends a
+    study short of its budget (a counted space of 6 configurations is exhausted first)."""
+    monkeypatch.setattr(runner, "feasible_size", lambda plan: None)
+
+
+def test_a_resume_adds_no_trial_past_the_cap(run_cli, write_spec, tmp_path, uncounted):
     out, spec = tmp_path / "out", write_spec(SMALL)
     trials = [_run(run_cli, spec, out)[0]["results"][0]["trials"] for _ in range(2)]
     assert trials == [CAP_FACTOR * 10] * 2
 
 
-def test_a_study_that_reaches_the_cap_says_so(run_cli, write_spec, tmp_path):
+def test_a_study_that_reaches_the_cap_says_so(run_cli, write_spec, tmp_path, uncounted):
     out = tmp_path / "out"
     summary, stdout = _run(run_cli, write_spec(SMALL), out)
     r = summary["results"][0]
@@ -67,3 +76,46 @@ def test_a_study_of_infeasible_trials_says_why(run_cli, write_spec, tmp_path):
     md = (out / "report.md").read_text()
     assert markdown.esc(r["reason"]) in md and "kept proposing" not in md
     assert f"(0 distinct, {r['trials']} of {r['trials']} trials infeasible)" in md
+
+
+# 9 x 3 x 2 = 54 configurations, all feasible
+SPACE54 = EW.replace("buffer_num: {type: int, low: 1, high: 4, step: 1}", "buffer_num: {type: int, low: 1, high: 3}").replace(
+    'cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}',
+    "cores: {type: int, low: 1, high: 2}")
+
+
+def test_a_budget_past_the_space_ends_when_every_configuration_is_measured(run_cli, write_spec, tmp_path):
+    """A budget of 200 over 54 configurations ran to the 1000-trial cap, measured 53 and said
+    "trial cap reached": the study now reaches every configuration (the untried ones are queued
+    once the sampler repeats itself) and stops there, saying the space is exhausted."""
+    assert SPACE54 != EW
+    out, spec = tmp_path / "out", write_spec(SPACE54)
+    code, stdout, err = run_cli("space", spec, "--json")
+    assert json.loads(stdout)["feasible_size"] == 54
+    code, stdout, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify", "--trials", "200")
+    assert code == 0, err
+    r = json.loads((out / "summary.json").read_text())["results"][0]
+    assert r["unique_configs"] == 54 and r["space_exhausted"] is True and r["feasible_configs"] == 54
+    assert r["cap_reached"] is False and r["interrupted"] is False
+    assert r["trials"] < 2 * 54
+    assert "space exhausted (all 54 configurations the spec allows were tried) short of the budget 200" in stdout
+    assert "trial cap" not in stdout
+    md = (out / "report.md").read_text()
+    assert "1 study(ies) tried every configuration their spec allows" in md and "reached the trial cap" not in md
+    again = json.loads(run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify", "--trials", "200",
+                               "--json")[1])["results"][0]
+    assert again["trials"] == r["trials"] and again["space_exhausted"] is True  # a resume adds nothing
+
+
+def test_configurations_the_kernel_refuses_count_as_tried(run_cli, write_spec, tmp_path):
+    """48 configurations the spec allows, half of which overflow UB in the kernel (no constraint
+    says so): once all 48 are tried the space is exhausted, with 24 measured."""
+    text = SMALL.replace("tile_len: {type: int, low: 16, high: 64, pow2: true}",
+                         "tile_len: {type: int, low: 1024, high: 4096, pow2: true}").replace(
+        "buffer_num: {type: int, low: 1, high: 2}", "buffer_num: {type: int, low: 1, high: 16}")
+    assert text != SMALL
+    summary, stdout = _run(run_cli, write_spec(text.replace("trials: 10", "trials: 60")), tmp_path / "out")
+    r = summary["results"][0]
+    assert r["space_exhausted"] is True and r["feasible_configs"] == 48 and r["cap_reached"] is False
+    assert r["unique_configs"] == 24 and r["infeasible"] >= 24
+    assert r["trials"] < CAP_FACTOR * 60

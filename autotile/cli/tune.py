@@ -83,6 +83,9 @@ def format_summary(summary: dict, out: Path) -> str:
         short = ", interrupted short of the budget" if r.get("interrupted") else ""
         if r.get("cap_reached"):
             short = f", trial cap reached ({r['trials']} trials) short of the budget {summary['budget']}"
+        elif r.get("space_exhausted"):
+            short = (f", space exhausted (all {r.get('feasible_configs')} configurations the spec allows were "
+                     f"tried) short of the budget {summary['budget']}")
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
                      f"{speed}, {r['unique_configs']} configs measured{skipped}{short}, {ver}")
     for r in summary.get("not_run", []):

@@ -185,6 +185,7 @@ _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((
            "pareto": ((list,), "a list", False), "verified": ((bool,), "true or false", False),
            "chosen": ((bool,), "true or false", False), "bound": ((str,), "a string", False),
            "interrupted": ((bool,), "true or false", False), "cap_reached": ((bool,), "true or false", False),
+           "space_exhausted": ((bool,), "true or false", False), "feasible_configs": ((int,), "an integer", False),
            "trials": ((int,), "an integer", False), "complete": ((int,), "an integer", False),
            "unique_configs": ((int,), "an integer", False)}
 

@@ -59,6 +59,12 @@ def highlights(data: ReportData) -> list[str]:
                    f"distinct configurations than the budget of {data.summary.get('budget', '?')}: "
                    + "; ".join(f"{result_label(r)} ({_cap_cause(r)})" for r in capped)
                    + ". Neither infeasible configurations nor repeats of measured ones count toward the budget.")
+    spent = [r for r in data.results if r.get("space_exhausted")]
+    if spent:
+        out.append(f"{len(spent)} study(ies) tried every configuration their spec allows before the budget of "
+                   f"{data.summary.get('budget', '?')} distinct configurations: "
+                   + "; ".join(f"{result_label(r)} ({r.get('feasible_configs', '?')} configurations)" for r in spent)
+                   + ". Their best measured configuration is the space's optimum.")
     never = data.summary.get("not_run") or []
     if never:
         out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "

@@ -82,7 +82,7 @@ def trace(space: Space, sampler: str, seed: int, budget: int, objective: str, ev
     storage = optuna.storages.InMemoryStorage()
     plan = runner.StudyPlan(name=f"bench/{sampler}/{seed}", space=space, objectives=(objective,),
                             sampler=sampler, seed=seed, budget=budget, timeout_s=None, baseline=None,
-                            feasible=feasible)
+                            feasible=feasible, fill=False)  # the sampler's own search, not filled in
     with warnings.catch_warnings():  # CmaEsSampler: "constraints set but not used", every run
         warnings.simplefilter("ignore", UserWarning)
         runner.run(plan, storage, evaluator=evaluator)

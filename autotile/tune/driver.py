@@ -391,7 +391,10 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
            "infeasible_pct": round(100.0 * oc.infeasible / oc.trials, 1) if oc.trials else 0.0,
            "elapsed_s": round(oc.elapsed_s, 2), "interrupted": oc.interrupted, "cap_reached": oc.cap_reached,
+           "space_exhausted": oc.exhausted,
            "history": oc.history, "history_trials": oc.history_trials}
+    if oc.exhausted:
+        rec["feasible_configs"] = oc.feasible_size
     if oc.members:
         rec["members"] = oc.members
     if oc.infeasible_reasons:

@@ -2,7 +2,10 @@
 
 Budget: the study runs until it holds ``budget`` completed trials with distinct feasible
 configurations (duplicates are answered from the cache and infeasible configurations are pruned,
-so neither eats the budget), with a hard cap of ``CAP_FACTOR`` x budget trials in all. Running
+so neither eats the budget), with a hard cap of ``CAP_FACTOR`` x budget trials in all, or until
+it has tried every configuration of a space whose feasible size is known exactly (exhausted:
+once a sampler repeats itself and the configurations left fit the budget, they are queued, as
+the exhaustive sampler would run them). Running
 the same study again continues from what the storage holds. With several workers on one study,
 each checks the count before a trial, so the study ends with between budget and
 budget + workers - 1 completed configurations.
@@ -31,6 +34,8 @@ CONFIG_ATTR = "config"
 BASELINE_ATTR = "baseline"
 WARM_ATTR = "warm_start"
 REASON_ATTR = "infeasible"
+IN_SPACE_ATTR = "in_space"  # an infeasible trial whose configuration satisfies the spec (the kernel refused it)
+ENUMERATE_MAX = 100_000  # the unmeasured configurations of a space up to this size may be queued
 
 
 def rank(values, objectives=None) -> tuple:
@@ -58,6 +63,7 @@ class StudyPlan:
     warm: tuple = ()  # configurations to enqueue after the baseline
     feasible: int | None = None  # feasible configurations, if known: none is left after that many
     identity: dict | None = None  # what trial values depend on (tune.identity), recorded on the study
+    fill: bool = True  # queue the untried configurations once they fit the budget (not when comparing samplers)
 
 
 @dataclass
@@ -80,6 +86,8 @@ class StudyOutcome:
     members: list = field(default_factory=list)  # portfolio sampler: per member trials, new bests
     interrupted: bool = False  # a stop was requested while it was short of its budget
     cap_reached: bool = False  # ended by the CAP_FACTOR x budget trial cap, short of its budget
+    exhausted: bool = False  # short of its budget, but every configuration of the space was tried
+    feasible_size: int | None = None  # the space's exact feasible size, when it was needed (exhausted)
     infeasible_reasons: list = field(default_factory=list)  # [{reason, count}], most frequent first
 
 
@@ -177,13 +185,17 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
     goal = _goal(plan)
+    state = {"repeated": False, "queued": False}
 
     def objective(trial: optuna.Trial):
         params, reason = suggest(trial, plan.space)
         out = evaluator.score(params) if reason is None else Outcome(params, False, reason)
+        state["repeated"] = out.cached
         trial.set_user_attr(CONFIG_ATTR, config_key(out.params))
         if not out.feasible:
             trial.set_user_attr(REASON_ATTR, out.reason)
+            if reason is None and plan.space.check(out.params) is None:
+                trial.set_user_attr(IN_SPACE_ATTR, True)
             trial.set_constraint("feasible", 1.0)
             raise optuna.TrialPruned(out.reason)
         trial.set_constraint("feasible", 0.0)
@@ -202,12 +214,82 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
             study.stop()
         elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
             study.stop()
+        elif state["repeated"] and _exhausted_or_queue(study, plan, done, state):
+            study.stop()
 
     # queued trials (baseline, warm start) run within n_trials, so they are not held yet
     held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)
-    if _unique_complete(study) < goal and held < cap and not _Stop.is_set():
+    if (_unique_complete(study) < goal and held < cap and not _Stop.is_set()
+            and not (held and _exhausted(study.get_trials(deepcopy=False), plan))):
         study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
+
+
+_FEASIBLE: dict[int, tuple] = {}  # id(space) -> (space, exact feasible size or None)
+
+
+def feasible_size(plan: StudyPlan) -> int | None:
+    """The number of configurations of the plan's space that satisfy the spec: the plan's, or
+    the space's exact count (computed once per space in a process; None when it is only an
+    estimate, or zero: a space with no feasible point is left to the trial cap, which says why)."""
+    if plan.feasible is not None:
+        return plan.feasible
+    known = _FEASIBLE.get(id(plan.space))
+    if known is None or known[0] is not plan.space:
+        from autotile.errors import InputError
+
+        try:
+            count = plan.space.count()
+            size = count.feasible_size if count.method == "exact" and count.feasible_size > 0 else None
+        except InputError:
+            size = None
+        known = _FEASIBLE[id(plan.space)] = (plan.space, size)
+    return known[1]
+
+
+def _tried(trials) -> set:
+    """The configurations of the space the trials have tried: completed ones, and those the
+    kernel (or a limit) found infeasible although they satisfy the spec."""
+    return {t.user_attrs.get(CONFIG_ATTR) for t in trials
+            if t.state == TrialState.COMPLETE or (t.state == TrialState.PRUNED and t.user_attrs.get(IN_SPACE_ATTR))}
+
+
+def _exhausted(trials, plan: StudyPlan) -> bool:
+    """The study is short of its budget and has tried every configuration of its space."""
+    done = len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in trials if t.state == TrialState.COMPLETE})
+    if done >= plan.budget:
+        return False
+    size = feasible_size(plan)
+    return size is not None and len(_tried(trials)) >= size
+
+
+def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: dict) -> bool:
+    """After a repeated configuration: True when the space is exhausted; else, once, when the
+    configurations left untried fit in what is left of the budget, queue them all (seeded order),
+    so the study reaches them instead of repeating itself up to the trial cap."""
+    trials = study.get_trials(deepcopy=False)
+    if _exhausted(trials, plan):
+        return True
+    size = feasible_size(plan)
+    if not plan.fill or state["queued"] or size is None or size > ENUMERATE_MAX:
+        return False
+    tried = _tried(trials)
+    if size - len(tried) > plan.budget - done:
+        return False
+    state["queued"] = True
+    import random
+
+    from autotile.errors import InputError
+
+    try:
+        table = plan.space.enumerate()
+    except InputError:  # its working table would be too large: the sampler goes on alone
+        return False
+    left = [row for row in (table.row(i) for i in range(len(table))) if config_key(row) not in tried]
+    random.Random(plan.seed).shuffle(left)
+    for cfg in left:
+        study.enqueue_trial(optuna_params(plan.space, cfg), skip_if_exists=True)
+    return False
 
 
 def _goal(plan: StudyPlan) -> int:
@@ -268,8 +350,11 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
     out.best = ranked
     out.infeasible_reasons = infeasible_reasons(
         [t.user_attrs.get(REASON_ATTR) for t in trials if t.state == TrialState.PRUNED])
-    out.cap_reached = out.unique < _goal(plan) and out.trials >= CAP_FACTOR * plan.budget
-    out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and not out.cap_reached
+    out.exhausted = _exhausted(trials, plan)
+    if out.exhausted:
+        out.feasible_size = feasible_size(plan)
+    out.cap_reached = out.unique < _goal(plan) and out.trials >= CAP_FACTOR * plan.budget and not out.exhausted
+    out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and not out.cap_reached and not out.exhausted
     if any(MEMBER_ATTR in t.system_attrs for t in trials):
         out.members = member_stats(trials)
     for t in complete:
