@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -13,10 +12,9 @@ from tests.conftest import DATA, ROOT
 MATMUL = str(ROOT / "studies" / "matmul.yaml")
 
 
-def test_matmul_json_sizes_and_time(run_cli):
-    start = time.perf_counter()
+def test_matmul_json_sizes(run_cli):
+    """Its time (issue #2: under 5 s) is measured by bench/space_time.py, not here."""
     code, out, err = run_cli("space", MATMUL, "--json")
-    elapsed = time.perf_counter() - start
     assert (code, err) == (0, "")
     data = json.loads(out)
     assert data["op"] == "matmul"
@@ -34,7 +32,6 @@ def test_matmul_json_sizes_and_time(run_cli):
         if space["method"] == "sampled":
             lo, hi = space["ci95"]
             assert lo <= space["feasible_size"] <= hi and space["samples"] > 0
-    assert elapsed < 5.0
 
 
 def test_small_spec_text_output(run_cli):
