@@ -74,14 +74,56 @@ def check_writable(folder: Path, what: str = "the output folder") -> None:
     before any work, not at the first write."""
     folder = Path(folder)
     anc = next((a for a in (folder, *folder.parents) if a.exists()), None)
-    if anc is None or not anc.is_dir():  # make_folder names a file in the way
+    if anc is None:
         return
+    if not anc.is_dir():  # as make_folder would say at the first write, but before any work
+        if anc == folder:
+            raise OutputError(f"{folder}: Not a directory: expected {what}, found a file")
+        raise OutputError(f"{folder}: cannot create {what}: {anc}: Not a directory (a file is in the way)")
     if os.access(anc, os.W_OK | os.X_OK):
         return
     if anc == folder:
         raise OutputError(f"{folder}: cannot write to {what} (it is read-only or not yours); "
                           "its files are left as they are")
     raise OutputError(f"{folder}: cannot create {what}: {anc} is read-only or not yours")
+
+
+def check_outputs(folder: Path, files=(), folders=(), what: str = "the output folder") -> None:
+    """``check_writable(folder)``, and an OutputError for a named output file of ``folder`` that
+    is a folder (a rename cannot replace it) or an output subfolder that is a file: found before
+    any work, so a run does not replace some of its outputs and then fail on another."""
+    folder = Path(folder)
+    check_writable(folder, what)
+    for name in files:
+        path = folder / name
+        if path.is_dir():
+            raise OutputError(f"{path}: cannot write: it is a folder (expected a file or nothing there)")
+    for name in folders:
+        path = folder / name
+        if path.exists() and not path.is_dir():
+            raise OutputError(f"{path}: cannot write into it: Not a directory (expected a folder or nothing there)")
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """One file under two names (symlinks and hard links included), or one path spelled two ways."""
+    try:
+        a, b = Path(a), Path(b)
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def refuse_input(flag: str, output: str | Path | None, inputs: dict, advice: str = "expected another file") -> None:
+    """An InputError when the output ``output`` (given as ``flag``) is one of ``inputs`` (what
+    the command reads, named by how the message calls it -> its path): writing it would replace
+    the input, e.g. ``simulate SPEC --trace SPEC``."""
+    if output is None or not str(output):
+        return
+    for label, path in inputs.items():
+        if path and str(path) and same_file(output, path):
+            raise InputError(f"{flag} {output}: is {label}; {advice}")
 
 
 def write_text(path: str | Path, text: str) -> Path:

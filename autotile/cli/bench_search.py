@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from autotile.cli.common import nonempty, print_json
+from autotile.atomic import refuse_input
+from autotile.cli.common import MAX_SEED, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 
 HELP = "benchmark samplers on a spec: best found vs the optimum, per budget, median over seeds"
@@ -35,9 +36,11 @@ def run(args) -> int:
     budgets = [_positive(b, "--budgets") for b in _names(args.budgets)]
     if args.seeds < 1:
         raise InputError(f"--seeds: expected a positive integer, got {args.seeds}")
+    int_in(args.seeds, "--seeds", 1, MAX_SEED + 1)  # seeds 0 .. N-1, each a sampler seed
     if not 0 <= args.within < 1:
         raise InputError(f"--within: expected a fraction in [0, 1), got {args.within}")
     spec = load_spec(args.spec)
+    refuse_input("-o", args.out, spec_inputs(spec))  # found before the benchmark, not after it
     progress = None if args.quiet or args.json else _progress(args.seeds)
     out = bench(spec, samplers, budgets, args.seeds, args.within, progress=progress)
     if progress is not None:

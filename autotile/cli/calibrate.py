@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from autotile.atomic import write_text
-from autotile.cli.common import nonempty, print_json, same_file
+from autotile.atomic import refuse_input, write_text
+from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 
@@ -34,7 +34,9 @@ def run(args) -> int:
     nonempty(args.output, "-o")
     hw = load_profile(args.hw)
     if args.output is not None:
-        _not_an_input(args.output, {"--measurements": args.measurements, "--hw": hw.path})
+        refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
+                                         (("--measurements", args.measurements), ("--hw", hw.path))},
+                     "write the fitted profile to another file")
     rows = C.read_measurements(args.measurements)
     C.check_repeats(rows, hw, args.measurements)
     if args.output is None:
@@ -86,15 +88,6 @@ def run(args) -> int:
             print(f"note: {n}")
         print(f"wrote {args.output}")
     return 0
-
-
-def _not_an_input(output: str, inputs: dict) -> None:
-    """Refuse an -o that is one of the files the fit reads: it would replace them."""
-    out = Path(output)
-    for flag, path in inputs.items():
-        if path and same_file(out, path):
-            raise InputError(f"-o {output}: is the {flag} file this fit reads; write the fitted profile "
-                             "to another file")
 
 
 def _params(p: dict) -> str:

@@ -27,15 +27,17 @@ def nonempty(value: str | None, flag: str, expected: str = "a file name") -> str
     return value
 
 
-def same_file(a, b) -> bool:
-    """One file under two names (links included), or one path spelled two ways."""
-    a, b = Path(a), Path(b)
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
+MAX_SEED = 2**32 - 1  # what numpy's and Optuna's samplers accept
+MAX_JOBS = 1024  # worker processes of one command (each tune worker takes a study's trials)
+
+
+def int_in(value: int | None, flag: str, low: int, high: int) -> int | None:
+    """A numeric flag's value, or None when not given; outside ``low .. high`` is one line
+    (``--seed -1`` was a traceback from the sampler, after the storage was created)."""
+    if value is not None and not low <= value <= high:
+        shown = value if len(str(value)) <= 30 else f"an integer of {len(str(abs(value)))} digits"
+        raise InputError(f"{flag}: expected an integer from {low} to {high}, got {shown}")
+    return value
 
 
 def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
@@ -163,3 +165,11 @@ def _die_with(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def spec_inputs(spec) -> dict:
+    """The files a loaded spec was read from, by how an error names them: the spec itself, its
+    hardware profile and (replay) its measurements; an output must be none of them."""
+    return {f"the spec {spec.file}": spec.file,
+            f"the hardware profile {spec.hardware.path}": getattr(spec.hardware, "path", None),
+            f"the measurements file {spec.measurements}": spec.measurements}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import nonempty, same_file
-from autotile.errors import InputError
+from autotile.atomic import refuse_input
+from autotile.cli.common import nonempty
 
 HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
 
@@ -22,9 +22,8 @@ def run(args) -> int:
 
     nonempty(args.output, "-o")
     table = load_table(args.table)
-    if same_file(args.output, table.file):  # the atomic write would replace it
-        raise InputError(f"-o {args.output}: is the table this export reads ({table.file}); write the export "
-                         "to another file")
+    refuse_input("-o", args.output, {f"the table this export reads ({table.file})": table.file},
+                 "write the export to another file")  # the atomic write would replace it
     if args.format in ("c", "ascendc"):
         if (text := custom_rules(table)) is not None:
             print(f"autotile: warning: {text}", file=sys.stderr)

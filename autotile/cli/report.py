@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotile.atomic import refuse_input
 from autotile.cli.common import nonempty, print_json
 
 HELP = "(re)render DIR/report.html and DIR/report.md from DIR/summary.json and the study storage"
@@ -19,6 +20,7 @@ def run(args) -> int:
     from autotile.report.render import write_report
 
     nonempty(args.storage, "--storage", "a storage URL")
+    _not_an_input(Path(args.dir), args.storage)
     out = write_report(Path(args.dir), storage=args.storage)
     if args.json:
         print_json({"html": str(out["html"]), "markdown": str(out["markdown"]),
@@ -28,3 +30,16 @@ def run(args) -> int:
         print(f"wrote {out['html']} and {out['markdown']} ({len(out['plots'])} plots, "
               f"{len(out['traces'])} traces) in {out['seconds']:.1f} s")
     return 0
+
+
+def _not_an_input(folder: Path, storage: str | None) -> None:
+    """Refuse a report file that is (a link to) a file the report reads: the summary, the
+    table or the study storage would be replaced by the page."""
+    from autotile.tune.storage import JOURNAL_NAME, sqlite_file
+
+    inputs = {f"the {name} this report reads": folder / name for name in ("summary.json", "table.json")}
+    url = storage or ""
+    store = url[len("journal:"):] if url.startswith("journal:") else (sqlite_file(url) if url else None)
+    inputs["the study storage this report reads"] = store or folder / JOURNAL_NAME
+    for name in ("report.html", "report.md"):
+        refuse_input("report:", folder / name, inputs, "expected a file of its own (remove the link)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import sys
 
-from autotile.cli.common import interruptible, nonempty, parse_kv, parse_shape, print_json
+from autotile.atomic import refuse_input
+from autotile.cli.common import interruptible, nonempty, parse_kv, parse_shape, print_json, spec_inputs
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
@@ -37,6 +38,7 @@ def run(args) -> int:
 
     nonempty(args.trace, "--trace")
     spec = load_spec(args.spec)
+    refuse_input("--trace", args.trace, spec_inputs(spec))  # the trace would replace the file it ran
     shape = parse_shape(args.shape)
     space = spec.space(shape, args.dtype, args.unit)
     space.require_evaluable()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from autotile.cli.common import nonempty, print_json
+from autotile.cli.common import MAX_JOBS, int_in, nonempty, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 
@@ -42,7 +42,9 @@ def _names(text, flag):
 
 
 def run(args) -> int:
+    from autotile.atomic import check_writable
     from autotile.models import training
+    from autotile.models.dataset import cache_dir
 
     nonempty(args.out, "-o", "a folder name")
     cost = args.cost if args.cost in (None, "all", "none") else _names(args.cost, "--cost")
@@ -58,6 +60,9 @@ def run(args) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
+    int_in(args.jobs, "--jobs", 1, MAX_JOBS)
+    # a file in the way (or a read-only folder) is found now, not after minutes of datasets
+    check_writable(cache_dir(args.out), "the cache folder")
     t0 = time.monotonic()
     summary = training.train(ops, hw, args.out, cost=cost_ops, rebuild=args.rebuild, log=log, jobs=args.jobs)
     out = {"hw": hw.name, "profile_hash": hw.content_hash(), "ops": summary,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotile.cli.common import nonempty, print_json
+from autotile.atomic import refuse_input
+from autotile.cli.common import MAX_JOBS, MAX_SEED, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
@@ -29,13 +30,17 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from autotile.space import load_spec
+    from autotile.space.loader import MAX_TRIALS
     from autotile.tune.driver import Options, default_out, tune_many
     from autotile.tune.storage import absolute_url
 
     if args.trials is not None and args.trials < 1:
         raise InputError(f"--trials: expected a positive integer, got {args.trials}")
+    int_in(args.trials, "--trials", 1, MAX_TRIALS)
     if args.jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
+    int_in(args.jobs, "--jobs", 1, MAX_JOBS)
+    int_in(args.seed, "--seed", 0, MAX_SEED)
     nonempty(args.out, "--out", "a folder name")
     nonempty(args.storage, "--storage", "a storage URL")
     specs = [load_spec(path) for path in args.spec]
@@ -52,6 +57,8 @@ def run(args) -> int:
                             storage=absolute_url(args.storage), out=out, quiet=args.quiet or args.json,
                             warm_start=not args.no_warm_start, verify=not args.no_verify,
                             restart=args.restart))
+    for o in opts:
+        _not_an_input(o, specs)
     summaries = tune_many(specs, opts, args.jobs, args.quiet or args.json)
     if args.json:
         slim = [s | {"results": [{k: v for k, v in r.items() if k not in ("history", "history_trials")}
@@ -61,6 +68,27 @@ def run(args) -> int:
     else:
         print("\n".join(format_summary(s, o.out) for s, o in zip(summaries, opts)))
     return 130 if any(s["interrupted"] for s in summaries) else 0
+
+
+def _not_an_input(opts, specs) -> None:
+    """Refuse a run whose outputs (or study storage) would replace a file it reads: a spec, its
+    profile or measurements (e.g. a spec named summary.json in --out, or --storage journal:SPEC)."""
+    from autotile.tune.driver import OUTPUT_FILES
+    from autotile.tune.storage import JOURNAL_NAME, sqlite_file
+
+    inputs = {}
+    for spec in specs:
+        inputs.update(spec_inputs(spec))
+    url = opts.storage or ""
+    store = url[len("journal:"):] if url.startswith("journal:") else (sqlite_file(url) if url else None)
+    refuse_input("--storage", store, inputs)
+    if store is not None:
+        inputs[f"the study storage {store}"] = store
+    outputs = [opts.out / name for name in OUTPUT_FILES]
+    if not opts.storage:
+        outputs.append(opts.out / JOURNAL_NAME)
+    for path in outputs:
+        refuse_input("--out", path, inputs, "expected an output folder that holds none of the run's inputs")
 
 
 def format_summary(summary: dict, out: Path) -> str:

@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from autotile.atomic import write_bytes, write_text
+from autotile.atomic import check_outputs, write_bytes, write_text
 from autotile.report import data as data_mod
 from autotile.report import html, markdown, perf, search, sections
 from autotile.report.doc import Para, Report, Section
@@ -61,6 +61,8 @@ def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     t0 = time.monotonic()
     out_dir = Path(out_dir)
     data = data_mod.load(out_dir, storage)
+    # before any file: a report.html that is a folder would fail after report.md was replaced
+    check_outputs(out_dir, ("report.html", "report.md"), (FILES, "traces"))
     traces = write_traces(data)
     prune_traces(out_dir, traces)  # those of shapes, dtypes or units this run no longer has
     rep = build(data, traces)

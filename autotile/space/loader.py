@@ -32,6 +32,7 @@ DTYPE_FIELDS = ("bytes", "c0", "acc_bytes", "name")  # name: text, compared (== 
 UNIT_FIELDS = ("cores",)
 PARAM_TYPES = ("int", "categorical", "bool", "fixed")
 MAX_DIM = 2**31 - 1
+MAX_TRIALS = 1_000_000_000  # a study's budget (budget.trials, tune --trials): a typo, not a run, beyond
 MAX_SHAPES = 10_000
 
 
@@ -496,7 +497,7 @@ class _Parser:
         self.mapping(path, value, ("trials", "timeout_s"))
         if not value:
             raise self.err(path, "expected trials, timeout_s or both")
-        trials = self.positive_int(path + ("trials",), value["trials"]) if "trials" in value else None
+        trials = self.positive_int(path + ("trials",), value["trials"], MAX_TRIALS) if "trials" in value else None
         timeout = None
         if "timeout_s" in value:
             t = value["timeout_s"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import check_writable, write_json
+from autotile.atomic import check_outputs, write_json
 from autotile.errors import InputError
 from autotile.kernels import registry
 from autotile.space import Spec, load_spec
@@ -32,6 +32,8 @@ from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_fa
 from autotile.tune.verify import gate
 
 WARM_CONFIGS = 3
+OUTPUT_FILES = ("summary.json", "table.json", "report.html", "report.md")  # what a run writes in its --out
+OUTPUT_FOLDERS = ("report_files", "traces")
 REPLAY_SKIP = {"skipped": "replay backend: no kernel to execute"}
 
 
@@ -186,7 +188,6 @@ def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
 def _start(spec: Spec, opts: Options, todo: list[runner.StudyPlan]) -> _Job:
     """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
     exhaustive_run = (opts.sampler or spec.sampler) == "exhaustive"
-    check_writable(opts.out)  # else the outputs would fail only after every trial ran
     storage = None if exhaustive_run else make_storage(opts.storage, opts.out)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)
@@ -230,6 +231,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     _install_sigint()
     quiet_heartbeat_failures()
     todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
+    for o in opts:  # else an output would fail only after every trial ran (and after the others were replaced)
+        check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
     queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
     bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
     try:

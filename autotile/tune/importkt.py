@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from autotile.atomic import write_text
+from autotile.atomic import refuse_input, write_text
 from autotile.errors import InputError
 from autotile.tune import ktcache
 from autotile.tune.measurements import norm
@@ -158,12 +158,10 @@ def refuse_overwrite(cache: Path, out: Path) -> None:
     """Refuse an output that is the cache itself (same path, symlink or hard link): writing the
     spec there would destroy the measurements it points at."""
     try:
-        same = out.exists() and cache.exists() and os.path.samefile(cache, out)
-    except OSError:
-        same = False
-    if same:
-        raise InputError(f"-o {out}: is the Kernel Tuner cache being imported; expected another file "
-                         "(writing the spec there would destroy the measurements)", file=str(cache))
+        refuse_input("-o", out, {"the Kernel Tuner cache being imported": cache},
+                     "expected another file (writing the spec there would destroy the measurements)")
+    except InputError as exc:
+        raise exc.located(file=str(cache)) from None
 
 
 def write_spec(spec: dict, out: str | Path) -> Path:
