@@ -233,3 +233,37 @@ def test_a_cut_trace_is_marked_with_the_cycle_it_covers(run_copy, monkeypatch):
         until = other["complete_until_cycle"]
         assert 0 < until < other["cycles"]
         assert f"{p.name} (first operations only: complete up to cycle {int(until):,} of" in md
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda s: s.update(schema="autotile.summary/2"), "schema: summary schema autotile.summary/2 is newer"),
+    (lambda s: s.update(schema="autotile.table/1"), "schema: expected 'autotile.summary/1'"),
+    (lambda s: s.pop("schema"), "schema: expected 'autotile.summary/1', got null"),
+    (lambda s: s["results"][0].pop("params"), "results[0].params: expected the configuration"),
+])
+def test_report_checks_the_summary_schema_and_params(run_copy, run_cli, edit, field):
+    summary = json.loads((run_copy / "summary.json").read_text())
+    edit(summary)
+    (run_copy / "summary.json").write_text(json.dumps(summary))
+    before = (run_copy / "report.html").read_bytes()
+    code, out, err = run_cli("report", str(run_copy))
+    assert code == 2 and out == "" and err.count("\n") == 1 and field in err, err
+    assert str(run_copy / "summary.json") in err and (run_copy / "report.html").read_bytes() == before
+
+
+def test_report_checks_its_outputs_before_writing_any(run_copy, run_cli):
+    (run_copy / "report.html").unlink()
+    (run_copy / "report.html").mkdir()
+    before = (run_copy / "report.md").read_bytes()
+    code, _, err = run_cli("report", str(run_copy))
+    assert code == 1 and err.count("\n") == 1 and "report.html" in err, err
+    assert (run_copy / "report.md").read_bytes() == before
+
+
+def test_report_never_writes_through_a_link_to_its_inputs(run_copy, run_cli):
+    before = (run_copy / "summary.json").read_bytes()
+    (run_copy / "report.md").unlink()
+    (run_copy / "report.md").symlink_to("summary.json")
+    code, _, err = run_cli("report", str(run_copy))
+    assert code == 2 and err.count("\n") == 1 and "is the summary.json this report reads" in err, err
+    assert (run_copy / "summary.json").read_bytes() == before

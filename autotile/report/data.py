@@ -202,6 +202,7 @@ def check_summary(summary: dict, path: Path) -> None:
             if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
                 raise InputError(f"{path}: {where}{key}: expected {what}, got {json.dumps(v)[:40]}")
 
+    _check_schema(summary, path)
     check(summary, _TOP, "")
     try:
         info = registry.get(summary["op"])
@@ -211,6 +212,9 @@ def check_summary(summary: dict, path: Path) -> None:
         if not isinstance(r, dict):
             raise InputError(f"{path}: results[{i}]: expected an object, got {json.dumps(r)[:40]}")
         check(r, _RESULT, f"results[{i}].")
+        if r.get("cycles") is not None and r.get("params") is None:  # a result's configuration
+            raise InputError(f"{path}: results[{i}].params: expected the configuration (an object) of a "
+                             f"result with cycles, got {json.dumps(r.get('params'))}")
         if not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in r["shape"].items()):
             raise InputError(f"{path}: results[{i}].shape: expected integer sizes, got {json.dumps(r['shape'])[:40]}")
         if r["unit"] not in info.units:
@@ -224,6 +228,25 @@ def check_summary(summary: dict, path: Path) -> None:
     for i, o in enumerate(summary.get("objectives") or []):
         if not isinstance(o, str):
             raise InputError(f"{path}: objectives[{i}]: expected an objective name, got {json.dumps(o)[:40]}")
+
+
+SUMMARY_SCHEMA = "autotile.summary/1"
+
+
+def _check_schema(summary: dict, path: Path) -> None:
+    """The summary schema this autotile writes; a newer one is refused as tables refuse theirs
+    (its fields may mean something else), not rendered as if it were this one."""
+    from autotile import __version__
+
+    schema = summary.get("schema")
+    name, _, version = schema.rpartition("/") if isinstance(schema, str) else ("", "", "")
+    if name != "autotile.summary" or not version.isdigit():
+        raise InputError(f"{path}: schema: expected {SUMMARY_SCHEMA!r}, got {json.dumps(schema)[:40]}")
+    if schema != SUMMARY_SCHEMA:
+        newer = int(version) > int(SUMMARY_SCHEMA.rpartition("/")[2])
+        raise InputError(f"{path}: schema: " + (
+            f"summary schema {schema} is newer than this autotile {__version__} reads ({SUMMARY_SCHEMA}); "
+            "upgrade autotile" if newer else f"expected {SUMMARY_SCHEMA!r}, got {schema!r}"))
 
 
 def _missing_file(url: str) -> bool:

@@ -24,6 +24,7 @@ from autotile import __version__
 from autotile.atomic import check_outputs, write_json
 from autotile.errors import InputError
 from autotile.kernels import registry
+from autotile.report.data import SUMMARY_SCHEMA
 from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, identity, runner
 from autotile.tune.evaluate import make_evaluator
@@ -347,7 +348,7 @@ def _finish(job: _Job) -> dict:
     _mark_chosen_units(results, spec.objectives)
     first = job.plans[0] if job.plans else None
     summary = {
-        "schema": "autotile.summary/1",
+        "schema": SUMMARY_SCHEMA,
         "op": spec.op.name,
         "hw": spec.hardware.name,
         "hw_hash": spec.hardware.content_hash(),
