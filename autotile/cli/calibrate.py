@@ -37,7 +37,7 @@ def run(args) -> int:
         refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
                                          (("--measurements", args.measurements), ("--hw", hw.path))},
                      "write the fitted profile to another file")
-    rows = C.read_measurements(args.measurements)
+    rows = C.read_measurements(args.measurements, known_ops=sorted(hw.vector))
     C.check_repeats(rows, hw, args.measurements)
     if args.output is None:
         C.check_ops(rows, hw, args.measurements)

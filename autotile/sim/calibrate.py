@@ -99,8 +99,11 @@ class Report:
 
 # -- reading -----------------------------------------------------------------------------------
 
-def read_measurements(path: str | Path) -> list[Measurement]:
-    """Parse and validate a measurements CSV strictly (errors name file, line and column)."""
+def read_measurements(path: str | Path, known_ops=None) -> list[Measurement]:
+    """Parse and validate a measurements CSV strictly (errors name file, line and column).
+
+    ``known_ops``: the vector instructions the profile costs; an unknown op's "did you mean" is
+    one of them (or mmad), never a catalogue name the profile lacks."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -135,13 +138,13 @@ def read_measurements(path: str | Path) -> list[Measurement]:
             continue
         if len(rec) != len(header):
             raise InputError(f"expected {len(header)} columns, got {len(rec)}", file=str(path), line=lineno)
-        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header)))
+        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header), known_ops))
     if not rows:
         raise InputError("no measurement rows", file=str(path), line=2)
     return rows
 
 
-def _row(path, line, rec: dict, header: tuple) -> Measurement:
+def _row(path, line, rec: dict, header: tuple, known_ops=None) -> Measurement:
     def err(col, msg):
         return InputError(msg, file=str(path), line=line, col=header.index(col) + 1, field=col)
 
@@ -179,7 +182,8 @@ def _row(path, line, rec: dict, header: tuple) -> Measurement:
                            cycles, series, header)
     if op not in VECTOR_OPS:
         raise err("op", f"unknown op {op!r}: expected mmad or a vector instruction (vadd, vexp, ...)"
-                  + suggest(op, ["mmad", *VECTOR_OPS]))
+                  + suggest(op, ["mmad", *(VECTOR_OPS if known_ops is None
+                                           else [o for o in known_ops if o in VECTOR_OPS])]))
     problem = signature_problem(op, rec["dtype"])
     if problem:
         raise err("dtype", problem)
