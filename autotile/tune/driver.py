@@ -480,33 +480,63 @@ def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
 
 
 class _Progress:
-    """A tqdm bar over all studies' budgets with the best so far and trials/s."""
+    """A tqdm bar over all studies' budgets with the best so far and trials/s. When stderr is not
+    a terminal (a log file, CI), a plain line per finished study and at most one every
+    ``LOG_EVERY_S`` seconds in between, instead of a frame per trial."""
 
-    def __init__(self, total: int, quiet: bool):
+    LOG_EVERY_S = 10.0
+
+    def __init__(self, total: int, quiet: bool, stream=None):
         self.bar = None
+        self.log = None
+        self.total = total
         self.done_before = 0
         self.current = 0
-        if not quiet:
+        self.last = time.monotonic()
+        self.name = ""
+        self.best = None
+        if quiet:
+            return
+        stream = stream or sys.stderr
+        if _is_tty(stream):
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit="cfg", dynamic_ncols=True, leave=False)
+            self.bar = tqdm(total=total, unit="cfg", dynamic_ncols=True, leave=False, file=stream)
+        else:
+            self.log = stream
+
+    def _line(self, what: str) -> None:
+        best = f", best {self.best:,.0f}" if self.best is not None else ""
+        print(f"autotile: {self.done_before + self.current}/{self.total} configs: {what}{best}",
+              file=self.log, flush=True)
+        self.last = time.monotonic()
 
     def trial(self, study, trial, done: int) -> None:
-        if self.bar is None:
+        if self.bar is None and self.log is None:
             return
         self.current = done
-        self.bar.n = self.done_before + done
         try:
             best = study.best_trial.values[0] if len(study.directions) == 1 else None
         except ValueError:
             best = None
-        self.bar.set_description(study.study_name.split("/", 3)[-1][:40])
+        self.name = study.study_name.split("/", 2)[-1]  # dtype/shape/unit: op and hw are the run's
+        self.best = best
+        if self.log is not None:
+            if time.monotonic() - self.last >= self.LOG_EVERY_S:
+                self._line(self.name)
+            return
+        self.bar.n = self.done_before + done
+        self.bar.set_description(self.name.split("/", 1)[-1][:40])
         if best is not None:
             self.bar.set_postfix_str(f"best {best:,.0f}")
         self.bar.refresh()
 
     def study_done(self, budget: int) -> None:
         self.done_before += budget
+        self.current = 0
+        if self.log is not None:
+            self._line(f"{self.name or 'a study'} done")
+            self.best = None
         if self.bar is not None:
             self.bar.n = self.done_before
             self.bar.refresh()
@@ -517,3 +547,10 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
