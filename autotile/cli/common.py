@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -9,7 +10,6 @@ import pickle
 import signal
 import sys
 import threading
-from pathlib import Path
 
 from autotile.errors import InputError
 
@@ -74,17 +74,22 @@ def parse_shape(text: str) -> dict:
 
 def _value(raw: str, *, what: str, ints: bool):
     try:
-        return int(raw)
+        number = int(raw)
     except ValueError:
-        pass
+        number = None
+    if number is not None or (not ints and _float(raw) is not None):
+        # int() and float() also take 1_000 and non-ASCII digits: only plain decimals are numbers here
+        if "_" in raw or not raw.isascii():
+            raise InputError(f"{what}: expected a plain decimal number (digits, no underscores), got {raw!r}")
+    if number is not None:
+        return number
     if ints:
         raise InputError(f"{what}: expected a positive integer, got {raw!r}")
     low = raw.lower()
     if low in ("true", "false"):
         return low == "true"
-    try:
-        value = float(raw)
-    except ValueError:
+    value = _float(raw)
+    if value is None:
         return raw
     if not math.isfinite(value):
         raise InputError(f"{what}: expected a finite number, got {raw!r}")
@@ -165,6 +170,33 @@ def _die_with(parent: int) -> None:
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def _float(raw: str) -> float | None:
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
+class Once(argparse.Action):
+    """A flag that may be given once: a repeat is an error, not silently the last one wins."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(self, f"given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
+                                               "expected one")
+        setattr(namespace, self.dest, values)
+
+
+def check_dtype(spec, dtype: str | None) -> None:
+    """A --dtype the spec lists (as --unit must be one it lists), else one line naming them."""
+    from autotile.yamlsrc import suggest
+
+    # a dtype the op lacks is the space's error (naming the op's dtypes)
+    if dtype is not None and dtype in spec.op.dtypes and dtype not in spec.dtypes:
+        raise InputError(f"dtype: {dtype!r} is not a dtype of this spec, expected one of "
+                         f"{', '.join(spec.dtypes)}" + suggest(dtype, spec.dtypes))
 
 
 def spec_inputs(spec) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_shape, print_json
+from autotile.cli.common import Once, parse_shape, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -12,7 +12,7 @@ HELP = "which execution unit the trained model picks for a shape (run `autotile 
 
 def add_arguments(p) -> None:
     p.add_argument("op")
-    p.add_argument("--shape", required=True, help="e.g. n=300")
+    p.add_argument("--shape", required=True, action=Once, help="e.g. n=300")
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--data", default="gm", choices=("gm", "on_chip"),
                    help="where the inputs live: gm (a real kernel, default) or on_chip (the published table)")

@@ -6,7 +6,16 @@ import math
 import sys
 
 from autotile.atomic import refuse_input
-from autotile.cli.common import interruptible, nonempty, parse_kv, parse_shape, print_json, spec_inputs
+from autotile.cli.common import (
+    Once,
+    check_dtype,
+    interruptible,
+    nonempty,
+    parse_kv,
+    parse_shape,
+    print_json,
+    spec_inputs,
+)
 from autotile.errors import InputError
 
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
@@ -16,7 +25,7 @@ SLOW_S = 0.5  # a simulation estimated longer runs in a child process that SIGIN
 
 def add_arguments(p) -> None:
     p.add_argument("spec", help="a spec file, e.g. studies/matmul.yaml")
-    p.add_argument("--shape", required=True, help="e.g. m=1024,n=2048,k=512")
+    p.add_argument("--shape", required=True, action=Once, help="e.g. m=1024,n=2048,k=512 (one shape)")
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--unit", help="default: the spec's first unit")
     p.add_argument("--set", dest="set_", default="",
@@ -40,6 +49,7 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     refuse_input("--trace", args.trace, spec_inputs(spec))  # the trace would replace the file it ran
     shape = parse_shape(args.shape)
+    check_dtype(spec, args.dtype)
     space = spec.space(shape, args.dtype, args.unit)
     space.require_evaluable()
     spec.require_kernel_params(space.unit)

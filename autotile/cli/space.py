@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import parse_shape, print_json
+from autotile.cli.common import Once, check_dtype, parse_shape, print_json
 from autotile.errors import InputError
 from autotile.space import load_spec
 
@@ -11,7 +11,7 @@ HELP = "show the raw and feasible size of a spec's search space"
 
 def add_arguments(p) -> None:
     p.add_argument("spec", help="the study spec (YAML)")
-    p.add_argument("--shape", help="one shape instead of the spec's, e.g. m=1024,n=2048,k=512")
+    p.add_argument("--shape", action=Once, help="one shape instead of the spec's, e.g. m=1024,n=2048,k=512")
     p.add_argument("--dtype", help="one dtype instead of the spec's")
     p.add_argument("--unit", help="one unit instead of the spec's")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -19,6 +19,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     spec = load_spec(args.spec)
+    check_dtype(spec, args.dtype)
     shapes = [_shape(spec, args.shape)] if args.shape else list(spec.shapes)
     dtypes = [args.dtype] if args.dtype else list(spec.dtypes)
     units = [args.unit] if args.unit else list(spec.units)

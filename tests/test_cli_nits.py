@@ -1,0 +1,90 @@
+"""Small command-line consistency rules: dtypes as units, one --shape, plain numbers, suggestions
+from valid names only, and a quiet progress log when stderr is not a terminal."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WS = str(ROOT / "studies" / "weighted_sum.yaml")
+
+
+@pytest.fixture
+def fp16_spec(tmp_path):
+    import re
+
+    text = re.sub(r"(?m)^dtypes:.*$", "dtypes: [fp16]", (ROOT / "studies" / "weighted_sum.yaml").read_text(), count=1)
+    path = tmp_path / "ws16.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["simulate", "--shape", "n=4096"], ["space", "--shape", "n=4096"]])
+def test_a_dtype_the_spec_does_not_list_is_refused_like_a_unit(run_cli, fp16_spec, command):
+    code, out, err = run_cli(command[0], fp16_spec, *command[1:], "--dtype", "fp32")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "dtype: 'fp32' is not a dtype of this spec, expected one of fp16" in err
+    code, out, err = run_cli(command[0], fp16_spec, *command[1:], "--dtype", "fp16")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("command", ["simulate", "space"])
+def test_a_repeated_shape_is_refused(run_cli, command):
+    code, out, err = run_cli(command, WS, "--shape", "n=4096", "--shape", "n=8192")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--shape" in err and "given twice" in err, err
+
+
+@pytest.mark.parametrize("value", ["1_000", "1_0.5", "\u0661\u0662\u0668"])
+def test_set_values_are_plain_decimal_numbers(run_cli, value):
+    code, out, err = run_cli("simulate", WS, "--shape", "n=4096", "--set", f"tile_len={value}")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "--set tile_len: expected a plain decimal number" in err
+    code, _, err = run_cli("simulate", WS, "--shape", "n=4_096")
+    assert code == 2 and "--shape n: expected a plain decimal number" in err
+
+
+def test_text_values_with_underscores_are_still_text():
+    from autotile.cli.common import parse_kv
+
+    assert parse_kv("kind=a_b,n=12,x=1.5,y=-3", what="--set") == {"kind": "a_b", "n": 12, "x": 1.5, "y": -3}
+
+
+def test_calibrate_suggests_only_instructions_the_profile_has(run_cli, tmp_path):
+    from autotile.hardware import load_profile
+
+    csv = tmp_path / "m.csv"
+    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\nx,vector,fp16_fp16_fp16,,,,128,1,8,vector\n")
+    code, _, err = run_cli("calibrate", "--measurements", str(csv))
+    assert code == 2 and "unknown op 'vector'" in err and "vor" not in err, err
+    hw = load_profile("ascend910b2")
+    if "did you mean" in err:
+        assert err.split("did you mean ")[1].split("?")[0] in ["mmad", *hw.vector]
+
+
+def _study(name, best):
+    return SimpleNamespace(study_name=name, directions=[1], best_trial=SimpleNamespace(values=[best]))
+
+
+def test_progress_off_a_terminal_is_a_line_per_study_not_a_frame_per_trial(monkeypatch):
+    from autotile.tune import driver
+
+    log = io.StringIO()
+    bar = driver._Progress(2000, quiet=False, stream=log)
+    clock = [0.0]
+    monkeypatch.setattr(driver.time, "monotonic", lambda: clock[0])
+    for name in ("op/hw/fp16/n=1", "op/hw/fp16/n=2"):
+        for i in range(1000):
+            clock[0] += 0.001
+            bar.trial(_study(name, 100 - i * 0.01), None, i + 1)
+        bar.study_done(1000)
+    bar.close()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 2 and "\r" not in log.getvalue(), lines
+    assert lines[0].startswith("autotile: 1000/2000 configs: fp16/n=1 done, best 90") and lines[1].startswith("autotile: 2000/2000")
+    clock[0] += 60  # a long study still says where it is, once per LOG_EVERY_S
+    bar.trial(_study("op/hw/fp16/n=3", 5.0), None, 7)
+    assert log.getvalue().splitlines()[-1] == "autotile: 2007/2000 configs: fp16/n=3, best 5"
