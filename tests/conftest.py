@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,17 @@ from autotile.hardware import load_profile
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT.parent / "shared" / "calibration" / "ascend910b_microops.csv"
+MAX_DIM = 2**31 - 1  # the largest dimension a spec or --shape takes
+
+
+def peak_memory(fn):
+    """(fn's result, the peak bytes Python and NumPy allocated while it ran)."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,6 @@
 """resize: the reference against PyTorch's documented outputs, execute mode against the reference."""
 
 import itertools
-import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +12,9 @@ from autotile.errors import InfeasibleConfig
 from autotile.hardware import load_profile
 from autotile.kernels import resize as R
 from autotile.tables.lookup import Lookup, NoFeasibleTiling
+from tests.conftest import MAX_DIM, ROOT, peak_memory
 
 HW = load_profile()
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ref(x, ho, wo, **opts):
@@ -262,17 +260,6 @@ def test_upsampling_must_read_the_whole_source(mode):
     assert R.must_move(shape, (h0, h1, w0, w1), 2) == (2 * 3 * 5 * 7 * 2, 2 * 3 * 11 * 8 * 2)
 
 
-M = 2**31 - 1  # the largest dimension a spec or --shape takes
-
-
-def _peak(fn):
-    """(fn's result, the peak bytes Python and NumPy allocated while it ran)."""
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.mark.parametrize("mode", R.MODES)
@@ -281,21 +268,21 @@ def test_check_of_a_huge_output_needs_no_index_tables(mode):
     column spans: a lookup at h_out = 2**31-1 grew past 500 MB and was killed. It sizes UB by
     span_bound, a closed form."""
     p = {"tile_h": 64, "tile_w": 16, "tile_c": 1, "buffer_num": 2, "cores": 48}
-    tall = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": M, "w_out": 1}
-    (q, bufs, _), peak = _peak(lambda: R.check(tall, p, "fp16", HW, {"mode": mode}))
+    tall = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": MAX_DIM, "w_out": 1}
+    (q, bufs, _), peak = peak_memory(lambda: R.check(tall, p, "fp16", HW, {"mode": mode}))
     assert q["tile_h"] == 64 and bufs["ub"]["used"] <= HW.ub_bytes and peak < 1 << 20
 
     def wide():
         with pytest.raises(InfeasibleConfig, match="UB overflow"):
-            R.check({**tall, "h_out": 1, "w_out": M}, p, "fp16", HW, {"mode": mode})
+            R.check({**tall, "h_out": 1, "w_out": MAX_DIM}, p, "fp16", HW, {"mode": mode})
 
-    assert _peak(wide)[1] < 1 << 20
+    assert peak_memory(wide)[1] < 1 << 20
 
 
 def test_lookup_of_a_huge_output_answers_in_bounded_memory():
     look = Lookup(default_table(ROOT / "studies" / "resize.yaml"))
-    shape = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": M, "w_out": 1}
-    m, peak = _peak(lambda: look.find(shape))
+    shape = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": MAX_DIM, "w_out": 1}
+    m, peak = peak_memory(lambda: look.find(shape))
     assert m.match == "default" and peak < 4 << 20
     with pytest.raises(NoFeasibleTiling, match="fit in UB|UB overflow"):
-        look.find({**shape, "h_out": 1, "w_out": M})
+        look.find({**shape, "h_out": 1, "w_out": MAX_DIM})

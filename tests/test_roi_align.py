@@ -1,8 +1,5 @@
 """roi_align: the reference's documented semantics, execute mode against it, and ROI-dependent cost."""
 
-import tracemalloc
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -12,9 +9,9 @@ from tablekit import default_table
 from autotile.hardware import load_profile
 from autotile.kernels import roi_align as A
 from autotile.tables.lookup import Lookup
+from tests.conftest import MAX_DIM, ROOT, peak_memory
 
 HW = load_profile()
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ref(feat, rois, ph, pw, **o):
@@ -83,17 +80,6 @@ def test_ub_is_sized_by_the_largest_sampling_grid():
     assert not r.feasible and "sampling points" in r.reason
 
 
-M = 2**31 - 1  # the largest dimension a spec or --shape takes
-
-
-def _peak(fn):
-    """(fn's result, the peak bytes Python and NumPy allocated while it ran)."""
-    tracemalloc.start()
-    try:
-        out = fn()
-        return out, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.mark.parametrize("sr", [-1, 0, 2])
@@ -104,7 +90,7 @@ def test_check_of_huge_roi_counts_generates_no_rois(sr, aligned):
     EXACT_ROIS the grid is the largest one the generator's boxes can have."""
     o = {"sampling_ratio": sr, "aligned": aligned}
     p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 64, "buffer_num": 2, "cores": 48}
-    (q, bufs, _, rois), peak = _peak(lambda: A.check({**SHAPE, "rois": M}, p, "fp16", HW, o))
+    (q, bufs, _, rois), peak = peak_memory(lambda: A.check({**SHAPE, "rois": MAX_DIM}, p, "fp16", HW, o))
     assert rois is None and bufs["ub"]["used"] <= HW.ub_bytes and peak < 1 << 20
     grid = 4 if sr == 2 else A.ub_grid(SHAPE, None, A.opts(o))
     assert bufs["ub"]["used"] == 2 * (grid * 4 * 128 + 128)  # tc = c: 2 rows of 2 pixels' 128 B
@@ -114,8 +100,8 @@ def test_lookup_of_huge_roi_counts_answers_in_bounded_memory(tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text((ROOT / "studies" / "roi_align.yaml").read_text().replace("sampling_ratio: 2", "sampling_ratio: 0"))
     look = Lookup(default_table(spec))
-    shape = {"n": 2, "c": 256, "h": 64, "w": 64, "rois": M, "pooled_h": 7, "pooled_w": 7}
-    m, peak = _peak(lambda: look.find(shape))
+    shape = {"n": 2, "c": 256, "h": 64, "w": 64, "rois": MAX_DIM, "pooled_h": 7, "pooled_w": 7}
+    m, peak = peak_memory(lambda: look.find(shape))
     assert m.match == "default" and peak < 4 << 20
 
 
