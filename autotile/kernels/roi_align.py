@@ -164,15 +164,17 @@ def make_rois(shape: dict, options: dict | None = None) -> np.ndarray:
     """Seeded boxes ``(batch, x1, y1, x2, y2)`` inside the input image (feature size / scale).
 
     Sides are log-uniform between ``roi_min`` and ``roi_max`` of the image side (proposals span
-    scales), positions uniform with the box inside the image.
+    scales), positions uniform with the box inside the image. Every side is drawn a hair (2**-40,
+    relative) under its limit, so the rounding of ``exp``, of the corners and of their scaling
+    never carries a box past ``roi_max`` of the side, which ``ub_grid`` (and a spec) size UB by.
     """
     o = opts(options)
     rng = np.random.default_rng(o["roi_seed"])
     R = shape["rois"]
     img_h, img_w = shape["h"] / o["spatial_scale"], shape["w"] / o["spatial_scale"]
     lo, hi = math.log(o["roi_min"]), math.log(o["roi_max"])
-    bh = np.exp(rng.uniform(lo, hi, R)) * img_h
-    bw = np.exp(rng.uniform(lo, hi, R)) * img_w
+    bh = np.exp(rng.uniform(lo, hi, R)) * (img_h * (1 - 2**-40))
+    bw = np.exp(rng.uniform(lo, hi, R)) * (img_w * (1 - 2**-40))
     y1 = rng.uniform(0, 1, R) * (img_h - bh)
     x1 = rng.uniform(0, 1, R) * (img_w - bw)
     b = rng.integers(0, shape["n"], R).astype(np.float64)
