@@ -18,7 +18,7 @@ def _report_dir(tmp_path: Path) -> Path:
     """An output folder with a minimal summary (the storage is checked before anything renders)."""
     run = tmp_path / "run"
     run.mkdir()
-    (run / "summary.json").write_text(json.dumps({"op": "matmul", "results": []}))
+    (run / "summary.json").write_text(json.dumps({"schema": "autotile.summary/1", "op": "matmul", "results": []}))
     return run
 
 

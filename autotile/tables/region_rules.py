@@ -71,8 +71,13 @@ WRITTEN_FOR = {
             "buffer_num": {"type": "int", "low": 1, "high": 2},
             "cores": {"type": "int", "low": 1, "high": "min(hw.vector_cores, ceil(shape.m / tile_m))"},
         },
-        "derived": {},
-        "constraints": [],
+        # the kernel's own UB check, which the region's (n, k) corner is found with
+        "derived": {
+            "ub_used": "align_up(shape.k * shape.n * dtype.bytes, 32) + align_up(shape.k * shape.n * 4, 32) "
+                       "+ buffer_num * (align_up(tile_m * shape.k * dtype.bytes, 32) "
+                       "+ align_up(tile_m * shape.n * dtype.bytes, 32)) + align_up(tile_m * shape.n * 4, 32)",
+        },
+        "constraints": ["ub_used <= hw.ub_bytes"],
     },
 }
 
