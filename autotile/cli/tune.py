@@ -34,11 +34,7 @@ def run(args) -> int:
     from autotile.tune.driver import Options, default_out, tune_many
     from autotile.tune.storage import absolute_url
 
-    if args.trials is not None and args.trials < 1:
-        raise InputError(f"--trials: expected a positive integer, got {args.trials}")
     int_in(args.trials, "--trials", 1, MAX_TRIALS)
-    if args.jobs < 1:
-        raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
     int_in(args.jobs, "--jobs", 1, MAX_JOBS)
     int_in(args.seed, "--seed", 0, MAX_SEED)
     nonempty(args.out, "--out", "a folder name")
