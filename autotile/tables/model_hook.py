@@ -87,10 +87,12 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
 
         spec = table.spec
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
+        defaults = {}  # each such unit's default tiling, scored beside the model's candidates
         for unit in spec.units:
             if unit in reg.units and spec.op.supports(unit, dtype):
                 space = spec.space(shape, dtype, unit)
-                got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=default_of(space))
+                defaults[unit] = default_of(space)
+                got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=defaults[unit])
                 if got is not None:
                     picks.append((got.cycles if got.cycles is not None else float("inf"), unit, got))
         if not picks:
@@ -103,7 +105,7 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         params, match, notes = got.params, "default" if got.default else "model", []
         if got.default:
             notes.append("the model's best was not faster than the default tiling, which the lookup keeps")
-        elif far and not got.verified and (base := default_of(spec.space(shape, dtype, unit))) is not None:
+        elif far and not got.verified and (base := defaults[unit]) is not None:
             # an unverified ranking that extrapolates does not replace the default heuristic
             params, match = base, "default"
             how = f"the default tiling (not simulated), kept over {how}"
