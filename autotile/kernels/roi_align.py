@@ -7,6 +7,12 @@ channels are one contiguous vector) and the output is ``[rois, pooled_h, pooled_
 (``roi_seed``, ``roi_min`` / ``roi_max``: box sides as fractions of the image, log-uniform), since
 the cost depends on the boxes: bigger boxes mean more sampling points per bin.
 
+The sampling coordinates (the ROI and scale, box and bin sizes, each point's y and x, the
+bilinear fractions) are float32 for every dtype, each operation rounded in torchvision's order,
+so fp32 agrees with torchvision to a few ulps. For fp16 inputs an NPU kernel computes them in
+float32 too; torchvision's CPU kernel computes them in half precision, an artifact of its
+templated scalar type (coordinates of hundreds then snap to 0.25 or more), which is not followed.
+
 The work is cut into tiles of ``tile_rois`` ROIs x ``tile_bins`` output bins x ``tile_c``
 channels, split over ``cores`` in contiguous runs. Per ROI the S pipe computes the box, bin sizes
 and grid; per sampling point it computes y, x, the clamps and four weights. Each point inside
@@ -51,27 +57,41 @@ EXACT_ROIS = 1 << 16
 
 @njit(cache=True)
 def _roi_geometry(roi, scale, sr, aligned, ph, pw):
-    """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI, as torchvision computes them."""
-    off = 0.5 if aligned else 0.0
-    sw = roi[1] * scale - off
-    sh = roi[2] * scale - off
-    rw = roi[3] * scale - off - sw
-    rh = roi[4] * scale - off - sh
+    """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI, as torchvision computes them
+    for fp32: the ROI, the scale and each operation rounded to float32."""
+    f = np.float32
+    s = f(scale)
+    off = f(0.5) if aligned else f(0.0)
+    sw = f(f(f(roi[1]) * s) - off)
+    sh = f(f(f(roi[2]) * s) - off)
+    rw = f(f(f(f(roi[3]) * s) - off) - sw)
+    rh = f(f(f(f(roi[4]) * s) - off) - sh)
     if not aligned:
-        rw = max(rw, 1.0)
-        rh = max(rh, 1.0)
-    gh = sr if sr > 0 else int(math.ceil(rh / ph))
-    gw = sr if sr > 0 else int(math.ceil(rw / pw))
-    return sh, sw, rh / ph, rw / pw, gh, gw
+        rw = f(max(rw, f(1.0)))
+        rh = f(max(rh, f(1.0)))
+    bh = f(rh / f(ph))
+    bw = f(rw / f(pw))
+    gh = sr if sr > 0 else int(math.ceil(bh))
+    gw = sr if sr > 0 else int(math.ceil(bw))
+    return sh, sw, bh, bw, gh, gw
+
+
+@njit(cache=True)
+def _coord(start, b, size, i, grid):
+    """Sampling coordinate ``start + b * size + (i + 0.5) * size / grid`` of bin ``b``, point
+    ``i``, each operation rounded to float32 in torchvision's order."""
+    f = np.float32
+    return f(f(start + f(f(b) * size)) + f(f(f(i + 0.5) * size) / f(grid)))
 
 
 @njit(cache=True)
 def _corners(y, x, H, W):
-    """(valid, y_low, x_low, y_high, x_high, ly, lx) of a sampling point, torchvision's rules."""
+    """(valid, y_low, x_low, y_high, x_high, ly, lx, hy, hx) of a float32 sampling point,
+    torchvision's rules; the fractions are float32 (``ly`` exact, ``hy = 1 - ly`` rounded)."""
     if y < -1.0 or y > H or x < -1.0 or x > W:
-        return False, 0, 0, 0, 0, 0.0, 0.0
-    y = max(y, 0.0)
-    x = max(x, 0.0)
+        return False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0
+    y = max(float(y), 0.0)
+    x = max(float(x), 0.0)
     yl, xl = int(y), int(x)
     if yl >= H - 1:
         yl = yh = H - 1
@@ -83,7 +103,8 @@ def _corners(y, x, H, W):
         x = float(xl)
     else:
         xh = xl + 1
-    return True, yl, xl, yh, xh, y - yl, x - xl
+    ly, lx = y - yl, x - xl
+    return True, yl, xl, yh, xh, ly, lx, float(np.float32(1.0 - ly)), float(np.float32(1.0 - lx))
 
 
 @njit(cache=True)
@@ -118,17 +139,16 @@ def core(st, cost, vcost, ip, fp, rois, t0, t1, execute, feat, out, code):
                 py, px = bi // pw, bi % pw
                 s = E.scalar(st, cost, SAMPLE_SCALAR_OPS * gh * gw, sc, s)
                 for iy in range(gh):
-                    y = sh + py * bh + (iy + 0.5) * bh / gh
+                    y = _coord(sh, py, bh, iy, gh)
                     for ix in range(gw):
-                        x = sw + px * bw + (ix + 0.5) * bw / gw
-                        ok, yl, xl, yh, xh, ly, lx = _corners(y, x, H, W)
+                        x = _coord(sw, px, bw, ix, gw)
+                        ok, yl, xl, yh, xh, ly, lx, hy, hx = _corners(y, x, H, W)
                         if not ok:
                             continue
                         ready = E.copy(st, cost, E.GM_UB, float(pair), s)
                         for _ in range(4):
                             t = C.vrun(st, cost, vcost, V_AXPY, cc, lanes, max(ready, t))
                         if execute:
-                            hy, hx = 1.0 - ly, 1.0 - lx
                             w = (C.rnd(hy * hx, code), C.rnd(hy * lx, code), C.rnd(ly * hx, code),
                                  C.rnd(ly * lx, code))
                             for k in range(cc):
@@ -164,17 +184,24 @@ def make_rois(shape: dict, options: dict | None = None) -> np.ndarray:
     """Seeded boxes ``(batch, x1, y1, x2, y2)`` inside the input image (feature size / scale).
 
     Sides are log-uniform between ``roi_min`` and ``roi_max`` of the image side (proposals span
-    scales), positions uniform with the box inside the image. Every side is drawn a hair (2**-40,
-    relative) under its limit, so the rounding of ``exp``, of the corners and of their scaling
-    never carries a box past ``roi_max`` of the side, which ``ub_grid`` (and a spec) size UB by.
+    scales), positions uniform with the box inside the image. No side comes within 2**-20 of the
+    scaled image side (+1) of ``roi_max`` of the side: the ROI's float32 rounding, of its corners,
+    of the scale and of the scaled size (each at most 2**-24 of a coordinate), never carries a box
+    past ``roi_max`` of the side, which ``ub_grid`` (and a spec) size UB by.
     """
     o = opts(options)
     rng = np.random.default_rng(o["roi_seed"])
     R = shape["rois"]
-    img_h, img_w = shape["h"] / o["spatial_scale"], shape["w"] / o["spatial_scale"]
+    scale = o["spatial_scale"]
+    img_h, img_w = shape["h"] / scale, shape["w"] / scale
     lo, hi = math.log(o["roi_min"]), math.log(o["roi_max"])
-    bh = np.exp(rng.uniform(lo, hi, R)) * (img_h * (1 - 2**-40))
-    bw = np.exp(rng.uniform(lo, hi, R)) * (img_w * (1 - 2**-40))
+
+    def sides(img):
+        cap = max(o["roi_max"] * img - 2**-20 * (img + 1 / scale), 0.0)
+        return np.minimum(np.exp(rng.uniform(lo, hi, R)) * img, cap)
+
+    bh = sides(img_h)
+    bw = sides(img_w)
     y1 = rng.uniform(0, 1, R) * (img_h - bh)
     x1 = rng.uniform(0, 1, R) * (img_w - bw)
     b = rng.integers(0, shape["n"], R).astype(np.float64)
@@ -322,34 +349,37 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
 
 
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
-    """NumPy reference of torchvision.ops.roi_align (float64), written from its documented algorithm."""
+    """NumPy reference of torchvision.ops.roi_align, written from its documented algorithm: the
+    sampling coordinates and bilinear fractions in float32, as torchvision computes them for fp32
+    (each operation rounded, in its order), the weighted sums in float64, rounded once."""
     feat, rois, pooled = inputs
     o = opts(options)
+    f = np.float32
     x = np.asarray(feat, dtype=np.float64)
     _, H, W, Cn = x.shape
     PH, PW = int(pooled[0]), int(pooled[1])
-    scale, sr, aligned = float(o["spatial_scale"]), int(o["sampling_ratio"]), o["aligned"]
+    scale, sr, aligned = f(o["spatial_scale"]), int(o["sampling_ratio"]), o["aligned"]
     out = np.zeros((rois.shape[0], PH, PW, Cn))
-    off = 0.5 if aligned else 0.0
-    for i, (b, x1, y1, x2, y2) in enumerate(np.asarray(rois, dtype=np.float64)):
-        sw, sh = x1 * scale - off, y1 * scale - off
-        rw, rh = x2 * scale - off - sw, y2 * scale - off - sh
+    off = f(0.5) if aligned else f(0.0)
+    for i, (b, x1, y1, x2, y2) in enumerate(np.asarray(rois, dtype=np.float32)):
+        sw, sh = f(x1 * scale) - off, f(y1 * scale) - off
+        rw, rh = (f(x2 * scale) - off) - sw, (f(y2 * scale) - off) - sh
         if not aligned:
-            rw, rh = max(rw, 1.0), max(rh, 1.0)
-        bh, bw = rh / PH, rw / PW
-        gh = sr if sr > 0 else math.ceil(rh / PH)
-        gw = sr if sr > 0 else math.ceil(rw / PW)
+            rw, rh = max(rw, f(1.0)), max(rh, f(1.0))
+        bh, bw = rh / f(PH), rw / f(PW)
+        gh = sr if sr > 0 else math.ceil(bh)
+        gw = sr if sr > 0 else math.ceil(bw)
         img = x[int(b)]
         for py in range(PH):
             for px in range(PW):
                 acc = np.zeros(Cn)
                 for iy in range(gh):
-                    yy = sh + py * bh + (iy + 0.5) * bh / gh
+                    yy = (sh + f(py) * bh) + f(iy + 0.5) * bh / f(gh)
                     for ix in range(gw):
-                        xx = sw + px * bw + (ix + 0.5) * bw / gw
+                        xx = (sw + f(px) * bw) + f(ix + 0.5) * bw / f(gw)
                         if yy < -1.0 or yy > H or xx < -1.0 or xx > W:
                             continue
-                        yy_, xx_ = max(yy, 0.0), max(xx, 0.0)
+                        yy_, xx_ = max(float(yy), 0.0), max(float(xx), 0.0)
                         y0, x0 = int(yy_), int(xx_)
                         if y0 >= H - 1:
                             y0 = y1_ = H - 1
@@ -362,8 +392,9 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
                         else:
                             x1_ = x0 + 1
                         ly, lx = yy_ - y0, xx_ - x0
-                        acc += ((1 - ly) * (1 - lx) * img[y0, x0] + (1 - ly) * lx * img[y0, x1_]
-                                + ly * (1 - lx) * img[y1_, x0] + ly * lx * img[y1_, x1_])
+                        hy, hx = float(f(1 - ly)), float(f(1 - lx))
+                        acc += (hy * hx * img[y0, x0] + hy * lx * img[y0, x1_]
+                                + ly * hx * img[y1_, x0] + ly * lx * img[y1_, x1_])
                 out[i, py, px] = acc / max(gh * gw, 1)
     return dtype_emul.round_to(out, dtype)
 
