@@ -36,6 +36,22 @@ def test_points_beyond_the_map_contribute_zero_and_small_boxes_grow_to_one_pixel
     assert np.isclose(tiny[0, 0, 0, 0], 3.5)  # width forced to 1: the sample sits at 3 + 0.5
 
 
+@pytest.mark.parametrize("sr", [2, 0])
+@pytest.mark.parametrize("bad", [(1, np.nan), (4, np.nan), (3, np.inf)])
+def test_nan_or_infinite_roi_coordinates_sample_nothing(sr, bad):
+    """torchvision's range test is negated, so a NaN sampling point is outside and adds 0; the
+    reference raised (int of NaN) and execute returned NaN. An adaptive grid of a NaN or
+    infinite size has no points."""
+    feat = np.ones((1, 4, 4, 2), np.float32)
+    rois = np.array([[0, 0.0, 0.0, 2.0, 2.0], [0, 0.0, 0.0, 2.0, 2.0]])
+    rois[0, bad[0]] = bad[1]
+    o = {"spatial_scale": 1.0, "sampling_ratio": sr, "aligned": False}
+    p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 2, "buffer_num": 2, "cores": 1}
+    inputs = (feat, rois, np.array([1, 1]))
+    for got in (A.reference(inputs, "fp32", options=o), A.execute(inputs, p, "fp32", HW, options=o)):
+        assert got.ravel().tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 2), c=st.integers(1, 6), h=st.integers(1, 10), w=st.integers(1, 10),
        rois=st.integers(1, 5), ph=st.integers(1, 3), pw=st.integers(1, 3), tr=st.integers(1, 3),

@@ -58,7 +58,8 @@ EXACT_ROIS = 1 << 16
 @njit(cache=True)
 def _roi_geometry(roi, scale, sr, aligned, ph, pw):
     """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI, as torchvision computes them
-    for fp32: the ROI, the scale and each operation rounded to float32."""
+    for fp32: the ROI, the scale and each operation rounded to float32. An adaptive grid of a
+    size that is not finite (a NaN or infinite coordinate) has no points."""
     f = np.float32
     s = f(scale)
     off = f(0.5) if aligned else f(0.0)
@@ -71,8 +72,8 @@ def _roi_geometry(roi, scale, sr, aligned, ph, pw):
         rh = f(max(rh, f(1.0)))
     bh = f(rh / f(ph))
     bw = f(rw / f(pw))
-    gh = sr if sr > 0 else int(math.ceil(bh))
-    gw = sr if sr > 0 else int(math.ceil(bw))
+    gh = sr if sr > 0 else int(math.ceil(bh)) if math.isfinite(bh) else 0
+    gw = sr if sr > 0 else int(math.ceil(bw)) if math.isfinite(bw) else 0
     return sh, sw, bh, bw, gh, gw
 
 
@@ -87,8 +88,9 @@ def _coord(start, b, size, i, grid):
 @njit(cache=True)
 def _corners(y, x, H, W):
     """(valid, y_low, x_low, y_high, x_high, ly, lx, hy, hx) of a float32 sampling point,
-    torchvision's rules; the fractions are float32 (``ly`` exact, ``hy = 1 - ly`` rounded)."""
-    if y < -1.0 or y > H or x < -1.0 or x > W:
+    torchvision's rules: a point not inside [-1, H] x [-1, W] (NaN included) is outside; the
+    fractions are float32 (``ly`` exact, ``hy = 1 - ly`` rounded)."""
+    if not (y >= -1.0 and y <= H and x >= -1.0 and x <= W):
         return False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0
     y = max(float(y), 0.0)
     x = max(float(x), 0.0)
@@ -348,6 +350,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     return dtype_emul.round_to(out, dtype)
 
 
+@np.errstate(invalid="ignore", over="ignore")  # NaN and inf coordinates sample nothing
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
     """NumPy reference of torchvision.ops.roi_align, written from its documented algorithm: the
     sampling coordinates and bilinear fractions in float32, as torchvision computes them for fp32
@@ -367,8 +370,8 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
         if not aligned:
             rw, rh = max(rw, f(1.0)), max(rh, f(1.0))
         bh, bw = rh / f(PH), rw / f(PW)
-        gh = sr if sr > 0 else math.ceil(bh)
-        gw = sr if sr > 0 else math.ceil(bw)
+        gh = sr if sr > 0 else math.ceil(bh) if math.isfinite(bh) else 0  # a NaN box: no points
+        gw = sr if sr > 0 else math.ceil(bw) if math.isfinite(bw) else 0
         img = x[int(b)]
         for py in range(PH):
             for px in range(PW):
@@ -377,7 +380,7 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
                     yy = (sh + f(py) * bh) + f(iy + 0.5) * bh / f(gh)
                     for ix in range(gw):
                         xx = (sw + f(px) * bw) + f(ix + 0.5) * bw / f(gw)
-                        if yy < -1.0 or yy > H or xx < -1.0 or xx > W:
+                        if not (-1.0 <= yy <= H and -1.0 <= xx <= W):  # outside, or NaN
                             continue
                         yy_, xx_ = max(float(yy), 0.0), max(float(xx), 0.0)
                         y0, x0 = int(yy_), int(xx_)
