@@ -125,3 +125,17 @@ def test_simulate_set_integers_beyond_2_62_are_refused(capsys, assign, needle):
     err = _fails(capsys, ["simulate", "studies/matmul_small.yaml", "--shape", "m=64,n=64,k=64", "--set", assign],
                  needle)
     assert len(err) < 200
+
+
+def test_resize_nearest_with_align_corners_is_a_located_spec_error(tmp_path, capsys):
+    """PyTorch refuses align_corners with mode nearest (not an interpolating mode); autotile
+    accepted the spec and ignored it. Refused at the YAML value, exit 2; false stays accepted."""
+    text = (open("studies/resize.yaml").read()
+            .replace("inputs: {mode: bilinear, layout: NCHW, align_corners: false}",
+                     "inputs: {mode: nearest, layout: NCHW,\n         align_corners: true}"))
+    spec = tmp_path / "resize.yaml"
+    spec.write_text(text)
+    err = _fails(capsys, ["space", str(spec)], "inputs.align_corners: expected false with mode nearest")
+    assert f"{spec}:13:25:" in err
+    spec.write_text(text.replace("align_corners: true", "align_corners: false"))
+    assert cli(["space", str(spec)]) == 0

@@ -196,6 +196,10 @@ BAD = [
      'op: roi_align\nshapes: [{n: 1, c: 1, h: 8, w: 8, rois: 1, pooled_h: 2, pooled_w: 2}]\nparams:\n'
      '  a: {type: bool}\ninputs: {roi_min: 0.6}\n',
      '{f}:5:19: inputs.roi_min: expected at most roi_max (0.5), got 0.6'),
+    ('inputs align_corners with nearest',  # PyTorch refuses it; it was accepted and ignored
+     'op: resize\nshapes: [{n: 1, c: 1, h_in: 2, w_in: 2, h_out: 4, w_out: 4}]\nparams:\n'
+     '  a: {type: bool}\ninputs: {mode: nearest, align_corners: true}\n',
+     '{f}:5:40: inputs.align_corners: expected false with mode nearest (it applies to mode bilinear only), got true'),
     ('fixed no value',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: fixed}\n',
      "{f}:4:6: params.a: missing key 'value'"),

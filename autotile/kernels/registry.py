@@ -28,7 +28,8 @@ class Option:
 
     ``kind``: ``choice`` (one of ``choices``), ``bool``, ``int`` or ``number``; numbers lie in
     [``low``, ``high``] (``low`` itself excluded when ``low_open``) and are at most option
-    ``at_most``'s value when that is set.
+    ``at_most``'s value when that is set. ``only_with`` ``(option, values)``: a true value is
+    admitted only when that option holds one of ``values``.
     """
 
     name: str
@@ -39,6 +40,7 @@ class Option:
     high: float | None = None
     low_open: bool = False
     at_most: str | None = None
+    only_with: tuple[str, tuple] | None = None
 
     def expected(self) -> str:
         """What the option admits, as an error message says it."""
@@ -110,6 +112,10 @@ class OpInfo:
         for o in self.options:
             if o.at_most is not None and out[o.name] > out[o.at_most]:
                 raise OptionError(o.name, f"expected at most {o.at_most} ({out[o.at_most]!r}), got {out[o.name]!r}")
+            if o.only_with is not None and out[o.name] and out[o.only_with[0]] not in o.only_with[1]:
+                other, admits = o.only_with
+                raise OptionError(o.name, f"expected false with {other} {out[other]} (it applies to {other} "
+                                          f"{' or '.join(admits)} only), got true")
         return out
 
     def needs(self, unit: str) -> tuple[str, ...]:
@@ -164,7 +170,8 @@ OPS: dict[str, OpInfo] = {
                (("vector", ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")),),
                (Option("mode", "choice", "bilinear", ("nearest", "bilinear")),
                 Option("layout", "choice", "NCHW", ("NCHW", "NHWC")),
-                Option("align_corners", "bool", False))),
+                # PyTorch refuses align_corners with the non-interpolating nearest mode
+                Option("align_corners", "bool", False, only_with=("mode", ("bilinear",))))),
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling",
                (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),

@@ -1,13 +1,13 @@
 """Resize (nearest / bilinear interpolation, PyTorch ``interpolate`` semantics) on the Vector unit.
 
 Options (the spec's ``inputs:``): ``mode`` nearest | bilinear, ``layout`` NCHW | NHWC,
-``align_corners`` (bilinear only). Source indices and weights follow PyTorch's rules (ATen
-UpSample.h) with its float32 arithmetic (the opmath type of fp16 and fp32; the source
-coordinate's multiply-add fused, as compiled PyTorch does): nearest
-``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with align_corners, else
-``(dst + 0.5) * in/out - 0.5`` clamped at 0, ``lambda1`` its fraction and ``lambda0 = 1 -
-lambda1`` in the dtype; the neighbour is ``i0 + 1`` unless ``i0`` is the last index; an
-unchanged size is a copy. The host computes these index/weight tables (tiling data).
+``align_corners`` (bilinear only; true with nearest is refused, as PyTorch refuses it). Source
+indices and weights follow PyTorch's rules (ATen UpSample.h) with its float32 arithmetic (the
+opmath type of fp16 and fp32; the source coordinate's multiply-add fused, as compiled PyTorch
+does): nearest ``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with
+align_corners, else ``(dst + 0.5) * in/out - 0.5`` clamped at 0, ``lambda1`` its fraction and
+``lambda0 = 1 - lambda1`` in the dtype; the neighbour is ``i0 + 1`` unless ``i0`` is the last
+index; an unchanged size is a copy. The host computes these index/weight tables (tiling data).
 
 The output is cut into tiles of ``tile_c`` channels x ``tile_h`` rows x ``tile_w`` columns,
 walked in layout order and split over ``cores`` in contiguous runs. Per tile:
