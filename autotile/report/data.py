@@ -11,6 +11,7 @@ Nothing here writes: the storage is opened only when it exists, and studies are 
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -96,6 +97,39 @@ class ReportData:
         """The results a table exports: per (shape, dtype), the chosen unit's."""
         return [r for r in self.results if r.get("chosen", True) and r.get("cycles") is not None]
 
+    @cached_property
+    def searched(self) -> list[dict]:
+        """The results with their search record (``SEARCH_FIELDS``: trial counts, history, portfolio
+        members, Pareto front) read from the storage where it holds the study, else summary.json's.
+        The outcome (best configuration, verification: what table.json exports) stays summary.json's."""
+        objectives = self.summary.get("objectives") or ["cycles"]
+        out = []
+        for r in self.results:
+            study = self.study(r.get("study"))
+            out.append(r | stored_search(study, objectives) if study is not None else r)
+        return out
+
+    @property
+    def mismatch_note(self) -> str:
+        """What summary.json says that the storage contradicts (trial counts, best value), or ""."""
+        diffs = []
+        for r, s in zip(self.results, self.searched):
+            if s is r:
+                continue
+            was, now = min(r.get("history") or [math.inf]), min(s.get("history") or [math.inf])
+            text = f"{result_label(r)}: {r.get('trials', '?')} trials in summary.json, {s['trials']} in the storage"
+            if was != now:
+                text += f", best {_best_text(was)} against {_best_text(now)}"
+            if r.get("trials") != s["trials"] or was != now:
+                diffs.append(text)
+        if not diffs:
+            return ""
+        return ("summary.json does not match the study storage (it was written before trials were added to the "
+                "studies, or by another run): " + "; ".join(diffs) + ". The search sections (optimization history, "
+                "portfolio members, parameter importance, Pareto front) show the storage; the best "
+                "configurations, unit choice, verification, budget and table.json are summary.json's. Run the "
+                "Reproduce section's autotile tune command again to refresh them from the storage.")
+
     def study(self, name: str):
         """The Optuna study ``name`` from the storage, or None."""
         if self.storage is None or not name:
@@ -108,6 +142,44 @@ class ReportData:
             except Exception:  # noqa: BLE001 - a study missing from this storage
                 self._studies[name] = None
         return self._studies[name]
+
+
+SEARCH_FIELDS = ("trials", "complete", "unique_configs", "infeasible", "failed", "infeasible_pct",
+                 "history", "history_trials", "members", "pareto")
+
+
+def _best_text(v: float) -> str:
+    return "none" if v == math.inf else f"{v:,.6g}"
+
+
+def stored_search(study, objectives) -> dict:
+    """A study's ``SEARCH_FIELDS`` as ``autotile tune`` summarizes them (``runner.summarize``),
+    from the trials its storage holds now."""
+    from optuna.trial import TrialState
+
+    from autotile.tune.portfolio import MEMBER_ATTR, member_stats
+    from autotile.tune.runner import CONFIG_ATTR
+
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    infeasible = sum(1 for t in trials if t.state == TrialState.PRUNED)
+    out = {"trials": len(trials), "complete": len(complete),
+           "unique_configs": len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in complete}),
+           "infeasible": infeasible, "failed": sum(1 for t in trials if t.state == TrialState.FAIL),
+           "infeasible_pct": round(100.0 * infeasible / len(trials), 1) if trials else 0.0,
+           "history": [t.values[0] for t in complete], "history_trials": [t.number for t in complete],
+           "members": member_stats(trials) if any(MEMBER_ATTR in t.system_attrs for t in trials) else None,
+           "pareto": None}
+    if len(objectives) > 1 and complete:
+        front, seen = [], set()
+        for t in sorted(study.best_trials, key=lambda t: t.number):
+            key = t.user_attrs.get(CONFIG_ATTR)
+            if key not in seen:
+                seen.add(key)
+                front.append({"params": json.loads(key) if key else t.params,
+                              "values": dict(zip(objectives, t.values)), "trial": t.number})
+        out["pareto"] = front
+    return out
 
 
 def recorded_spec(out_dir: Path, summary: dict) -> tuple[object | None, str]:

@@ -1,4 +1,9 @@
-"""Sections about the search itself: optimization history, parameter importance, Pareto fronts."""
+"""Sections about the search itself: optimization history, parameter importance, Pareto fronts.
+
+They read each study's search record from the storage when it holds the study
+(``ReportData.searched``), so they agree with one another after trials were added since
+summary.json was written; the report says where the two disagree.
+"""
 
 from __future__ import annotations
 
@@ -32,8 +37,9 @@ def _labeler(data: ReportData):
 
 def _shown(data: ReportData) -> list[dict]:
     """The studies to draw: all of them, or the exported ones when there are too many."""
-    res = [r for r in data.results if r.get("history")]
-    return res if len(res) <= MAX_PANELS else [r for r in data.exported if r.get("history")][:MAX_PANELS]
+    res = [r for r in data.searched if r.get("history")]
+    exported = [r for r in res if r.get("chosen", True) and r.get("cycles") is not None]
+    return res if len(res) <= MAX_PANELS else exported[:MAX_PANELS]
 
 
 def trial_numbers(r: dict) -> list | None:
@@ -74,7 +80,7 @@ def history(data: ReportData) -> Section:
     label = _labeler(data)
     shown = _shown(data)
     rows = []
-    for r in data.results:
+    for r in data.searched:
         h, nums = r.get("history") or [], trial_numbers(r)
         best = min(h) if h else None
         opt = optimum(r, obj)
@@ -105,7 +111,7 @@ def history(data: ReportData) -> Section:
 
 def portfolio_members(data: ReportData) -> list:
     """The portfolio sampler's record: which member proposed how many trials and new bests."""
-    res = [r for r in data.results if r.get("members")]
+    res = [r for r in data.searched if r.get("members")]
     if not res:
         return []
     label = _labeler(data)
@@ -186,7 +192,7 @@ def importance(data: ReportData) -> Section:
 def pareto(data: ReportData) -> Section | None:
     """For two-objective studies: every trial in objective space and the Pareto front."""
     objs = data.summary.get("objectives") or []
-    res = [r for r in data.results if r.get("pareto")]
+    res = [r for r in data.searched if r.get("pareto")]
     if len(objs) != 2 or not res:
         return None
     from optuna.trial import TrialState

@@ -1,0 +1,44 @@
+"""Where `autotile report` takes each figure from: summary.json, the study storage, or neither."""
+
+import json
+
+from tinyspecs import EW
+
+
+def _md_table(md: str, column: str) -> list[dict]:
+    """The rows of the Markdown table that has ``column``, as {header: cell}."""
+    lines = md.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("|") and f"| {column} |" in line)
+    head = [c.strip() for c in lines[i].strip("|").split("|")]
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
+    return rows
+
+
+def test_report_of_an_older_summary_reads_the_search_from_the_storage(run_cli, write_spec, tmp_path):
+    """A summary written before a resumed run added trials: the history showed its 4 trials while
+    importance read the storage's; now every search section reads the storage and the report
+    says summary.json is behind it (its best and table.json are not silently replaced)."""
+    out = tmp_path / "out"
+    spec = write_spec(EW)
+    assert run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify", "--trials", "4")[0] == 0
+    old = (out / "summary.json").read_text()
+    assert run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify", "--trials", "10")[0] == 0
+    new = json.loads((out / "summary.json").read_text())["results"][0]
+    assert run_cli("report", str(out))[0] == 0
+    md = (out / "report.md").read_text()
+    assert "does not match the study storage" not in md  # a fresh summary agrees with the storage
+    fresh = _md_table(md, "distinct configs")
+
+    (out / "summary.json").write_text(old)
+    before = json.loads(old)["results"][0]
+    assert before["trials"] < new["trials"]
+    assert run_cli("report", str(out))[0] == 0
+    md = (out / "report.md").read_text()
+    assert _md_table(md, "distinct configs") == fresh
+    assert fresh[0]["trials"] == str(new["trials"])
+    assert (f"{before['trials']} trials in summary.json, {new['trials']} in the storage") in md
+    assert "Reproduce section's autotile tune command" in md
