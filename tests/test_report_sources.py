@@ -42,3 +42,24 @@ def test_report_of_an_older_summary_reads_the_search_from_the_storage(run_cli, w
     assert fresh[0]["trials"] == str(new["trials"])
     assert (f"{before['trials']} trials in summary.json, {new['trials']} in the storage") in md
     assert "Reproduce section's autotile tune command" in md
+
+
+def test_an_exhaustive_run_keeps_no_storage_and_its_report_knows(run_cli, write_spec, tmp_path):
+    """The exhaustive sampler writes no journal: summary.json recorded one anyway, and the report
+    warned that it was not found, offered it to optuna-dashboard and gave a budget of 10
+    configurations for a run that measured every one."""
+    from tinyspecs import SMALL
+
+    out = tmp_path / "out"
+    spec = write_spec(SMALL.replace("objective: cycles", "objective: cycles\nsampler: exhaustive"))
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify")
+    assert code == 0, err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["storage"] is None and not (out / "studies.journal").exists()
+    n = s["results"][0]["trials"]
+    md = (out / "report.md").read_text()
+    assert "not found" not in md and "optuna-dashboard" not in md and "--storage" not in md
+    assert f"all {n:,} feasible configurations" in md and "budget 10" not in md
+    assert "keeps no Optuna study" in md
+    code, _, err = run_cli("report", str(out), "--storage", str(tmp_path / "other.journal"))
+    assert code == 2 and err.count("\n") == 1 and "exhaustive sampler" in err

@@ -89,6 +89,12 @@ class ReportData:
                    for r in self.results)
 
     @property
+    def keeps_storage(self) -> bool:
+        """Whether the run kept its trials in an Optuna storage: the exhaustive sampler simulates
+        every configuration in one batch and keeps none (summaries before that said a journal)."""
+        return self.summary.get("sampler") != "exhaustive"
+
+    @property
     def results(self) -> list[dict]:
         return self.summary.get("results", [])
 
@@ -334,6 +340,11 @@ def _open_storage(data: ReportData, url: str | None) -> None:
 
     recorded = str(data.summary.get("storage") or "")
     given = url is not None
+    if not data.keeps_storage:  # a journal in the folder is another run's
+        if given:
+            raise InputError("--storage: this run used the exhaustive sampler, which keeps no study storage; "
+                             "drop --storage")
+        return
     journal = data.out_dir / JOURNAL_NAME
     if url is None:
         if journal.exists():

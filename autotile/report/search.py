@@ -94,8 +94,10 @@ def history(data: ReportData) -> Section:
              "default heuristic it started from (dashed). Where the summary carries the exhaustive optimum of "
              "the space, it is drawn as a dotted line and the gap to it is listed. Infeasible configurations "
              "are pruned before simulation and duplicates are answered from a cache; neither counts toward "
-             "the budget. Trial numbers are Optuna's (trial 0 is the default heuristic), as in summary.json, "
-             "table.json and optuna-dashboard."),
+             "the budget. " + ("Trial numbers are Optuna's (trial 0 is the default heuristic), as in summary.json, "
+                               "table.json and optuna-dashboard." if data.keeps_storage else
+                               "The exhaustive sampler measured every feasible configuration in enumeration order; "
+                               "trial numbers are positions in that order, as in summary.json and table.json.")),
     ]
     if shown:
         blocks.append(plots.history_grid(
@@ -167,8 +169,11 @@ def importance(data: ReportData) -> Section:
                  "1 per study. A parameter with a large share is the one to get right; one with none can be left "
                  "at its default for that shape.")
     if data.storage is None:
-        return Section("Parameter importance", [intro, Para(data.storage_note or "No study storage.", note=True)],
-                       "importance")
+        why = data.storage_note or "No study storage."
+        if not data.keeps_storage:
+            why = ("The exhaustive sampler simulates every configuration in one batch and keeps no Optuna study, "
+                   "so there is none to rank parameters in; the optimization history shows every configuration.")
+        return Section("Parameter importance", [intro, Para(why, note=True)], "importance")
     label = _labeler(data)
     found, skipped = [], []
     for r in _shown(data):

@@ -36,13 +36,25 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
         ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
         ("autotile version", str(s.get("autotile_version", "?"))),
-        ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, budget "
-                   f"{fmt.budget(s.get('budget', '?'), s.get('timeout_s'), 'distinct feasible configurations')}, "
+        ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, {_budget(data)}, "
                    f"objective(s) {', '.join(s.get('objectives', []))}"),
         ("tuning time", f"{s.get('elapsed_s', 0):.1f} s" + (" (interrupted: partial results)" if s.get("interrupted") else "")),
-        ("study storage", data.storage_text or "not available"),
+        ("study storage", data.storage_text or ("not available" if data.keeps_storage else
+                                                "none (the exhaustive sampler keeps no Optuna study)")),
     ]
     return out
+
+
+def _budget(data: ReportData) -> str:
+    """"budget N distinct feasible configurations per study"; for the exhaustive sampler, which
+    ignores the budget, "all N feasible configurations" it measured."""
+    s = data.summary
+    if data.keeps_storage:
+        return f"budget {fmt.budget(s.get('budget', '?'), s.get('timeout_s'), 'distinct feasible configurations')}"
+    sizes = list(dict.fromkeys(r.get("trials") for r in data.results if r.get("trials") is not None))
+    if len(sizes) == 1:
+        return f"all {sizes[0]:,} feasible configurations" + (" per study" if len(data.results) > 1 else "")
+    return "all feasible configurations of each study" + (f" ({', '.join(f'{n:,}' for n in sizes)})" if sizes else "")
 
 
 def highlights(data: ReportData) -> list[str]:
@@ -252,6 +264,12 @@ def reproduce(data: ReportData) -> Section:
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
            f"--sampler {s.get('sampler')} --out {out}"
     tune += _storage_option(data)  # resumes where the run kept its trials
+    if not data.keeps_storage:  # no study to resume or to open in optuna-dashboard
+        return Section("Reproduce", [
+            Para("Re-run the search (the exhaustive sampler simulates every configuration again; it keeps no "
+                 "Optuna study) or render this report again:"),
+            Code(f"{tune}\nautotile report {out}"),
+        ], "reproduce")
     dash = shlex.quote(_dashboard_storage(data))
     return Section("Reproduce", [
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "

@@ -361,7 +361,9 @@ def _finish(job: _Job) -> dict:
         "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
         "backend": spec.backend,
-        "storage": opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
+        # none for the exhaustive sampler: it keeps no Optuna study (no journal is written)
+        "storage": None if job.storage is None else
+        opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested and (bool(never) or any(
             job.outcomes[p.name].interrupted for p in job.plans if p.name in job.outcomes)),
         "elapsed_s": round(time.monotonic() - job.t0, 2),
