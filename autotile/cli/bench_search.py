@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from autotile.atomic import refuse_input
-from autotile.cli.common import MAX_SEED, int_in, nonempty, print_json, spec_inputs
+from autotile.cli.common import MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 
 HELP = "benchmark samplers on a spec: best found vs the optimum, per budget, median over seeds"
@@ -14,7 +14,7 @@ HELP = "benchmark samplers on a spec: best found vs the optimum, per budget, med
 def add_arguments(p) -> None:
     from autotile.tune.benchsearch import DEFAULT_BUDGETS, DEFAULT_SAMPLERS, WITHIN
 
-    p.add_argument("spec", help="a replay spec (optimum from the measurements) or a small simulator spec")
+    p.add_argument("spec", type=given("a spec file"), help="a replay spec (optimum from the measurements) or a small simulator spec")
     p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS),
                    help=f"comma-separated (default {','.join(DEFAULT_SAMPLERS)})")
     p.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),

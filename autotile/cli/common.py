@@ -27,6 +27,22 @@ def nonempty(value: str | None, flag: str, expected: str = "a file name") -> str
     return value
 
 
+def given(what: str):
+    """An argparse ``type`` for a file, folder or name positional: an empty (or blank) one is bad
+    input, not the current folder (``report ""`` rendered ``.``, ``export ""`` read ``./table.json``).
+
+    >>> given("a folder")("results/mm")
+    'results/mm'
+    """
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise argparse.ArgumentTypeError(f"expected {what}, got an empty one")
+        return value
+
+    return check
+
+
 MAX_SEED = 2**32 - 1  # what numpy's and Optuna's samplers accept
 MAX_JOBS = 1024  # worker processes of one command (each tune worker takes a study's trials)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from autotile.atomic import refuse_input
-from autotile.cli.common import nonempty
+from autotile.cli.common import given, nonempty
 
 HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("table", metavar="DIR", help="a tune output folder (holding table.json) or a table file")
+    p.add_argument("table", metavar="DIR", type=given("a folder or table file"), help="a tune output folder (holding table.json) or a table file")
     p.add_argument("--format", choices=("json", "c", "ascendc"), default="json", help="output format (default json)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write (atomically)")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import print_json
+from autotile.cli.common import given, print_json
 from autotile.hardware import bundled_names, load_profile
 
 HELP = "list or show hardware profiles"
@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
     ls = sub.add_parser("list", help="list bundled profiles")
     ls.add_argument("--json", action="store_true", help="print JSON")
     show = sub.add_parser("show", help="show one profile (a bundled name or a path)")
-    show.add_argument("name")
+    show.add_argument("name", type=given("a profile name or file"))
     show.add_argument("--json", action="store_true", help="print JSON")
     show.add_argument("--notes", action="store_true", help="also print each constant's source note")
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import nonempty, print_json
+from autotile.cli.common import given, nonempty, print_json
 
 HELP = "write a replay spec (YAML) from a Kernel Tuner cache (.json or .json.gz)"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("cache", help="a Kernel Tuner cache file, e.g. gemm_A100.json.gz")
+    p.add_argument("cache", type=given("a file name"), help="a Kernel Tuner cache file, e.g. gemm_A100.json.gz")
     p.add_argument("-o", "--out", required=True, help="the spec to write, e.g. gemm.yaml")
     p.add_argument("--json", action="store_true", help="print the written spec as JSON")
 

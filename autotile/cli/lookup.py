@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import Once, parse_shape, print_json
+from autotile.cli.common import Once, given, parse_shape, print_json
 
 HELP = "look a shape up in a tiling table (exact, nearest, model with --models, or default)"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("table", metavar="TABLE", help="a table file or a tune output folder")
+    p.add_argument("table", metavar="TABLE", type=given("a table file or folder"), help="a table file or a tune output folder")
     p.add_argument("--shape", required=True, action=Once, help="e.g. m=1000,n=2000,k=512")
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--models", metavar="DIR", help="the cache folder given to `autotile train -o` (a plain "

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotile.atomic import refuse_input
-from autotile.cli.common import nonempty, print_json
+from autotile.cli.common import given, nonempty, print_json
 
 HELP = "(re)render DIR/report.html and DIR/report.md from DIR/summary.json and the study storage"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("dir", help="an output folder of `autotile tune` (holds summary.json)")
+    p.add_argument("dir", type=given("a folder"), help="an output folder of `autotile tune` (holds summary.json)")
     p.add_argument("--storage", help="study storage URL (default: DIR/studies.journal, else the one the run recorded)")
     p.add_argument("--json", action="store_true", help="print the files written as JSON")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotile.atomic import refuse_input
-from autotile.cli.common import MAX_JOBS, MAX_SEED, int_in, nonempty, print_json, spec_inputs
+from autotile.cli.common import MAX_JOBS, MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", nargs="+", help="spec files, e.g. studies/matmul.yaml (several: a queue)")
+    p.add_argument("spec", nargs="+", type=given("a spec file"), help="spec files, e.g. studies/matmul.yaml (several: a queue)")
     p.add_argument("--trials", type=int, help="budget of distinct feasible configurations per study")
     p.add_argument("--sampler", help="tpe, random, cmaes, gp, nsga2, portfolio or exhaustive (default: the spec's)")
     p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")
