@@ -52,8 +52,9 @@ def test_an_exhaustive_run_keeps_no_storage_and_its_report_knows(run_cli, write_
 
     out = tmp_path / "out"
     spec = write_spec(SMALL.replace("objective: cycles", "objective: cycles\nsampler: exhaustive"))
-    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify")
+    code, printed, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify")
     assert code == 0, err
+    assert "budget none: every feasible configuration" in printed and "budget 10" not in printed
     s = json.loads((out / "summary.json").read_text())
     assert s["storage"] is None and not (out / "studies.journal").exists()
     n = s["results"][0]["trials"]

@@ -89,8 +89,12 @@ def _not_an_input(opts, specs) -> None:
 
 def format_summary(summary: dict, out: Path) -> str:
     """A short human summary: one line per study."""
-    budget = summary["budget"] if summary.get("timeout_s") is None \
-        else f"{summary['budget']} configs or {summary['timeout_s']:g} s per study"
+    if summary["sampler"] == "exhaustive":
+        budget = "none: every feasible configuration"
+    elif summary.get("timeout_s") is None:
+        budget = summary["budget"]
+    else:
+        budget = f"{summary['budget']} configs or {summary['timeout_s']:g} s per study"
     lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {budget}, "
              f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
     for r in summary["results"]:
