@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from tinyspecs import EW
 
+from autotile.tune import storage as storage_mod
 from autotile.tune.storage import JOURNAL_NAME
 
 
@@ -70,7 +71,7 @@ def test_a_lock_file_that_cannot_be_made_is_one_line(run_cli, tuned, monkeypatch
     def refuse(self):
         raise PermissionError(errno.EACCES, "Permission denied", lock)
 
-    monkeypatch.setattr("optuna.storages.journal.JournalFileOpenLock.acquire", refuse)
+    monkeypatch.setattr(type(storage_mod._lock(lock)), "acquire", refuse)  # the writers' lock class
     code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "12")
     assert code == 1 and _one_line(err), err
     assert f"{lock}: cannot write the study journal: Permission denied" in err and "rerun to resume" in err

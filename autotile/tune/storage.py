@@ -19,11 +19,17 @@ import sys
 import time
 import warnings
 from datetime import UTC, datetime
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: Optuna's lock file
+    fcntl = None
 from pathlib import Path
 
 import optuna
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+from optuna.storages.journal._file import BaseJournalFileLock
 from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import FrozenTrial, TrialState
 
@@ -202,8 +208,54 @@ def _decode_problem(exc: BaseException) -> str:
     return _first_line(exc)
 
 
-def _lock(path: str) -> JournalFileOpenLock:
-    return JournalFileOpenLock(path)
+class _FlockLock(BaseJournalFileLock):
+    """The journal writers' lock: ``fcntl.flock`` on ``JOURNAL.lock`` beside the journal.
+
+    Optuna's lock file (created with O_EXCL) outlived a killed holder, stalling every later writer
+    for its 30 s grace period with warnings, and its waiters polled at 1 s, so a waiter could miss
+    the lock for seconds. The kernel drops a flock when its holder dies, and a waiter sleeps until
+    the lock is free. The holder removes the file on release; a waiter that got the lock on a file
+    removed or replaced meanwhile takes it again on the current one. A lock file left by a killed
+    run (or by an older autotile) is only a file: nobody holds its lock.
+    """
+
+    def __init__(self, path: str):
+        self._path = path + ".lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        while True:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held = os.fstat(fd)
+                try:
+                    now = os.stat(self._path)
+                except FileNotFoundError:
+                    now = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                self._fd = fd
+                return True
+            os.close(fd)  # released and removed by its holder while we waited: take the new one
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            raise RuntimeError("the journal lock is not held")
+        try:
+            os.unlink(self._path)
+        except OSError:
+            pass  # removed by someone else; closing still releases the lock
+        finally:
+            os.close(fd)
+
+
+def _lock(path: str) -> BaseJournalFileLock:
+    """The writers' lock of the journal ``path``: a flock where the OS has one, else Optuna's."""
+    return _FlockLock(path) if fcntl is not None else JournalFileOpenLock(path)
 
 
 class _CheckedJournalFile(JournalFileBackend):
@@ -235,12 +287,12 @@ class _CheckedJournalFile(JournalFileBackend):
     def append_logs(self, logs: list[dict]) -> None:
         data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
         try:
-            with _locked(self._lock, self._file_path):
-                _repair_tail(self._file_path)
-                with open(self._file_path, "ab") as f:
-                    f.write(data)
+            with open(self._file_path, "ab") as f:
+                with _locked(self._lock, self._file_path):
+                    _repair_tail(self._file_path)
+                    f.write(data)  # appends at the end as it is now (O_APPEND)
                     f.flush()
-                    os.fsync(f.fileno())
+                os.fsync(f.fileno())  # outside the lock: the next writer need not wait for the disk
         except OSError as exc:
             raise _write_error(self._file_path, exc) from None
 
@@ -259,9 +311,9 @@ def _write_error(path: str, exc: OSError) -> JournalWriteError:
 
 
 class _locked:
-    """The lock Optuna's journal writers take around an append (a lock file beside the journal)."""
+    """The writers' lock held around an append (``_lock``: a lock file beside the journal)."""
 
-    def __init__(self, lock: JournalFileOpenLock, path: str):
+    def __init__(self, lock: BaseJournalFileLock, path: str):
         self.lock, self.path = lock, path
 
     def __enter__(self):
