@@ -136,3 +136,54 @@ def test_damage_appended_by_another_process_mid_run_is_reported(tmp_path):
         f.write(b'{"op_code":0,"worker_id":"w","study_name":"c","directions":[1]}\n')
     with pytest.raises(JournalDamaged, match=f"{JOURNAL_NAME}:2: "):
         storage.get_all_studies()
+
+
+@pytest.fixture
+def tuned_by_two(run_cli, write_spec, tmp_path):
+    """(spec, out): a finished run of the tiny elementwise spec by two worker processes."""
+    spec, out = write_spec(EW), tmp_path / "out2"
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--jobs", "2")
+    assert code == 0, err
+    assert len({r["worker_id"] for r in _records(out / JOURNAL_NAME)}) > 1  # records of several workers
+    return spec, out
+
+
+def test_records_optuna_would_skip_silently_are_damage(run_cli, tuned_by_two):
+    """Deleted middle records, or two journals joined, were replayed as failed trials (exit 0)."""
+    spec, out = tuned_by_two
+    journal, summary = out / JOURNAL_NAME, (out / "summary.json").read_bytes()
+    assert run_cli("report", str(out))[0] == 0  # a journal of several workers is fine
+    whole = journal.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    first_trial = next(i for i, r in enumerate(_records(journal)) if r["op_code"] == 4)
+    cut = b"".join(lines[:first_trial] + lines[first_trial + 1:])  # trial ids of later records shift
+    for damaged, why in ((cut, "was never created"), (whole + whole, "which had finished")):
+        journal.write_bytes(damaged)
+        for args in (("tune", spec, "--out", str(out), "--quiet", "--trials", "14"), ("report", str(out))):
+            code, _, err = run_cli(*args)
+            assert code == 1 and _one_line(err), err
+            assert f"{journal}:" in err and "a record Optuna cannot apply" in err and why in err, err
+            assert "head -n" in err and journal.read_bytes() == damaged
+    assert (out / "summary.json").read_bytes() == summary
+    journal.write_bytes(whole)
+    assert run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "14")[0] == 0
+
+
+def test_records_that_races_of_workers_leave_are_accepted(tmp_path):
+    """A study created twice, a stale trial failed by two resumes, a queued trial taken twice."""
+    mins = [optuna.study.StudyDirection.MINIMIZE]
+    a, b, c = (make_storage(None, tmp_path) for _ in range(3))
+    a.create_new_study(mins, "s")
+    with pytest.raises(optuna.exceptions.DuplicatedStudyError):
+        b.create_new_study(mins, "s")
+    stale = a.create_new_trial(0)
+    queued = a.create_new_trial(0, optuna.trial.create_trial(state=optuna.trial.TrialState.WAITING))
+    assert b.set_trial_state_values(stale, optuna.trial.TrialState.FAIL)
+    assert b.set_trial_state_values(queued, optuna.trial.TrialState.RUNNING)
+    b.set_trial_state_values(queued, optuna.trial.TrialState.COMPLETE, [1.0])
+    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):  # c had not seen b's records yet
+        c._write_log(6, {"trial_id": stale, "state": 4, "values": None, "datetime_complete": "2026-01-01T00:00:00"})
+        c._sync_with_backend()
+    c._write_log(6, {"trial_id": queued, "state": 1, "values": None, "datetime_start": "2026-01-01T00:00:00"})
+    trials = make_storage(None, tmp_path).get_all_trials(0)
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]

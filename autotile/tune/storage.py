@@ -143,7 +143,13 @@ class _OwnerOnCreate:
 class _OwnedJournalStorage(_OwnerOnCreate, JournalStorage):
     """A record that Optuna cannot apply while replaying the journal is reported as JournalDamaged
     (file and line); Optuna's answers to this process's own operations (a study that already
-    exists, a finished trial) are raised as they are."""
+    exists, a finished trial) are raised as they are.
+
+    Optuna skips another worker's record about a study or trial it does not know, or an update of
+    a trial that already finished, without a word: records deleted from the middle of a journal or
+    two journals joined into one turned finished trials into failed ones. Such a record is damage
+    too (``_skipped_record``); the skips that races of real workers cause are still taken.
+    """
 
     def _sync_with_backend(self) -> None:
         result = self._replay_result
@@ -152,6 +158,9 @@ class _OwnedJournalStorage(_OwnerOnCreate, JournalStorage):
         def logs():
             for log in self._backend.read_logs(result.log_number_read):
                 last[0] = log
+                if log.get("worker_id") != result.worker_id and (why := _skipped_record(result, log)):
+                    raise _damaged(self._backend._file_path, result.log_number_read + 1,
+                                   f"a record Optuna cannot apply: {why}")
                 yield log
 
         try:
@@ -165,6 +174,33 @@ class _OwnedJournalStorage(_OwnerOnCreate, JournalStorage):
             if str(exc).strip():
                 why += f": {_first_line(exc)}"
             raise _damaged(self._backend._file_path, result.log_number_read, why) from None
+
+
+_STUDY_OPS = frozenset({JournalOperation.DELETE_STUDY, JournalOperation.SET_STUDY_USER_ATTR,
+                        JournalOperation.SET_STUDY_SYSTEM_ATTR, JournalOperation.CREATE_TRIAL})
+_TRIAL_OPS = frozenset({JournalOperation.SET_TRIAL_PARAM, JournalOperation.SET_TRIAL_STATE_VALUES,
+                        JournalOperation.SET_TRIAL_INTERMEDIATE_VALUE, JournalOperation.SET_TRIAL_USER_ATTR,
+                        JournalOperation.SET_TRIAL_SYSTEM_ATTR})
+
+
+def _skipped_record(result, log: dict) -> str | None:
+    """Why Optuna would silently skip ``log``, another worker's record, as no run writes it; None
+    if it applies, or is skipped as races of workers make it: a study created twice, a trial's
+    state set after another worker finished it (two resumes failing the same stale trial, two
+    workers taking one queued trial)."""
+    op = log["op_code"]
+    if op in _STUDY_OPS:
+        study = log.get("study_id")
+        if type(study) is not int or not 0 <= study < result._next_study_id:  # deleted ones existed
+            return f"study id {json.dumps(study)[:20]} was never created"
+    elif op in _TRIAL_OPS:
+        trial = log.get("trial_id")
+        if type(trial) is not int or trial not in result._trials:
+            return f"trial id {json.dumps(trial)[:20]} was never created"
+        done = result._trials[trial]
+        if op != JournalOperation.SET_TRIAL_STATE_VALUES and done.state.is_finished():
+            return f"an update of trial {done.number}, which had finished ({done.state.name})"
+    return None
 
 
 class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
