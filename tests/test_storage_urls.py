@@ -116,3 +116,44 @@ def test_a_relative_sqlite_storage_is_found_from_another_folder(run_cli, tmp_pat
     md = (tmp_path / "r" / "report.md").read_text()
     assert "| study storage | not available |" in md and "which the run recorded" in md
     assert _reproduce(tmp_path / "r")[2] == "optuna-dashboard sqlite:///../x.db"
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_a_lost_database_is_named_by_its_real_cause_not_optunas_commit_guess():
+    """Optuna wraps the database's error in StorageInternalError ("... invalid data in the commit,
+    e.g. exceeding max length"); the one line names the lost connection instead."""
+    import optuna
+    from sqlalchemy.exc import OperationalError
+
+    from autotile.tune.storage import describe_failure, storage_cause
+
+    lost = OperationalError("UPDATE trials", {}, Exception("server closed the connection unexpectedly"))
+
+    def commit():
+        try:
+            raise lost
+        except OperationalError as exc:
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the commit. This "
+                                                         "typically happens due to invalid data") from exc
+
+    def handling():  # another error raised while Optuna handled the first
+        try:
+            commit()
+        except optuna.exceptions.StorageInternalError:
+            raise RuntimeError("while failing the trial")  # noqa: B904 - its context is the failure
+
+    for exc in (_raised(commit), _raised(handling)):
+        assert storage_cause(exc) is lost
+        line = describe_failure("postgresql://u:pw@db/x", storage_cause(exc))
+        assert "server closed the connection unexpectedly" in line and "invalid data" not in line
+        assert "pw" not in line
+    other = _raised(lambda: (_ for _ in ()).throw(optuna.exceptions.StorageInternalError("disk")))
+    assert storage_cause(other) is other  # nothing underneath: the error itself
+    assert storage_cause(ValueError("not storage")) is None

@@ -576,16 +576,20 @@ def storage_errors() -> tuple:
 def storage_cause(exc: BaseException) -> BaseException | None:
     """The storage failure behind ``exc`` (itself, or in its cause/context chain), or None.
 
-    Optuna may surface a lost database as another error raised while it handles the first.
+    Optuna may surface a lost database as another error raised while it handles the first, and
+    raises StorageInternalError ("... invalid data in the commit, e.g. exceeding max length")
+    from whatever the database said, a lost connection too: the innermost storage failure (or the
+    error a StorageInternalError was raised from) is the one that names what went wrong.
     """
-    seen = 0
+    seen, found = 0, None
     errors = storage_errors()
     while exc is not None and seen < 20:
-        if isinstance(exc, errors):
-            return exc
+        if isinstance(exc, errors) or (isinstance(found, optuna.exceptions.StorageInternalError)
+                                       and exc is found.__cause__):
+            found = exc
         exc = exc.__cause__ or exc.__context__
         seen += 1
-    return None
+    return found
 
 
 def describe_failure(url: str | None, exc: BaseException) -> str:
