@@ -1,5 +1,5 @@
 """The journal writers' lock: a killed holder or a lock file left behind stalls no one, and a
-waiter takes the lock as soon as it is released (no polling, no Optuna warnings)."""
+waiter blocks until it is released (no polling, no Optuna warnings)."""
 
 from __future__ import annotations
 
@@ -60,24 +60,34 @@ def test_a_lock_file_left_by_an_older_autotile_does_not_stall(tmp_path, optuna_w
     assert [s.study_name for s in make_storage(None, tmp_path).get_all_studies()] == ["a"]
 
 
-def test_a_waiter_takes_the_lock_as_soon_as_it_is_released(tmp_path):
+def test_a_waiter_blocks_on_the_lock_instead_of_polling(tmp_path, monkeypatch):
+    """Optuna's lock polled with sleeps backing off to 1 s, so a waiter took a released lock up
+    to a second late and one worker could keep missing it; a flock waiter sleeps in the kernel
+    until the release, calling no sleep at all."""
     journal = str(tmp_path / JOURNAL_NAME)
     holder, waiter = storage_mod._lock(journal), storage_mod._lock(journal)
     holder.acquire()
-    released = []
+    real_sleep, polls, done = time.sleep, [], []
 
-    def release_later():
-        time.sleep(1.5)  # Optuna's lock polled at 1 s by then: it took the lock up to 1 s late
-        released.append(time.monotonic())
-        holder.release()
+    def counting_sleep(seconds):
+        if threading.current_thread().name == "waiter":
+            polls.append(seconds)
+        real_sleep(seconds)
 
-    thread = threading.Thread(target=release_later)
+    monkeypatch.setattr(time, "sleep", counting_sleep)
+
+    def wait():
+        waiter.acquire()
+        done.append(True)
+        waiter.release()
+
+    thread = threading.Thread(target=wait, name="waiter")
     thread.start()
-    waiter.acquire()
-    taken = time.monotonic()
-    thread.join()
-    waiter.release()
-    assert taken - released[0] < 0.25
+    real_sleep(1.5)
+    assert not done  # still waiting while the lock is held
+    holder.release()
+    thread.join(timeout=30)
+    assert done and not polls
 
 
 def test_writers_hammering_the_lock_exclude_each_other(tmp_path):
