@@ -251,6 +251,12 @@ def eps(dtype: str) -> float:
 
 
 SIGMAS = 6.0  # standard deviations a probabilistic rounding-error bound allows
+# An fp32 accumulation's bound allows more: a running sum's rounding errors all scale with its
+# own size, itself random, so the error is a mixture of Gaussians with heavier tails. Over 10**6
+# draws of one fp32 running sum (32 to 4096 terms) 3e-5 of them fell beyond 6 model sigmas
+# (the model's sigma is ~1.35x the real std), 7e-6 beyond 7, about 5x fewer per further sigma:
+# ~1e-9 at 12. fp16 accumulators keep SIGMAS.
+FP32_SIGMAS = 12.0
 
 
 def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bool,
@@ -259,29 +265,30 @@ def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bo
     reductions' ``make_inputs`` draw them), accumulated in ``acc`` and rounded to ``dtype``.
 
     rtol covers the output's rounding. atol is a probabilistic bound (rounding errors taken as
-    independent, SIGMAS standard deviations): each product rounded to ``dtype`` is off by up to
-    u_dtype * rms, and sqrt(n) of them add up; an fp32 accumulator makes n roundings of running
-    sums of size ~rms * sqrt(n), and sqrt(n) of those add up.
+    independent, a number of standard deviations) from the kernel's real order of additions, ``adds``
+    (see ``AddOrder``: sum of k over the additions rounded to ``acc`` whose result holds k terms,
+    and the same over additions rounded to fp32): rounding a partial s leaves an error of std at
+    most u |s| / sqrt(3) (uniform within half an ulp), and a partial of k terms has
+    E[s^2] = k rms^2, so the variance is u^2 rms^2 (sum of k) / 3 (errors are unbiased: the terms
+    have mean 0, and a term lost to a large running sum is a zero-mean error of at most half an
+    ulp too). The products rounded to ``dtype`` first (``rounded_products``) are n more roundings
+    of one term each (u_dtype). Allowed: SIGMAS of the products' (independent, so Gaussian) and of
+    an fp16 accumulation's error, FP32_SIGMAS of an fp32 accumulation's.
 
-    An fp16 accumulator is bounded from the kernel's real order of additions, ``adds`` (see
-    ``AddOrder``: sum of k over the additions rounded to fp16 whose result holds k terms, and the
-    same over additions rounded to fp32): rounding a partial s leaves an error of std at most
-    u |s| / sqrt(3) (uniform within half an ulp), and a partial of k terms has E[s^2] = k rms^2,
-    so the variance is u^2 rms^2 (sum of k) / 3 (errors are unbiased: the terms have mean 0, and a
-    term lost to a large running sum is a zero-mean error of at most half an ulp too). Without
-    ``adds`` (no tiling known), the loose n * u16 of a sequential fp16 sum, which no correct
-    tiling exceeds.
+    Without ``adds`` (no tiling known), the loose bound of one sequential sum, which no correct
+    tiling exceeds: n * u16 in fp16, SIGMAS * n * rms * u32 in fp32, plus SIGMAS * sqrt(n) * rms
+    * u_dtype for rounded products.
     """
     u_out, u_acc = eps(dtype), eps(acc)
-    products = SIGMAS * math.sqrt(n) * rms * u_out if rounded_products else 0.0
-    if acc == "fp16" and adds is None:
-        accumulation = n * u_acc
-    elif acc == "fp16":
-        var = (u_acc ** 2 * adds[0] + eps("fp32") ** 2 * adds[1]) / 3.0
-        accumulation = SIGMAS * rms * math.sqrt(var)
-    else:
-        accumulation = SIGMAS * n * rms * u_acc
-    return 2 * u_out, products + accumulation + u_out
+    if adds is None:
+        products = SIGMAS * math.sqrt(n) * rms * u_out if rounded_products else 0.0
+        accumulation = n * u_acc if acc == "fp16" else SIGMAS * n * rms * u_acc
+        return 2 * u_out, products + accumulation + u_out
+    sigmas = SIGMAS if acc == "fp16" else FP32_SIGMAS
+    var = sigmas ** 2 * (u_acc ** 2 * adds[0] + eps("fp32") ** 2 * adds[1])
+    if rounded_products:
+        var += SIGMAS ** 2 * u_out ** 2 * n
+    return 2 * u_out, rms * math.sqrt(var / 3.0) + u_out
 
 
 REPEAT_BYTES = 256  # bytes of one vector repeat (every bundled profile): the VADD tree's lane width
@@ -353,10 +360,11 @@ class AddOrder:
             self.acc += k
 
 
-def fp16_core_adds(n: int, params: dict, core_sum) -> tuple[AddOrder, list[float]] | None:
+def core_adds(n: int, params: dict, core_sum) -> tuple[AddOrder, list[float]] | None:
     """Every core's additions of a 1-D reduction's tiling: ``core_sum(order, L, tile)`` records
-    one core's (L elements) and returns the terms in its partial. Returns (the cores' AddOrder,
-    the partials' term counts, one per core), or None if ``params`` do not give the tiling."""
+    one core's (L elements) and returns the terms in its partial (a list where a core leaves
+    several partials, the cube's 16 column sums). Returns (the cores' AddOrder, the partials'
+    term counts in core order), or None if ``params`` do not give the tiling."""
     try:
         tile, cores = int(params["tile_len"]), int(params["cores"])
     except (KeyError, TypeError, ValueError):
@@ -368,7 +376,8 @@ def fp16_core_adds(n: int, params: dict, core_sum) -> tuple[AddOrder, list[float
         core = AddOrder()
         k = core_sum(core, L, tile)
         order.acc += count * core.acc
-        parts += [k] * count
+        order.fp32 += count * core.fp32
+        parts += [float(v) for v in np.atleast_1d(k)] * count
     return order, parts
 
 

@@ -275,27 +275,39 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
               unit: str | None = None) -> tuple[float, float]:
     """(rtol, atol) for make_inputs' data (mean 0, rms 1/sqrt(3)) under the tiling's accumulation:
     fp32 on the cube and the S pipe, the Vector's ``acc_dtype`` otherwise; without a tiling, the
-    loosest a correct kernel of ``dtype`` may be (fp16 accumulation only exists for fp16). An fp16
-    accumulator's bound follows the tiling's order of additions (``fp16_adds``)."""
+    loosest a correct kernel of ``dtype`` may be (fp16 accumulation only exists for fp16). The
+    accumulation's bound follows the tiling's order of additions (``adds``)."""
     unit = unit or UNITS[0]
     if unit == "vector":
         acc = (params or {}).get("acc_dtype", "fp16" if dtype == "fp16" else "fp32")
     else:
         acc = "fp32"
-    adds = fp16_adds(shape["n"], params) if acc == "fp16" and params else None
-    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / math.sqrt(3.0), rounded_products=False, adds=adds)
+    order = adds(shape["n"], params, unit, acc) if params else None
+    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / math.sqrt(3.0), rounded_products=False, adds=order)
 
 
-def fp16_adds(n: int, params: dict) -> tuple[float, float] | None:
-    """``AddOrder.adds`` of the Vector kernel with an fp16 accumulator: on every core, tile-wide
-    lanes summed tile by tile, a VADD tree and a VCADD; the cores' partials combined by VCADD
-    (fp16) or by the Scalar loop (fp32). None if the params do not give the tiling."""
-    got = C.fp16_core_adds(n, params, lambda core, L, tile: core.tree(core.lanes(L, tile), C.REPEAT_BYTES // 2))
+def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | None:
+    """``AddOrder.adds`` of the tiling, ``acc`` the accumulator: on every core, tile-wide lanes
+    summed tile by tile, a VADD tree and a VCADD (Vector), one fp32 running sum (Scalar), or per
+    tile 16 column sums rounded to fp32 and added onto L0C's (cube); the partials combined by
+    VCADD (Vector ``combine: vector``) or by the Scalar loop in fp32. None if the params do not
+    give the tiling."""
+    def core_sum(core, L, tile):
+        if unit == "vector":
+            return core.tree(core.lanes(L, tile), C.REPEAT_BYTES // C.BYTES[acc])
+        if unit == "scalar":
+            return float(core.lanes(L, 1)[0])
+        lens = np.minimum(tile, L - tile * np.arange(-(-L // tile)))
+        cols = lens[:, None] // 16 + (np.arange(16) < lens[:, None] % 16)  # [tile, column] terms
+        core.fp32 += float(cols.sum())  # each tile's column sums rounded to fp32
+        return [core.sequential(cols[:, j], fp32=True) for j in range(16)]
+
+    got = C.core_adds(n, params, core_sum)
     if got is None:
         return None
     order, parts = got
     if len(parts) > 1:
-        if params.get("combine") == "vector":
+        if unit == "vector" and params.get("combine") == "vector":
             order.pairwise(parts)
         else:
             order.sequential(parts, fp32=True)

@@ -329,23 +329,34 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     accumulation: fp32 on the cube (L0C) and wherever ``acc_dtype`` is fp32, fp16 otherwise and
     when no tiling is given (the loosest a correct kernel may be). Only the Vector rounds the
     products (VMUL in ``dtype``); the S pipe and the cube keep them exact until they are added.
-    An fp16 accumulator's bound follows the tiling's order of additions (``fp16_adds``)."""
+    The accumulation's bound follows the tiling's order of additions (``adds``)."""
     unit = unit or UNITS[0]
     acc = "fp32" if unit == "cube" else (params or {}).get("acc_dtype", "fp16")
-    adds = fp16_adds(shape["n"], params, unit) if acc == "fp16" and params else None
-    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector", adds=adds)
+    order = adds(shape["n"], params, unit, acc) if params else None
+    return C.sum_tolerance(shape["n"], dtype, acc, 1.0 / 3.0, rounded_products=unit == "vector", adds=order)
 
 
-def fp16_adds(n: int, params: dict, unit: str) -> tuple[float, float] | None:
-    """``AddOrder.adds`` with an fp16 accumulator: on every core, tile-wide lanes summed tile by
-    tile, then a VADD tree and a VCADD (Vector), or one running sum (Scalar); the cores' partials
-    added one by one in fp16 (``execute``). None if the params do not give the tiling."""
+def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | None:
+    """``AddOrder.adds`` of the tiling, ``acc`` the accumulator: on every core, tile-wide lanes
+    summed tile by tile, then a VADD tree and a VCADD (Vector), one running sum (Scalar, cube
+    ``naive``) or 16 running sums, one per diagonal entry, summed in order (cube ``trace``); the
+    cores' partials added one by one (``execute``). None if the params do not give the tiling."""
+    form = params.get("cube_form")
+    if unit == "cube" and form not in FORMS:
+        return None
+
     def core_sum(core, L, tile):
-        if unit == "vector":  # a lane's first product is in ``dtype``, not yet in fp16
-            return core.tree(core.lanes(L, tile, first_rounded=True), C.REPEAT_BYTES // 2)
-        return float(core.lanes(L, 1, first_rounded=True)[0])  # the first add rounds an exact product
+        if unit == "vector":  # a lane's first product is in ``dtype``, not yet in ``acc``
+            return core.tree(core.lanes(L, tile, first_rounded=True), C.REPEAT_BYTES // C.BYTES[acc])
+        if unit == "scalar" or form == "naive":  # the first add rounds an exact product
+            return float(core.lanes(L, 1, first_rounded=True)[0])
+        # trace: 16-element blocks go round the 16 diagonal entries (``cube_core``)
+        blocks = np.arange(-(-L // 16))
+        rows = np.bincount(blocks % 16, weights=np.minimum(16, L - 16 * blocks), minlength=16)
+        core.acc += float(np.sum(rows * (rows + 1) / 2))
+        return core.sequential(rows[:min(16, len(blocks))])
 
-    got = C.fp16_core_adds(n, params, core_sum)
+    got = C.core_adds(n, params, core_sum)
     if got is None:
         return None
     order, parts = got
