@@ -1,0 +1,34 @@
+"""The report's headline sentences and section texts agree with its tables (synthetic summaries)."""
+
+from autotile.report import sections
+from autotile.report.data import ReportData
+
+
+def _row(shape, unit, pp, pb, **kw):
+    return {"shape": shape, "dtype": "fp16", "unit": unit, "cycles": 1000.0, "chosen": True, "verified": True,
+            "pct_of_peak": pp, "pct_of_bandwidth": pb} | kw
+
+
+def _util_line(data):
+    return next(x for x in sections.highlights(data) if x.startswith("Best utilization"))
+
+
+def test_best_utilization_is_taken_on_each_rows_roof(tmp_path, hw):
+    """global_sum said "5.4% of peak (room left)" for a row the table bands "good (of bandwidth)"
+    at 80.4% of HBM bandwidth: the headline used % of peak for every row."""
+    res = [_row({"n": 4096}, "vector", 0.2, 2.4), _row({"n": 1048576}, "vector", 5.4, 80.4)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "results": res}, hw=hw)
+    assert _util_line(data) == ("Best utilization: 80.4% of HBM bandwidth for n=1048576 fp16 vector "
+                                "(good, its roofline is HBM bandwidth).")
+    table = sections.best(data).blocks[1].rows
+    assert table[1][7] == "good (of bandwidth)"
+
+
+def test_best_utilization_names_the_best_of_each_roof(tmp_path, hw):
+    """matmul said "79.0% of peak (acceptable)" while a memory-bound row was 88.7% "good (of bandwidth)"."""
+    res = [_row({"m": 4096, "n": 4096, "k": 4096}, "cube", 79.0, 20.0),
+           _row({"m": 16, "n": 11008, "k": 4096}, "cube", 6.0, 88.7)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "matmul", "results": res}, hw=hw)
+    assert _util_line(data) == (
+        "Best utilization: 88.7% of HBM bandwidth for m=16, n=11008, k=4096 fp16 cube (good, its roofline is "
+        "HBM bandwidth); 79.0% of peak for m=4096, n=4096, k=4096 fp16 cube (acceptable).")
