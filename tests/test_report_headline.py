@@ -32,3 +32,35 @@ def test_best_utilization_names_the_best_of_each_roof(tmp_path, hw):
     assert _util_line(data) == (
         "Best utilization: 88.7% of HBM bandwidth for m=16, n=11008, k=4096 fp16 cube (good, its roofline is "
         "HBM bandwidth); 79.0% of peak for m=4096, n=4096, k=4096 fp16 cube (acceptable).")
+
+
+REPLAY_SPEC = """op: replay
+shapes: [{x: 4096, y: 4096}]
+params:
+  bx: {type: int, low: 16, high: 64, pow2: true}
+  tx: {type: int, low: 1, high: 3}
+objective: time_us
+backend: replay
+measurements: m.csv
+budget: {trials: 6}
+"""
+
+
+def test_replay_report_says_verification_was_skipped_and_claims_no_baseline(tmp_path, run_cli):
+    """A replay run's Verification row said FAILED under text claiming execute mode; the pipes
+    section was a heading with no content; the texts called trial 0 the default heuristic."""
+    (tmp_path / "m.csv").write_text("bx,tx,time\n" + "".join(
+        f"{bx},{tx},{0.05 + 0.01 * tx + bx / 1e4}\n" for bx in (16, 32, 64) for tx in (1, 2, 3)))
+    (tmp_path / "spec.yaml").write_text(REPLAY_SPEC)
+    out = tmp_path / "out"
+    code, _, err = run_cli("tune", str(tmp_path / "spec.yaml"), "--trials", "6", "--quiet", "--out", str(out))
+    assert code == 0, err
+    md = (out / "report.md").read_text()
+    verification = md.split("## Verification")[1].split("## ")[0]
+    assert "FAILED" not in verification and "execute mode" not in verification
+    assert "| skipped (replay backend) |" in verification
+    assert "NOT verified" not in md and "Verification skipped for 1 exported configuration" in md
+    assert "## Pipe utilization" not in md and "## Roofline" not in md
+    assert "trial 0 is the default heuristic" not in md and "trial 0 of every study" not in md
+    assert "dashed: the default heuristic" not in md
+    assert "no default heuristic" in md

@@ -27,8 +27,11 @@ def roofline_points(data: ReportData) -> tuple[list, list]:
     return pts, skipped
 
 
-def roofline(data: ReportData, traces: dict) -> Section:
-    """Arithmetic intensity against achieved FLOP/s under the chip's compute and HBM roofs."""
+def roofline(data: ReportData, traces: dict) -> Section | None:
+    """Arithmetic intensity against achieved FLOP/s under the chip's compute and HBM roofs; None for
+    replayed measurements (nothing was simulated: no FLOP or byte counts)."""
+    if data.replayed:
+        return None
     intro = Para("Arithmetic intensity is the useful FLOPs over the bytes the kernel cannot avoid moving between "
                  "HBM and the chip while it runs: its inputs read once (resize and roi_align: only the source data "
                  "they sample) and its output written once, unless the output is a single value or stays in L2 "
@@ -73,8 +76,9 @@ def _output_bytes(in_l2: bool | None) -> str:
     return "not counted: stays in L2 during the kernel" if in_l2 else "counted"
 
 
-def pipes(data: ReportData, traces: dict) -> Section:
-    """msprof-style busy ratios per pipe of each best configuration, and its trace file."""
+def pipes(data: ReportData, traces: dict) -> Section | None:
+    """msprof-style busy ratios per pipe of each best configuration, and its trace file; None when
+    there are neither (replayed measurements are not simulated)."""
     ex = data.exported
     keys = [k for k in (ex[0].get("msprof") or {}) if any((r.get("msprof") or {}).get(k) for r in ex)] if ex else []
     names = [k.removesuffix("_ratio") for k in keys]
@@ -107,6 +111,10 @@ def pipes(data: ReportData, traces: dict) -> Section:
                         "ui.perfetto.dev. Paths are relative to this report's folder."),
                    Table(["study", "trace file"], rows)]
     blocks += [Para(e, note=True) for e in errors]
+    if len(blocks) == 1:  # the introduction alone: nothing to show
+        if data.replayed or not ex:
+            return None
+        blocks.append(Para("No exported configuration has per-pipe ratios or a trace.", note=True))
     return Section("Pipe utilization and traces", blocks, "pipes")
 
 

@@ -97,9 +97,11 @@ def history_grid(panels: list, objective: str) -> Plot:
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
                bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
+    base = any(p[3] is not None for p in panels)
     return finish(fig, "history", f"{objective} per trial and best so far, one panel per study",
-                  "Grey dots: each completed trial; blue: best so far; dashed: the default heuristic; "
-                  "dotted (when known): the exhaustive optimum.")
+                  "Grey dots: each completed trial; blue: best so far; "
+                  + ("dashed: the default heuristic; " if base else "")
+                  + "dotted (when known): the exhaustive optimum.")
 
 
 def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]]) -> Plot:

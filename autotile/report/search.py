@@ -89,15 +89,19 @@ def history(data: ReportData) -> Section:
                      _number(nums, h.index(best) + 1 if h else None),
                      _number(nums, trials_to_within(h, best, 0.05) if h else None),
                      _value(opt, obj), fmt.pct(100 * (best / opt - 1), 2) if opt and best else "-"])
+    base = any(r.get("baseline_params") for r in data.results)
+    dashed = obj == "cycles" and any(r.get("baseline_cycles") is not None for r in shown)
     blocks = [
-        Para(f"How the search converged: every completed trial's {obj} (grey), the best so far (blue) and the "
-             "default heuristic it started from (dashed). Where the summary carries the exhaustive optimum of "
-             "the space, it is drawn as a dotted line and the gap to it is listed. Infeasible configurations "
-             "are pruned before simulation and duplicates are answered from a cache; neither counts toward "
-             "the budget. " + ("Trial numbers are Optuna's (trial 0 is the default heuristic), as in summary.json, "
-                               "table.json and optuna-dashboard." if data.keeps_storage else
-                               "The exhaustive sampler measured every feasible configuration in enumeration order; "
-                               "trial numbers are positions in that order, as in summary.json and table.json.")),
+        Para(f"How the search converged: every completed trial's {obj} (grey) and the best so far (blue)"
+             + (", and the default heuristic it started from (dashed)" if dashed else "") + ". Where the summary "
+             "carries the exhaustive optimum of the space, it is drawn as a dotted line and the gap to it is "
+             "listed. Infeasible configurations are pruned before "
+             + ("evaluation" if data.replayed else "simulation") + " and duplicates are answered from a cache; "
+             "neither counts toward the budget. "
+             + ("Trial numbers are Optuna's" + (" (trial 0 is the default heuristic)" if base else "")
+                + ", as in summary.json, table.json and optuna-dashboard." if data.keeps_storage else
+                "The exhaustive sampler measured every feasible configuration in enumeration order; "
+                "trial numbers are positions in that order, as in summary.json and table.json.")),
     ]
     if shown:
         blocks.append(plots.history_grid(

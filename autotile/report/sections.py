@@ -108,13 +108,49 @@ def highlights(data: ReportData) -> list[str]:
             best = max(ex, key=lambda r: r.get("speedup_vs_baseline") or 0)
             out.append(f"Speedup over the default heuristic: up to {fmt.speedup(max(sp))} ({result_label(best)}); "
                        f"{sum(1 for v in sp if v > 1.005)} of {len(sp)} beat it.")
-        bad = [r for r in ex if not r.get("verified")]
-        out.append("Every exported configuration passed verification." if not bad else
-                   f"{len(bad)} exported configuration(s) NOT verified: " + "; ".join(result_label(r) for r in bad) + ".")
+        skipped = [r for r in ex if not r.get("verified") and _skipped(r)]
+        bad = [r for r in ex if not r.get("verified") and not _skipped(r)]
+        if skipped:
+            out.append(f"Verification skipped for {len(skipped)} exported configuration(s) "
+                       f"({_skipped(skipped[0])}).")
+        if bad or not skipped:
+            out.append("Every exported configuration passed verification." if not bad else
+                       f"{len(bad)} exported configuration(s) NOT verified: "
+                       + "; ".join(result_label(r) for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
     if failed:
         out.append(f"{len(failed)} study(ies) found no feasible configuration.")
     return out
+
+
+def _skipped(r: dict) -> str:
+    """Why verification did not run for a result (the replay backend has no kernel), or ""."""
+    return str((r.get("verification") or {}).get("skipped") or "")
+
+
+def verify_status(r: dict) -> str:
+    """A result's verification as the tables show it: passed, skipped (why), not run or FAILED."""
+    if r.get("verified"):
+        return "passed"
+    why = _skipped(r)
+    if why:
+        return "skipped (replay backend)" if why.startswith("replay") else f"skipped ({why})"
+    return "not run" if not r.get("verification") else "FAILED"
+
+
+def baseline_text(data: ReportData) -> str:
+    """Where the default heuristic stands in the studies: trial 0 of each, of some, or of none
+    (replayed measurements have no kernel to propose one)."""
+    have = sum(1 for r in data.results if r.get("baseline_params"))
+    if have and have == len(data.results):
+        return "The default heuristic is the careful-engineer tiling each kernel proposes; it was trial 0 of every study."
+    if have:
+        return (f"The default heuristic is the careful-engineer tiling each kernel proposes; it was trial 0 of the "
+                f"{have} of {len(data.results)} studies whose spec allows it (the others have no default).")
+    if data.replayed:
+        return ("Replayed measurements have no default heuristic (there is no kernel to propose one), so there "
+                "is no default to compare with and trial 0 is the sampler's first proposal.")
+    return "No study had a feasible default heuristic, so there is no default to compare with."
 
 
 def _cap_cause(r: dict) -> str:
@@ -169,16 +205,21 @@ def best(data: ReportData) -> Section:
                      fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
                      b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline")),
-                     "yes" if r.get("verified") else "NO"])
+                     "yes" if r.get("verified") else ("skipped" if _skipped(r) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
+    if data.replayed:
+        intro = ("One row per shape and dtype: the configuration the table exports (the best recorded "
+                 "measurement). Recorded measurements carry no FLOP or byte counts and nothing was simulated, "
+                 "so % of peak, % of HBM bandwidth, the band and the bound do not apply. ")
+    else:
+        intro = ("One row per shape and dtype: the configuration the table exports (the chosen unit's best "
+                 "verified configuration). % of peak is useful work over the whole chip's peak for that unit "
+                 "and dtype; % of HBM bw is the bytes the Roofline section counts over what HBM moves in "
+                 "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% "
+                 "good, 70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the "
+                 "band is taken on % of bandwidth instead. ")
     blocks = [
-        Para("One row per shape and dtype: the configuration the table exports (the chosen unit's best "
-             "verified configuration). % of peak is useful work over the whole chip's peak for that unit "
-             "and dtype; % of HBM bw is the bytes the Roofline section counts over what HBM moves in "
-             "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% good, "
-             "70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the band is "
-             "taken on % of bandwidth instead. The default heuristic is the careful-engineer tiling each "
-             "kernel proposes; it was trial 0 of every study."),
+        Para(intro + baseline_text(data)),
         Table(["shape", "dtype", "unit", "cycles", "time", "% of peak", "% of HBM bw", "band", "bound",
                "default cycles", "speedup", "verified"], rows, "lllrrrrllrrl"),
         Table(["study", "tuned parameters", "changed from the default heuristic"], cfg,
@@ -255,16 +296,24 @@ def verification(data: ReportData) -> Section:
     rows = []
     for r in data.exported:
         v = r.get("verification") or {}
-        status = "passed" if r.get("verified") else ("not run" if not v else "FAILED")
+        status = verify_status(r)
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
                      fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
+    skipped = [r for r in data.exported if not r.get("verified") and _skipped(r)]
+    if skipped and len(skipped) == len(data.exported):
+        intro = ("No configuration was verified: " + ("the replay backend replays recorded measurements, so there "
+                 "is no kernel to execute and nothing to compare with a reference. Check the recorded "
+                 "configurations on the hardware they were measured on." if data.replayed
+                 else f"verification was skipped ({_skipped(skipped[0])})."))
+    else:
+        intro = ("Each exported configuration ran through the same kernel in execute mode on real data and was "
+                 "compared with the NumPy reference. It passes when every element satisfies "
+                 "|out - ref| <= atol + rtol x |ref| (as numpy.allclose), so the largest relative error can exceed "
+                 "rtol where the reference is close to zero. Large shapes are checked on a reduced shape that keeps "
+                 "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first.")
     blocks = [
-        Para("Each exported configuration ran through the same kernel in execute mode on real data and was "
-             "compared with the NumPy reference. It passes when every element satisfies "
-             "|out - ref| <= atol + rtol x |ref| (as numpy.allclose), so the largest relative error can exceed "
-             "rtol where the reference is close to zero. Large shapes are checked on a reduced shape that keeps "
-             "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first."),
+        Para(intro),
         Table(["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "rejected"],
               rows, "lllrrrrr"),
     ]
