@@ -64,3 +64,21 @@ def test_replay_report_says_verification_was_skipped_and_claims_no_baseline(tmp_
     assert "trial 0 is the default heuristic" not in md and "trial 0 of every study" not in md
     assert "dashed: the default heuristic" not in md
     assert "no default heuristic" in md
+
+
+def test_heading_counts_the_planned_studies_after_an_interruption(tmp_path):
+    """An interrupted weighted_sum run said "4 shape(s) x ... = 33 studies": the count left out
+    the studies that never ran (5 shapes x 3 dtypes x 3 units = 45 planned, 33 run)."""
+    def study(n, dtype, unit):
+        return {"shape": {"n": n}, "dtype": dtype, "unit": unit}
+
+    dtypes, units = ("bf16", "fp16", "fp32"), ("vector", "cube", "scalar")
+    plan = [study(n, d, u) for n in (64, 512, 4096, 65536, 1048576) for d in dtypes for u in units]
+    ran, never = plan[:33], plan[33:]
+    summary = {"op": "weighted_sum", "interrupted": True, "not_run": never,
+               "results": [r | {"cycles": 100.0, "chosen": r["unit"] == "vector", "verified": True} for r in ran]}
+    facts = dict(sections.facts(ReportData(out_dir=tmp_path, summary=summary, hw=None)))
+    assert facts["operator"] == "weighted_sum: 5 shape(s) x bf16, fp16, fp32 x cube, scalar, vector = 45 studies, 33 run"
+    summary |= {"not_run": [], "interrupted": False, "results": summary["results"][:9]}
+    facts = dict(sections.facts(ReportData(out_dir=tmp_path, summary=summary, hw=None)))
+    assert facts["operator"] == "weighted_sum: 1 shape(s) x bf16, fp16, fp32 x cube, scalar, vector = 9 studies"

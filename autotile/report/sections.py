@@ -24,15 +24,18 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
     """The heading table: what was tuned, where, with which version, budget and seed."""
     s = data.summary
     res = data.results
-    shapes = {tuple(r["shape"].items()) for r in res}
+    # the run's plan: the studies it has results for and those an interruption left unrun
+    planned = res + [r for r in (s.get("not_run") or []) if isinstance(r, dict) and "shape" in r]
+    shapes = {tuple(r["shape"].items()) for r in planned}
     hw = s.get("hw") or "?"
     if data.hw is not None:
         hw += (f" ({data.hw.cube_cores} cube / {data.hw.vector_cores} vector cores, {data.hw.clock_ghz:g} GHz, "
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "
                f"HBM {data.hw.hbm_bytes_per_second / 1e12:.2f} TB/s)")
     out = [
-        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x {', '.join(sorted({r['dtype'] for r in res}))} x "
-                     f"{', '.join(sorted({r['unit'] for r in res}))} = {len(res)} studies"),
+        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x {', '.join(sorted({r['dtype'] for r in planned}))} x "
+                     f"{', '.join(sorted({r['unit'] for r in planned}))} = {len(planned)} studies"
+                     + (f", {len(res)} run" if len(planned) > len(res) else "")),
         ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
         ("autotile version", str(s.get("autotile_version", "?"))),
