@@ -312,8 +312,9 @@ def verification(data: ReportData) -> Section:
     else:
         intro = ("Each exported configuration ran through the same kernel in execute mode on real data and was "
                  "compared with the NumPy reference. It passes when every element satisfies "
-                 "|out - ref| <= atol + rtol x |ref| (as numpy.allclose), so the largest relative error can exceed "
-                 "rtol where the reference is close to zero. Large shapes are checked on a reduced shape that keeps "
+                 "|out - ref| <= atol + rtol x |ref| (as numpy.allclose). Max rel error is taken over the elements "
+                 "whose |ref| exceeds atol (where it is smaller the absolute term decides), and can still exceed "
+                 "rtol where atol covers the difference. Large shapes are checked on a reduced shape that keeps "
                  "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first.")
     blocks = [
         Para(intro),
