@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autotile.report.doc import Plot  # noqa: E402
 
@@ -32,6 +33,8 @@ plt.rcParams.update({
     "legend.frameon": False,
 })
 COLORS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a", "#e16f24", "#1b7c83"]
+# one colour per compute unit in every plot (units.png drew vector blue, crossover.png drew cube blue)
+UNIT_COLORS = {"vector": COLORS[0], "cube": COLORS[1], "scalar": COLORS[2], "default": COLORS[3]}
 PNG_DPI = 110
 _ID = re.compile(r'\bid="([^"]+)"')
 _REF = re.compile(r'(url\(|href=")#([^)"]+)')
@@ -56,6 +59,14 @@ def finish(fig, name: str, alt: str, caption: str = "") -> Plot:
     fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight")
     plt.close(fig)
     return Plot(name=name, svg=svg, png=buf.getvalue(), alt=alt, caption=caption)
+
+
+def unit_color(unit: str) -> str:
+    """The colour of ``unit`` in every plot; a unit outside UNIT_COLORS gets one by its name."""
+    if unit in UNIT_COLORS:
+        return UNIT_COLORS[unit]
+    spare = COLORS[len(UNIT_COLORS):]
+    return spare[sum(map(ord, unit)) % len(spare)]
 
 
 def _grid(n: int, w: float = 3.4, h: float = 2.5, cols: int = 3):
@@ -111,7 +122,7 @@ def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | Non
     x = np.arange(len(groups))
     for j, u in enumerate(units):
         vals = [row[j] if row[j] is not None else np.nan for row in cycles]
-        ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=COLORS[j % len(COLORS)])
+        ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=unit_color(u))
     ax.set_xticks(x, groups, rotation=20 if len(groups) > 3 else 0, ha="right" if len(groups) > 3 else "center")
     ax.set_yscale("log")
     ax.set_ylabel("best cycles (log)")
@@ -225,10 +236,10 @@ def crossover(panels: list, xlabel: str) -> Plot:
     """
     fig, axes = _grid(len(panels), w=4.4, h=3.0, cols=2)
     for ax, (title, sim, tuned, marks) in zip(axes, panels):
-        for j, (u, (ns, cyc)) in enumerate(sorted(sim.items())):
-            ax.plot(ns, cyc, "-", color=COLORS[j % len(COLORS)], lw=1.4, label=f"{u} (simulated grid)")
-        for j, (u, (ns, cyc)) in enumerate(sorted(tuned.items())):
-            ax.plot(ns, cyc, "o", color=COLORS[j % len(COLORS)], mfc="none", ms=6, label=f"{u} (tuned)")
+        for u, (ns, cyc) in sorted(sim.items()):
+            ax.plot(ns, cyc, "-", color=unit_color(u), lw=1.4, label=f"{u} (simulated grid)")
+        for u, (ns, cyc) in sorted(tuned.items()):
+            ax.plot(ns, cyc, "o", color=unit_color(u), mfc="none", ms=6, label=f"{u} (tuned)")
         for n, text in marks:
             ax.axvline(n, color="#57606a", ls="--", lw=1)
             ax.annotate(text, (n, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
@@ -262,6 +273,7 @@ def portfolio_members(labels: list[str], members: list[str], trials: list[list[i
                edgecolor="white")
     ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
     ax.set_ylabel("trials")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5-trial ticks
     ax.legend(ncol=len(members))
     fig.tight_layout()
     return finish(fig, "portfolio", "trials and new bests per portfolio member, per study",

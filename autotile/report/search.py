@@ -215,8 +215,8 @@ def pareto(data: ReportData) -> Section | None:
         front = [(p["values"][objs[0]], p["values"][objs[1]]) for p in r["pareto"]]
         panels.append((label(r), pts, front))
         for p in sorted(r["pareto"], key=lambda p: p["values"][objs[0]]):
-            rows.append([result_label(r), str(p.get("trial", "-")), f"{p['values'][objs[0]]:,.4g}",
-                         f"{p['values'][objs[1]]:,.4g}", fmt.params(p.get("params"))])
+            rows.append([result_label(r), str(p.get("trial", "-")), _value(p["values"][objs[0]], objs[0]),
+                         _value(p["values"][objs[1]], objs[1]), fmt.params(p.get("params"))])
     return Section("Pareto front", [
         Para(f"These studies minimize two objectives, {objs[0]} and {objs[1]}. The Pareto front holds the "
              "configurations no other trial beats in both; which one to ship is a trade-off to choose."),

@@ -254,7 +254,7 @@ def units(data: ReportData) -> Section:
     if len(names) == 1:
         return Section("Unit choice", [Para(
             f"This spec tunes one unit only ({names[0]}), so {names[0]} is chosen for every shape. "
-            "List several units in the spec's `units:` to compare them.")], "units")
+            "List several units under units: in the spec to compare them.")], "units")
     objs = data.summary.get("objectives") or ["cycles"]
     by_time = objs[0] in ("cycles", "time_us")
     info = registry.get(data.summary["op"])
@@ -269,7 +269,7 @@ def units(data: ReportData) -> Section:
             why = f"lowest {objs[0]}" + ("" if chosen.get("verified") else " (not verified)")
         elif chosen is not None and len(ok) > 1:
             runner_up = min(v for u, v in zip(names, vals) if v is not None and u != chosen["unit"])
-            why = f"{runner_up / chosen['cycles']:.2f}x faster than the next unit"
+            why = fmt.faster(runner_up / chosen["cycles"]) + " than the next unit"
             if not chosen.get("verified"):
                 why += " (not verified)"
         elif chosen is not None:

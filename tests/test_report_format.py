@@ -1,0 +1,65 @@
+"""Report formatting: one number style per quantity, readable unit ratios, integer count axes,
+one colour per unit in every plot, no Markdown markup in HTML text."""
+
+import re
+
+from autotile.report import html, plots, search, sections
+from autotile.report.data import ReportData
+from autotile.report.doc import Report
+
+
+def _res(unit, cycles, **kw):
+    return {"shape": {"n": 4096}, "dtype": "fp16", "unit": unit, "cycles": cycles, "verified": True,
+            "chosen": False} | kw
+
+
+def test_pareto_table_prints_cycles_as_the_other_tables_do(tmp_path):
+    """The Pareto table printed "1.464e+04" where every other table prints "14,642"."""
+    r = _res("vector", 14642.0, chosen=True, study="s", pareto=[
+        {"trial": 3, "values": {"cycles": 14642.0, "time_us": 8.1344}, "params": {"a": 1}},
+        {"trial": 5, "values": {"cycles": 15210.0, "time_us": 8.05}, "params": {"a": 2}}])
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "objectives": ["cycles", "time_us"],
+                                                 "results": [r]}, hw=None)
+    rows = search.pareto(data).blocks[2].rows
+    assert [row[2] for row in rows] == ["14,642", "15,210"]
+    assert [row[3] for row in rows] == ["8.134 µs", "8.05 µs"]
+
+
+def test_unit_choice_shows_a_small_win_with_its_size(tmp_path):
+    """1213 against 1217 cycles read "1.00x faster than the next unit"."""
+    results = [_res("vector", 1213.0, chosen=True), _res("cube", 1217.0), _res("scalar", 90000.0)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "results": results}, hw=None)
+    table = next(b for b in sections.units(data).blocks if hasattr(b, "rows"))
+    assert table.rows[0][-1] == "0.3% faster than the next unit"
+
+
+def test_portfolio_trials_axis_has_integer_ticks():
+    svg = plots.portfolio_members(["n=64"], ["tpe", "mutation"], [[3, 1]], [[1, 0]]).svg
+    ticks = re.findall(r">\s*(-?\d+(?:\.\d+)?)\s*<", svg)
+    assert ticks and all("." not in t for t in ticks), ticks
+
+
+def _fills(svg: str) -> set:
+    return set(re.findall(r"(?:fill|stroke): ?(#[0-9a-f]{6})", svg))
+
+
+def test_each_unit_has_one_colour_in_every_plot():
+    """units.png drew vector blue and cube red, crossover.png cube blue and vector green."""
+    bars = plots.unit_bars(["n=64"], ["vector", "cube"], [[100.0, 300.0]]).svg
+    cross = plots.crossover([("fp16", {}, {"cube": ([64, 512], [300.0, 500.0]),
+                                           "vector": ([64, 512], [100.0, 900.0])}, [])], "size n").svg
+    lone = plots.unit_bars(["n=64"], ["cube"], [[300.0]]).svg
+    for svg in (bars, cross, lone):
+        assert plots.unit_color("cube") in _fills(svg)
+    for svg in (bars, cross):
+        assert plots.unit_color("vector") in _fills(svg)
+    assert plots.unit_color("vector") not in _fills(lone)
+    assert len({plots.unit_color(u) for u in ("vector", "cube", "scalar", "default")}) == 4
+
+
+def test_html_text_has_no_markdown_code_spans(tmp_path):
+    """HTML showed "spec's `units:`" with literal backticks."""
+    data = ReportData(out_dir=tmp_path, summary={"op": "resize", "results": [_res("vector", 10.0, chosen=True)]},
+                      hw=None)
+    page = html.render(Report("t", [], [], [sections.units(data)]))
+    assert "`" not in page and "units:" in page
