@@ -31,6 +31,9 @@ plt.rcParams.update({
     "grid.alpha": 0.3,
     "legend.fontsize": 8,
     "legend.frameon": False,
+    # clip-path ids are a hash of the clip box salted by this: fixed, so a re-render gives the same
+    # SVG (and report.html) byte for byte instead of new random ids each time
+    "svg.hashsalt": "autotile",
 })
 COLORS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#57606a", "#e16f24", "#1b7c83"]
 # one colour per compute unit in every plot (units.png drew vector blue, crossover.png drew cube blue)
