@@ -407,3 +407,16 @@ def test_repeats_are_told_by_the_recorded_configuration():
                                      user_attrs={runner.CONFIG_ATTR: '{"x":5}'},
                                      system_attrs={MEMBER_ATTR: "tpe", "constraints:feasible": 0.0}))
     assert _ask(study)[0] == "mutation"
+
+
+def test_every_documented_seed_makes_a_portfolio_with_distinct_member_seeds():
+    """Members got ``seed * 16 + i``: any seed from 2**28 on was past numpy's 2**32 - 1 and
+    crashed the default sampler. Small seeds keep their members' seeds (recorded results)."""
+    from autotile.tune.samplers import make_sampler, member_seeds
+
+    assert member_seeds(5, 6) == [5, 81, 82, 83, 84, 85]
+    collides = (-3 * pow(15, -1, 2**32)) % 2**32  # seed * 16 + 3 wraps onto the seed itself
+    for seed in (2**28, 2**32 - 1, collides):
+        seeds = member_seeds(seed, 6)
+        assert len(set(seeds)) == 6 and all(0 <= s < 2**32 for s in seeds)
+        make_sampler("portfolio", seed)

@@ -113,6 +113,16 @@ def test_two_workers_share_one_study(run_cli, tmp_path):
         assert len(owners) >= 1
 
 
+def test_the_largest_seed_runs_with_two_workers(run_cli, tmp_path):
+    """Worker seeds were ``seed + worker``: --seed 4294967295 --jobs 2 gave the second worker a
+    seed past 2**32 - 1, which every sampler refused with a traceback."""
+    out = tmp_path / "out"
+    code, _, err = run_cli("tune", TINY, "--out", str(out), "--quiet", "--trials", "3", "--jobs", "2",
+                           "--no-verify", "--sampler", "random", "--seed", "4294967295")
+    assert code == 0, err
+    assert _summary(out)["seed"] == 4294967295
+
+
 def _spawn(out: Path, trials: int) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",

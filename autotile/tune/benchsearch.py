@@ -31,7 +31,7 @@ from autotile.errors import InputError
 from autotile.space.space import Space
 from autotile.tune import exhaustive, runner
 from autotile.tune.evaluate import make_evaluator
-from autotile.tune.samplers import make_sampler
+from autotile.tune.samplers import make_sampler, offset_seed
 
 SCHEMA = "autotile.bench_search/1"
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "portfolio")
@@ -166,7 +166,7 @@ def bench(spec, samplers=DEFAULT_SAMPLERS, budgets=DEFAULT_BUDGETS, seeds: int =
                     t0 = time.monotonic()
                     traces = []
                     for i in range(seeds):
-                        traces.append(trace(space, name, spec.seed + i, budgets[-1], objective, ev,
+                        traces.append(trace(space, name, offset_seed(spec.seed, i), budgets[-1], objective, ev,
                                             feasible=opt.feasible))
                         if progress is not None:
                             progress(name, i)

@@ -164,10 +164,10 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
     completed trial is already saved there, and running again resumes.
     """
     from autotile.errors import StorageError
-    from autotile.tune.samplers import make_sampler
+    from autotile.tune.samplers import make_sampler, offset_seed
 
     evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
-    sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, None if plan.seed is None else plan.seed + worker,
+    sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, offset_seed(plan.seed, worker),
                                                     n_objectives=len(plan.objectives), space=plan.space))
     try:
         study = prepare(plan, storage, sampler)

@@ -11,6 +11,35 @@ from autotile.errors import InputError
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "nsga2", "exhaustive", "portfolio")
 _EXTRAS = {"cmaes": ("cmaes", "cmaes"), "gp": ("torch", "gp")}
+SEEDS = 2**32  # numpy's and Optuna's samplers take seeds 0 .. SEEDS - 1
+
+
+def offset_seed(seed: int | None, offset: int) -> int | None:
+    """``seed + offset`` (a worker's or a benchmark run's seed), wrapped into the samplers' range:
+    unchanged while it fits, so recorded results stay reproducible, and distinct for offsets
+    below 2**32.
+
+    >>> offset_seed(7, 1), offset_seed(2**32 - 1, 1)
+    (8, 0)
+    """
+    return None if seed is None else (seed + offset) % SEEDS
+
+
+def member_seeds(seed: int, n: int) -> list[int]:
+    """Seeds of a portfolio's ``n`` members: ``seed`` for the first, ``seed * 16 + i`` for the
+    others, wrapped into the samplers' range (unchanged while it fits); a wrapped value equal to
+    ``seed`` is skipped, so the members' seeds stay distinct.
+
+    >>> member_seeds(0, 3), member_seeds(2**32 - 1, 3)
+    ([0, 1, 2], [4294967295, 4294967281, 4294967282])
+    """
+    out, k = [seed], 1
+    while len(out) < n:
+        value = (seed * 16 + k) % SEEDS
+        if value != seed:
+            out.append(value)
+        k += 1
+    return out
 
 
 def make_sampler(name: str, seed: int | None, *, n_objectives: int = 1, n_startup: int = 10, space=None):
@@ -68,16 +97,14 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
     from autotile.tune.portfolio import PortfolioSampler
     from autotile.tune.runner import CONFIG_ATTR
 
-    def sub(i: int):
-        return None if seed is None else (seed if i == 0 else seed * 16 + i)
-
     names = ["tpe", "nsga2"]
     if n_objectives == 1 and importlib.util.find_spec("cmaes") is not None:
         names.append("cmaes")
     names.append("random")
-    members = {n: make_sampler(n, sub(i), n_objectives=n_objectives, n_startup=n_startup)
+    seeds = [None] * (len(names) + 1) if seed is None else member_seeds(seed, len(names) + 1)
+    members = {n: make_sampler(n, seeds[i], n_objectives=n_objectives, n_startup=n_startup)
                for i, n in enumerate(names)}
-    members["mutation"] = GreedyMutationSampler(sub(len(names)), space, CONFIG_ATTR)
+    members["mutation"] = GreedyMutationSampler(seeds[-1], space, CONFIG_ATTR)
     return PortfolioSampler(members, seed=seed, genetic="nsga2",
                             needs_numeric=[n for n in names if n == "cmaes"], lead="tpe",
                             warmup=n_startup, late=[n for n in names if n in ("nsga2", "cmaes")],
