@@ -65,3 +65,9 @@ class InfeasibleConfig(Exception):
 class StorageError(Exception):
     """The study storage failed (e.g. the database went away). Completed trials are saved;
     rerunning the same command resumes."""
+
+
+class Terminated(KeyboardInterrupt):
+    """A second SIGTERM: stop at once, as a second Ctrl-C does, but with SIGTERM's exit code."""
+
+    exit_code = 143

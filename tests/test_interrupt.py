@@ -186,3 +186,62 @@ def test_interruptible_gives_back_the_answer_or_the_error():
     with pytest.raises(InputError) as info:
         interruptible(bad, slow=True)
     assert str(info.value) == "x.yaml:3:4: f: bad" and info.value.line == 3
+
+
+def _jobs_run(out: Path) -> subprocess.Popen:
+    """`tune --jobs 2` on a budget it never reaches, in its own session, once it holds trials;
+    its output goes to files (a pipe would stay open as long as a worker does)."""
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
+                             "--trials", "100000", "--jobs", "2", "--no-verify"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                            stdout=(out / "stdout").open("wb"), stderr=(out / "stderr").open("wb"),
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while _complete(out, "matmul/ascend910b2/fp16/m=256,n=256,k=128/cube") < 3:
+        assert time.monotonic() < deadline and proc.poll() is None, "the first study did not start"
+        time.sleep(0.1)
+    return proc
+
+
+def _session(sid: int) -> list[str]:
+    """The live processes of session ``sid``."""
+    ps = subprocess.run(["ps", "-eo", "sid=,pid=,stat="], capture_output=True, text=True).stdout
+    return [ln for ln in ps.splitlines() if ln.split()[0] == str(sid) and not ln.split()[2].startswith("Z")]
+
+
+def _gone(sid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while _session(sid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _session(sid)
+
+
+def test_jobs_workers_do_not_outlive_a_killed_main_process(tmp_path):
+    """Workers of a SIGKILLed main process were re-parented and went on tuning, then hung."""
+    proc = _jobs_run(tmp_path / "out")
+    try:
+        assert len(_session(proc.pid)) >= 3  # the main process and its two workers
+        proc.kill()
+        proc.wait()
+        assert _gone(proc.pid, 20)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
+    """SIGTERM (a scheduler's stop) killed the main process and left its workers running; it now
+    stops the workers after their trial and writes the outputs, as SIGINT does."""
+    out = tmp_path / "out"
+    proc = _jobs_run(out)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert _gone(proc.pid, 20)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 143, (out / "stderr").read_text()
+    assert _json(out / "summary.json")["interrupted"] is True
+    assert "not run (interrupted)" in (out / "stdout").read_text()

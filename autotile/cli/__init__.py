@@ -1,6 +1,7 @@
 """The ``autotile`` command: argument parsing only; each command lives in its own module here.
 
-Exit codes: 0 success, 2 bad input (one line naming file, line, column and field), 1 anything else.
+Exit codes: 0 success, 2 bad input (one line naming file, line, column and field), 1 anything else,
+130 interrupted by SIGINT (143 by SIGTERM).
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ def run(argv: list[str] | None = None) -> int:
     except (OutputError, StorageError) as exc:
         print(f"autotile: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("autotile: interrupted", file=sys.stderr)
-        return 130
+        return getattr(exc, "exit_code", 130)
     except BrokenPipeError:  # e.g. `autotile space ... | head`
         sys.stderr.close()
         return 0

@@ -31,7 +31,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.space import load_spec
     from autotile.space.loader import MAX_TRIALS
-    from autotile.tune.driver import Options, default_out, tune_many
+    from autotile.tune.driver import Options, default_out, interrupted_code, tune_many
     from autotile.tune.storage import absolute_url
 
     int_in(args.trials, "--trials", 1, MAX_TRIALS)
@@ -63,7 +63,7 @@ def run(args) -> int:
         print_json(slim[0] if len(slim) == 1 else slim)
     else:
         print("\n".join(format_summary(s, o.out) for s, o in zip(summaries, opts)))
-    return 130 if any(s["interrupted"] for s in summaries) else 0
+    return interrupted_code() if any(s["interrupted"] for s in summaries) else 0
 
 
 def _not_an_input(opts, specs) -> None:

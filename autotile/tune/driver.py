@@ -22,11 +22,11 @@ import optuna
 
 from autotile import __version__
 from autotile.atomic import check_outputs, write_json
-from autotile.errors import InputError
+from autotile.errors import InputError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA
 from autotile.space import Spec, load_spec
-from autotile.tune import exhaustive, identity, runner
+from autotile.tune import exhaustive, identity, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
@@ -124,21 +124,21 @@ def _warm(spec: Spec, space, name: str, storage) -> tuple:
     return tuple(out)
 
 
-def _install_sigint() -> None:
+def _install_stop_signals() -> dict:
+    """SIGINT and SIGTERM (a scheduler's stop) stop the run after the current trial, a second
+    one at once; returns the handlers they replace."""
     def handler(signum, frame):
         if runner._Stop.requested:
-            raise KeyboardInterrupt
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        runner._Stop.signum = signum
         runner._Stop.request()
 
-    signal.signal(signal.SIGINT, handler)
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
-def _init_worker(shared) -> None:
-    """A --jobs worker ignores SIGINT and stops when its parent says so through ``shared``: a
-    Ctrl-C reaches the whole process group, but ``kill -INT`` (or a scheduler) only the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    runner._Stop.requested = False
-    runner._Stop.shared = shared
+def interrupted_code() -> int:
+    """The exit code of an interrupted run: 143 after SIGTERM, else 130 (SIGINT)."""
+    return 143 if runner._Stop.signum == signal.SIGTERM else 130
 
 
 def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
@@ -228,23 +228,27 @@ def tune(spec: Spec, opts: Options) -> dict:
 
 def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) -> list[dict]:
     """Tune a queue of specs (each with its own options) with ``jobs`` worker processes in all."""
-    runner._Stop.requested = False
-    _install_sigint()
-    quiet_heartbeat_failures()
-    todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
-    for o in opts:  # else an output would fail only after every trial ran (and after the others were replaced)
-        check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
-    queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
-    bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
+    runner._Stop.requested, runner._Stop.signum = False, None
+    saved = _install_stop_signals()
     try:
-        if jobs <= 1:
-            for job in queue:
-                _run_here(job, bar)
-        else:
-            _run_pool(queue, jobs, bar)
+        quiet_heartbeat_failures()
+        todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
+        for o in opts:  # else an output would fail only after every trial ran (and after the others were replaced)
+            check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
+        queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
+        bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
+        try:
+            if jobs <= 1:
+                for job in queue:
+                    _run_here(job, bar)
+            else:
+                _run_pool(queue, jobs, bar)
+        finally:
+            bar.close()
+        return [_finish(job) for job in queue]
     finally:
-        bar.close()
-    return [_finish(job) for job in queue]
+        for sig, old in saved.items():
+            signal.signal(sig, old)
 
 
 def _warmed(job: _Job, plan: runner.StudyPlan) -> runner.StudyPlan:
@@ -288,9 +292,9 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     if runner._Stop.requested:  # a Ctrl-C before the line above
         runner._Stop.shared.value = 1
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(runner._Stop.shared,)) as pool:
-            futures = [(job, i, pool.submit(_worker, job.spec.file, job.opts, i, w))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=workers.init,
+                                 initargs=(runner._Stop.shared, os.getpid())) as pool:
+            futures = [(job, i, pool.submit(workers.call, _worker, job.spec.file, job.opts, i, w))
                        for job in queue for i in range(len(job.plans)) for w in range(jobs)]
             done = set()
             for job, i, fut in futures:

@@ -14,6 +14,7 @@ budget + workers - 1 completed configurations.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -106,15 +107,23 @@ def optuna_params(space: Space, params: dict) -> dict:
 
 
 class _Stop:
-    """Stop after the current trial: ``requested`` is set by this process's SIGINT handler;
-    ``shared`` (a lock-free multiprocessing byte) is how the parent of ``--jobs`` workers tells them."""
+    """Stop after the current trial: ``requested`` is set by this process's SIGINT or SIGTERM
+    handler (``signum`` says which); ``shared`` (a lock-free multiprocessing byte) is how the
+    parent of ``--jobs`` workers tells them; a worker also stops once its ``parent`` is gone."""
 
     requested = False
+    signum = None
     shared = None
+    parent = None
 
     @classmethod
     def is_set(cls) -> bool:
-        return cls.requested or (cls.shared is not None and bool(cls.shared.value))
+        return cls.requested or (cls.shared is not None and bool(cls.shared.value)) or cls.orphaned()
+
+    @classmethod
+    def orphaned(cls) -> bool:
+        """A worker whose parent died (it was re-parented)."""
+        return cls.parent is not None and os.getppid() != cls.parent
 
     @classmethod
     def request(cls) -> None:
