@@ -67,6 +67,11 @@ class StorageError(Exception):
     rerunning the same command resumes."""
 
 
+class RunError(Exception):
+    """A run that could not go on for a reason other than input or storage (its worker processes
+    kept dying); the CLI prints one line and exits 1."""
+
+
 class Terminated(KeyboardInterrupt):
     """A second SIGTERM: stop at once, as a second Ctrl-C does, but with SIGTERM's exit code."""
 

@@ -188,12 +188,12 @@ def test_interruptible_gives_back_the_answer_or_the_error():
     assert str(info.value) == "x.yaml:3:4: f: bad" and info.value.line == 3
 
 
-def _jobs_run(out: Path) -> subprocess.Popen:
+def _jobs_run(out: Path, trials: int = 100000) -> subprocess.Popen:
     """`tune --jobs 2` on a budget it never reaches, in its own session, once it holds trials;
     its output goes to files (a pipe would stay open as long as a worker does)."""
     out.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
-                             "--trials", "100000", "--jobs", "2", "--no-verify"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             "--trials", str(trials), "--jobs", "2", "--no-verify"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                             stdout=(out / "stdout").open("wb"), stderr=(out / "stderr").open("wb"),
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -245,3 +245,40 @@ def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
     assert proc.returncode == 143, (out / "stderr").read_text()
     assert _json(out / "summary.json")["interrupted"] is True
     assert "not run (interrupted)" in (out / "stdout").read_text()
+
+
+def test_a_killed_jobs_worker_is_replaced_and_the_run_completes(tmp_path):
+    """Killing one --jobs worker broke the process pool: a traceback, exit 1, no outputs, and
+    the other worker's trial left RUNNING. New workers now take over; the dead ones' trials are
+    marked failed and retried."""
+    out = tmp_path / "out"
+    proc = _jobs_run(out, trials=30)
+    try:
+        kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+        os.kill(int(kids[0]), signal.SIGKILL)
+        proc.wait(timeout=300)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    err = (out / "stderr").read_text()
+    assert proc.returncode == 0, err
+    assert "a --jobs worker process died" in err and "Traceback" not in err
+    s = _json(out / "summary.json")
+    assert len(s["results"]) == 2 and all(r["unique_configs"] >= 30 for r in s["results"])
+    for r in s["results"]:
+        study = optuna.load_study(study_name=r["study"], storage=make_storage(None, out))
+        assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_workers_that_keep_dying_end_the_run_with_one_error():
+    from autotile.errors import RunError
+    from autotile.tune import workers
+
+    with pytest.raises(RunError, match="died 3 times in a row"):
+        workers.run_pool([(0, ())], 1, _die, lambda key: None)

@@ -12,7 +12,7 @@ import sys
 
 from autotile import __version__
 from autotile.atomic import OutputError
-from autotile.errors import InputError, StorageError
+from autotile.errors import InputError, RunError, StorageError
 
 # command name -> module (inside autotile.cli) defining HELP, add_arguments(p) and run(args)
 COMMANDS = {
@@ -61,7 +61,7 @@ def run(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"autotile: error: {exc}", file=sys.stderr)
         return 2
-    except (OutputError, StorageError) as exc:
+    except (OutputError, StorageError, RunError) as exc:
         print(f"autotile: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:

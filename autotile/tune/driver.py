@@ -9,12 +9,10 @@ processes sharing the storage); verify the best configurations in execute mode; 
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import optuna
 
 from autotile import __version__
 from autotile.atomic import check_outputs, write_json
-from autotile.errors import InputError, Terminated
+from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA
 from autotile.space import Spec, load_spec
@@ -237,15 +235,21 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
             check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
         queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
         bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
+        failed = None
         try:
             if jobs <= 1:
                 for job in queue:
                     _run_here(job, bar)
             else:
                 _run_pool(queue, jobs, bar)
+        except RunError as exc:  # the outputs of what finished are written first
+            failed = exc
         finally:
             bar.close()
-        return [_finish(job) for job in queue]
+        summaries = [_finish(job) for job in queue]
+        if failed is not None:
+            raise failed
+        return summaries
     finally:
         for sig, old in saved.items():
             signal.signal(sig, old)
@@ -272,7 +276,8 @@ def _run_here(job: _Job, bar) -> None:
 
 
 def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
-    """Every study of every spec gets ``jobs`` worker tasks; ``jobs`` processes take them in order.
+    """Every study of every spec gets ``jobs`` worker tasks; ``jobs`` processes take them in order
+    (``workers.run_pool``: a worker that dies is replaced).
 
     Studies are created (baseline and warm start enqueued) here first, so workers only take trials.
     They run side by side, so warm starts come from what the storage held before this run.
@@ -287,23 +292,16 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
                 runner.prepare(plan, job.storage)
             except storage_mod.storage_errors() as exc:
                 raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
-    ctx = multiprocessing.get_context()
-    runner._Stop.shared = ctx.RawValue("b", 0)
-    if runner._Stop.requested:  # a Ctrl-C before the line above
-        runner._Stop.shared.value = 1
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=workers.init,
-                                 initargs=(runner._Stop.shared, os.getpid())) as pool:
-            futures = [(job, i, pool.submit(workers.call, _worker, job.spec.file, job.opts, i, w))
-                       for job in queue for i in range(len(job.plans)) for w in range(jobs)]
-            done = set()
-            for job, i, fut in futures:
-                fut.result()
-                if (id(job), i) not in done:
-                    done.add((id(job), i))
-                    bar.study_done(job.plans[i].budget)
-    finally:
-        runner._Stop.shared = None
+    studies = set()
+
+    def done(key) -> None:
+        if key[:2] not in studies:
+            studies.add(key[:2])
+            bar.study_done(queue[key[0]].plans[key[1]].budget)
+
+    tasks = [((n, i, w), (job.spec.file, job.opts, i, w)) for n, job in enumerate(queue)
+             for i in range(len(job.plans)) for w in range(jobs)]
+    workers.run_pool(tasks, jobs, _worker, done)
 
 
 def _collect(job: _Job) -> list[runner.StudyPlan]:

@@ -14,8 +14,10 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import sys
+import threading
 import time
 import warnings
 from datetime import UTC, datetime
@@ -347,12 +349,24 @@ def _write_error(path: str, exc: OSError) -> JournalWriteError:
 
 
 class _locked:
-    """The writers' lock held around an append (``_lock``: a lock file beside the journal)."""
+    """The writers' lock held around an append (``_lock``: a lock file beside the journal).
+
+    With ``defer_sigterm`` (a --jobs worker, which SIGTERM ends at once) a SIGTERM that arrives
+    while the lock is held ends the process only once it is released: the record is finished
+    rather than cut, and where the lock is Optuna's lock file (no flock), a file left behind
+    would hold up every other writer for its 30 s grace period.
+    """
+
+    defer_sigterm = False
+    _pending: list = []
 
     def __init__(self, lock: BaseJournalFileLock, path: str):
         self.lock, self.path = lock, path
+        self.saved = None
 
     def __enter__(self):
+        if self.defer_sigterm and threading.current_thread() is threading.main_thread():
+            self.saved = signal.signal(signal.SIGTERM, lambda signum, frame: self._pending.append(signum))
         self.lock.acquire()
         return self
 
@@ -361,6 +375,11 @@ class _locked:
             self.lock.release()
         except RuntimeError:  # forcibly released by another writer after the grace period
             pass
+        finally:
+            if self.saved is not None:
+                signal.signal(signal.SIGTERM, self.saved)
+                if self._pending:
+                    os._exit(128 + self._pending[0])
         return False
 
 

@@ -1,4 +1,11 @@
-"""``tune --jobs``: the worker processes, which never outlive the main process.
+"""``tune --jobs``: the worker processes, which survive a dead sibling and never outlive the
+main process.
+
+A worker that dies (killed, out of memory) breaks Python's process pool, which then ends its
+other workers too; the tasks they had not finished go to a new pool, whose workers mark the
+trials the dead ones left RUNNING as failed (stale owners, ``storage.fail_stale_trials``) and go
+on. Only pools that keep breaking before any task finishes end the run (RunError, exit 1, after
+the outputs of what finished).
 
 Re-parented workers kept tuning and then blocked forever on the queue of a pool nobody read. On
 Linux the kernel now sends a worker SIGTERM when its parent exits (PR_SET_PDEATHSIG); anywhere,
@@ -9,13 +16,67 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import multiprocessing
 import os
 import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
-from autotile.tune import runner
+from autotile.errors import RunError
+from autotile.tune import runner, storage
 
 _PR_SET_PDEATHSIG = 1
+MAX_BARREN = 3  # pools in a row that break before any task finishes: the run gives up
+
+
+def run_pool(tasks: list, jobs: int, work, done) -> None:
+    """``work(*args)`` for every ``(key, args)`` of ``tasks`` in ``jobs`` worker processes, in
+    order; ``done(key)`` as each one finishes. Tasks cut short by a dead worker go to a new pool;
+    after a stop request they are left unrun."""
+    ctx = multiprocessing.get_context()
+    runner._Stop.shared = ctx.RawValue("b", 0)
+    if runner._Stop.requested:  # a stop before the line above
+        runner._Stop.shared.value = 1
+    barren = 0
+    try:
+        while tasks:
+            lost, finished = _one_pool(ctx, tasks, jobs, work, done)
+            if not lost or runner._Stop.is_set():
+                return
+            barren = 0 if finished else barren + 1
+            if barren >= MAX_BARREN:
+                raise RunError(f"--jobs worker processes died {barren} times in a row before any study "
+                               "finished (out of memory?); completed trials are saved, rerun to resume")
+            print("autotile: warning: a --jobs worker process died; new workers take over its studies "
+                  "(its unfinished trial is marked failed and retried)", file=sys.stderr)
+            tasks = lost
+    finally:
+        runner._Stop.shared = None
+
+
+def _one_pool(ctx, tasks: list, jobs: int, work, done) -> tuple[list, int]:
+    """Run ``tasks`` in one pool: (the tasks its broken pool did not finish, how many finished).
+    On any other error the workers are told to stop and the tasks not started are dropped."""
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=init,
+                               initargs=(runner._Stop.shared, os.getpid()))
+    lost, finished = [], 0
+    try:
+        futures = [(key, pool.submit(call, work, *args)) for key, args in tasks]
+        for (key, args), (_, fut) in zip(tasks, futures):
+            try:
+                fut.result()
+            except BrokenProcessPool:
+                lost.append((key, args))
+                continue
+            finished += 1
+            done(key)
+    except BaseException:
+        runner._Stop.shared.value = 1
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)  # a broken pool's workers are reaped, so their trials read as stale
+    return lost, finished
 
 
 def die_with_parent() -> None:
@@ -35,6 +96,7 @@ def init(shared, parent: int) -> None:
     SIGTERM (the pool's own, or the parent's death) ends it at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler, inherited by fork
+    storage._locked.defer_sigterm = True  # but not while it holds the journal's lock
     die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(1)
