@@ -282,3 +282,22 @@ def test_workers_that_keep_dying_end_the_run_with_one_error():
 
     with pytest.raises(RunError, match="died 3 times in a row"):
         workers.run_pool([(0, ())], 1, _die, lambda key: None)
+
+
+def test_a_study_deleted_by_another_process_ends_the_run_with_one_line(tmp_path):
+    """A concurrent `tune --restart` deleting a study under a --jobs run crashed it with a
+    traceback (KeyError: 'Record does not exist.')."""
+    out = tmp_path / "out"
+    proc = _jobs_run(out)
+    try:
+        optuna.delete_study(study_name="matmul/ascend910b2/fp16/m=256,n=256,k=128/cube",
+                            storage=make_storage(None, out))
+        proc.wait(timeout=120)
+        assert _gone(proc.pid, 20)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    err = (out / "stderr").read_text()
+    assert proc.returncode == 1, err
+    assert err.count("\n") == 1 and "was deleted from the storage by another process" in err

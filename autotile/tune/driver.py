@@ -226,6 +226,8 @@ def tune(spec: Spec, opts: Options) -> dict:
 
 def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) -> list[dict]:
     """Tune a queue of specs (each with its own options) with ``jobs`` worker processes in all."""
+    from autotile.tune import storage as storage_mod
+
     runner._Stop.requested, runner._Stop.signum = False, None
     saved = _install_stop_signals()
     try:
@@ -250,6 +252,10 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
         if failed is not None:
             raise failed
         return summaries
+    except KeyError as exc:  # warm starts, study creation: the worker's and _collect's name the study
+        if storage_mod.study_gone(exc):
+            raise storage_mod.deleted(None) from None
+        raise
     finally:
         for sig, old in saved.items():
             signal.signal(sig, old)
@@ -322,6 +328,8 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
                 continue
             job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
         except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
+            if storage_mod.study_gone(exc):
+                raise storage_mod.deleted(plan.name) from None
             cause = storage_mod.storage_cause(exc)
             if cause is None:
                 raise

@@ -170,7 +170,8 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
     """Run (or resume) one study until its budget, its timeout or a stop request.
 
     A failure of the storage itself (a database that went away) raises StorageError: every
-    completed trial is already saved there, and running again resumes.
+    completed trial is already saved there, and running again resumes. A study another process
+    deleted meanwhile raises StudyDeleted (a StorageError).
     """
     from autotile.errors import StorageError
     from autotile.tune.samplers import make_sampler, offset_seed
@@ -183,6 +184,8 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
         _prime_cache(study, evaluator)
         outcome = _optimize(study, plan, evaluator, progress)
     except Exception as exc:  # noqa: BLE001 - re-raised unless the storage itself failed
+        if storage_mod.study_gone(exc):
+            raise storage_mod.deleted(plan.name) from None
         cause = storage_mod.storage_cause(exc)
         if cause is None:
             raise

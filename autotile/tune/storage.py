@@ -611,6 +611,28 @@ def storage_cause(exc: BaseException) -> BaseException | None:
     return found
 
 
+class StudyDeleted(StorageError):
+    """A study this run was using was deleted from the storage by another process."""
+
+
+def study_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause/context) is Optuna's KeyError for a study or trial that no
+    longer exists in the storage (another process deleted the study, e.g. ``tune --restart``)."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, KeyError) and exc.args == ("Record does not exist.",):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def deleted(name: str | None) -> StudyDeleted:
+    what = f"study {name}" if name else "a study of this run"
+    return StudyDeleted(f"{what} was deleted from the storage by another process (a concurrent "
+                        "`tune --restart` on the same storage?) while this run used it; rerun to tune it afresh")
+
+
 def describe_failure(url: str | None, exc: BaseException) -> str:
     """One line: which storage failed, why, and that a rerun resumes."""
     where = redact(url) if url else "the journal file"
@@ -638,10 +660,17 @@ def quiet_heartbeat_failures() -> None:
     # Optuna's RDB storage logs "Caught an error from sqlalchemy ... falling back" before its
     # fallback query fails too; that failure then reaches the user as one StorageError line.
     logging.getLogger("optuna.storages._rdb.storage").addFilter(_drop_sqlalchemy_fallback_warning)
+    # a study deleted under a running trial: Optuna logs the trial's failure with a traceback
+    # before the KeyError reaches ``runner.run``, which reports it as one StudyDeleted line
+    logging.getLogger("optuna.study._optimize").addFilter(_drop_study_gone_warning)
 
 
 def _drop_sqlalchemy_fallback_warning(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Caught an error from sqlalchemy")
+
+
+def _drop_study_gone_warning(record: logging.LogRecord) -> bool:
+    return not (record.exc_info and study_gone(record.exc_info[1]))
 
 
 class OwnedSampler(optuna.samplers.BaseSampler):
