@@ -206,3 +206,19 @@ def test_fp32_accumulation_tolerance_follows_the_tiling(unit, extra):
     assert real.passed and real.max_abs_error <= 0.5 * real.atol, real
     assert real.atol < 0.01, real
     assert not verify.verify_one(_DropsTail(6), {"n": n}, p, "fp32", HW, unit=unit).passed
+
+
+@pytest.mark.parametrize("unit, core", [("cube", "aic"), ("vector", "aiv"), ("scalar", "aiv")])
+def test_msprof_ratios_name_the_core_the_unit_runs_on(unit, core):
+    """The S, MTE2 and MTE3 pipes exist on both core types; msprof names them aic_* on the cube
+    core and aiv_* on the vector cores (a cube run's scalar time was reported as aiv_scalar_ratio)."""
+    p = {"tile_len": 512, "buffer_num": 2, "cores": 1,
+         **({"cube_form": "trace"} if unit == "cube" else {"acc_dtype": "fp32", "reduction": "tree"})}
+    r = W.simulate({"n": 512}, p, "fp16", HW, unit=unit)
+    assert r.feasible, r.reason
+    other = "aiv" if core == "aic" else "aic"
+    for pipe in ("scalar", "mte2", "mte3"):
+        assert r.msprof[f"{core}_{pipe}_ratio"] == r.pipes[pipe if pipe != "scalar" else "s"]["ratio"]
+        assert r.msprof[f"{other}_{pipe}_ratio"] == 0.0
+    if unit != "vector":  # one vector core issues no scalar work here
+        assert r.msprof[f"{core}_scalar_ratio"] > 0

@@ -86,17 +86,7 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
     inv = 1.0 / cycles if cycles else 0.0
     ratio = {name: round(b * inv, 4) for name, b in zip(E.PIPE_NAMES, crit.busy)}
     pipes = {name: {"busy_cycles": round(b, 3), "ratio": ratio[name]} for name, b in zip(E.PIPE_NAMES, crit.busy)}
-    cube = unit == "cube"
-    msprof = {
-        "aic_mac_ratio": ratio["m"],
-        "aic_mte1_ratio": ratio["mte1"],
-        "aic_mte2_ratio": ratio["mte2"] if cube else 0.0,
-        "aic_fixpipe_ratio": ratio["fix"],
-        "aiv_vec_ratio": ratio["v"],
-        "aiv_mte2_ratio": 0.0 if cube else ratio["mte2"],
-        "aiv_mte3_ratio": ratio["mte3"],
-        "aiv_scalar_ratio": ratio["s"],
-    }
+    msprof = msprof_ratios(unit, ratio)
     path_total = [0.0] * E.NPATHS
     for r in runs:
         c = r.count
@@ -124,6 +114,32 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
         pipes=pipes, msprof=msprof, bytes=byts, buffers=buffers,
         core_classes=[{"count": r.count, "cycles": r.cycles} for r in runs],
     )
+
+
+def msprof_ratios(unit: str, ratio: dict) -> dict:
+    """msprof's per-block pipe ratios from the critical core's ``ratio`` per pipe.
+
+    The pipes both core types have (scalar, MTE2, MTE3) are named for the core the unit runs on:
+    aic_* for the cube, aiv_* for the vector and scalar units. Every unit gets the same keys (the
+    other core's copy 0.0), so results of different units line up in one table.
+    """
+    cube = unit == "cube"
+
+    def on(aic: bool, pipe: str) -> float:
+        return ratio[pipe] if aic == cube else 0.0
+
+    return {
+        "aic_mac_ratio": ratio["m"],
+        "aic_mte1_ratio": ratio["mte1"],
+        "aic_mte2_ratio": on(True, "mte2"),
+        "aic_fixpipe_ratio": ratio["fix"],
+        "aic_scalar_ratio": on(True, "s"),
+        "aic_mte3_ratio": on(True, "mte3"),
+        "aiv_vec_ratio": ratio["v"],
+        "aiv_mte2_ratio": on(False, "mte2"),
+        "aiv_mte3_ratio": on(False, "mte3"),
+        "aiv_scalar_ratio": on(False, "s"),
+    }
 
 
 def _bound(run: CoreRun, cycles: float) -> str:
