@@ -365,3 +365,53 @@ def test_learned_windows_keep_a_range_between_grid_sizes(ws_rows, monkeypatch):
     monkeypatch.setattr(sel, "predict_many", fake)
     assert sel.crossover_windows("fp16", data="gm") == [[390, 401], [465, 16384]]
     assert sel.crossover("fp16", data="gm") == 465
+
+
+def _hinted_train(err: str) -> list[str]:
+    """The arguments of the `autotile train ...` command a missing-model message names."""
+    import re
+    import shlex
+
+    cmd = re.search(r"`(autotile train[^`]*)`", err)
+    assert cmd, err
+    return shlex.split(cmd.group(1))[1:]
+
+
+def _small_train(monkeypatch):
+    """A train of a few sizes and configurations (in this process: run `train -j 1`)."""
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 512))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 512))
+    monkeypatch.setattr(D, "SPEC_EXHAUSTIVE", 40)
+    monkeypatch.setattr(D, "SPEC_TRIALS", 8)
+    monkeypatch.setattr(training, "COST_1D", (256, 512, 1, 6))
+    monkeypatch.setattr(training, "REFINE", (1, 1))
+
+
+def test_missing_model_hints_name_a_train_command_that_writes_the_file(tmp_path, monkeypatch, run_cli):
+    """The hints said `autotile train -o DIR` (lookup: a default train builds no weighted_sum cost
+    model, nor one for the table's profile) and `autotile train` (decide --hw ascend910 --models
+    DIR: neither the profile nor the folder)."""
+    from tablekit import default_table
+
+    from autotile.hardware import load_profile
+
+    _small_train(monkeypatch)
+    spec = tmp_path / "ws.yaml"
+    spec.write_text((ROOT / "studies" / "weighted_sum.yaml").read_text().replace(
+        "hardware: ascend910b2", "hardware: ascend910"))
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps(default_table(spec)))
+    models = tmp_path / "models dir"  # a space: the command quotes it
+    models.mkdir()
+    want = ["train", "--ops", "weighted_sum", "--hw", "ascend910", "-o", str(models)]
+    code, _, err = run_cli("decide", "weighted_sum", "--shape", "n=300", "--hw", "ascend910", "--models", str(models))
+    assert code == 2 and "no trained model" in err and _hinted_train(err) == want
+    code, _, err = run_cli("lookup", str(table), "--shape", "n=777", "--models", str(models), "--json")
+    assert code == 0 and "no cost model for weighted_sum" in err and _hinted_train(err) == want
+    assert run_cli(*want, "-j", "1", "--json")[0] == 0
+    hw = load_profile("ascend910")
+    assert store.path_for("cost", "weighted_sum", models, hw).exists()
+    store.load_regressor("weighted_sum", models, hw=hw)
+    code, _, err = run_cli("decide", "weighted_sum", "--shape", "n=300", "--hw", "ascend910", "--models",
+                           str(models), "--json")
+    assert code == 0, err

@@ -68,6 +68,7 @@ class CostRegressor:
         self.n_rows = 0
         self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
         self.source: str | None = None  # the file it was read from (its errors then name it)
+        self.command = "autotile train"  # the train line that rebuilds that file
 
     def _features(self, shape, dtype, unit, configs, data) -> list[dict]:
         return [config_features(self.op, shape, dtype, unit, c, data, self.cube_cores, self.hw) for c in configs]
@@ -104,7 +105,7 @@ class CostRegressor:
             raise InputError(f"cost regressor for {self.op} has no unit {unit!r} (has {', '.join(self.units)})")
         if not configs:
             return np.zeros(0)
-        with S.guard(self.source), one_thread():
+        with S.guard(self.source, self.command), one_thread():
             X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
             return 2.0 ** self.models[unit].predict(X)
 

@@ -55,6 +55,7 @@ class UnitSelector:
         self.n_rows = 0
         self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
         self.source: str | None = None  # the file it was read from (its errors then name it)
+        self.command = "autotile train"  # the train line that rebuilds that file
 
     def fit(self, rows) -> UnitSelector:
         """Fit one regressor per unit on the best cycles of each problem in ``rows``."""
@@ -81,7 +82,7 @@ class UnitSelector:
 
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
-        with S.guard(self.source):
+        with S.guard(self.source, self.command):
             X = matrix([shape_features(self.op, s, d, p) for s, d, p in problems], self.names)
             preds = {u: 2.0 ** m.predict(X) for u, m in self.models.items()}
         return [{u: float(preds[u][i]) for u in self.units} for i in range(len(problems))]

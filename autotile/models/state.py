@@ -92,9 +92,10 @@ def check_estimators(models: dict, units: list[str], n_features: int) -> None:
 
 
 @contextmanager
-def guard(source: str | None):
+def guard(source: str | None, command: str = "autotile train"):
     """Turn an error inside a prediction of a model read from ``source`` into an UnusableModel
-    naming the file (a model fitted in this process, ``source`` None, raises as it is)."""
+    naming the file and ``command``, the train line that rebuilds it (a model fitted in this
+    process, ``source`` None, raises as it is)."""
     try:
         yield
     except InputError:
@@ -103,4 +104,4 @@ def guard(source: str | None):
         if source is None:
             raise
         text = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
-        raise UnusableModel(f"{source}: unusable model file ({text}); run `autotile train` again") from None
+        raise UnusableModel(f"{source}: unusable model file ({text}); run `{command}` again") from None

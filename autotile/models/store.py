@@ -18,6 +18,7 @@ import io
 import json
 import lzma
 import re
+import shlex
 import zipfile
 import zlib
 from pathlib import Path
@@ -105,22 +106,24 @@ def save(path, *, kind: str, op: str, hw_hash: str, fingerprint: str, state: dic
 
 
 def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None, fingerprint: str | None = None,
-         retrain: str = "run `autotile train` again") -> tuple[dict, dict]:
+         command: str = "autotile train", retrain: str | None = None) -> tuple[dict, dict]:
     """(meta, estimators) of a model file, checked against ``kind``, ``op`` (a file copied or
     renamed from another op's model is refused), the version, the profile and the simulator
-    (``fingerprint``: ``dataset.fingerprint``, which a model trained on older cycles lacks);
-    ``retrain`` ends the message of a profile or simulator mismatch."""
+    (``fingerprint``: ``dataset.fingerprint``, which a model trained on older cycles lacks).
+    ``command`` (see ``retrain_command``) is the train line every message names; ``retrain``, if
+    given, replaces the advice that ends a mismatch's message."""
     import skops.io as sio
 
     path = Path(path)
+    retrain = retrain or f"retrain with `{command}`"
     if not path.exists():
-        raise InputError(f"{path}: no trained model; run `autotile train` first")
+        raise InputError(f"{path}: no trained model; run `{command}` first")
     try:
         with zipfile.ZipFile(path) as z:
             meta = json.loads(z.read("meta.json"))
             blob = z.read("models.skops")
     except CORRUPT as exc:
-        raise InputError(f"{path}: corrupt model file ({exc}); run `autotile train` again") from None
+        raise InputError(f"{path}: corrupt model file ({exc}); run `{command}` again") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("kind") != kind:
         raise InputError(f"{path}: not an autotile {kind} model file")
     if op is not None and meta.get("op") != op:
@@ -128,7 +131,7 @@ def load(path, *, kind: str, op: str | None = None, hw_hash: str | None = None, 
                          f"{retrain}")
     if meta.get("autotile_version") != __version__:
         raise InputError(f"{path}: model built by autotile {meta.get('autotile_version')}, this is "
-                         f"{__version__}; run `autotile train` again")
+                         f"{__version__}; {retrain}")
     if hw_hash is not None and meta.get("profile_hash") != hw_hash:
         raise InputError(f"{path}: model built for profile {meta.get('profile_hash')}, the current profile is "
                          f"{hw_hash}; {retrain}")
@@ -153,12 +156,12 @@ def load_selector(op: str, hw=None, out=None, path=None):
     """The stored unit selector of ``op`` (checked against ``hw``'s content hash when given)."""
     from autotile.models.selector import UnitSelector
 
-    p, (meta, models) = _read("units", op, out, hw, path)
+    p, (meta, models), command = _read("units", op, out, hw, path)
     try:
         model = UnitSelector.from_state(meta.get("state"), models, op=op)
     except ValueError as exc:
-        raise InputError(f"{p}: unusable model file ({exc}); run `autotile train` again") from None
-    model.source = str(p)
+        raise InputError(f"{p}: unusable model file ({exc}); run `{command}` again") from None
+    model.source, model.command = str(p), command
     return model
 
 
@@ -171,42 +174,46 @@ def load_regressor(op: str, out=None, hw=None, path=None):
     """The stored cost regressor of ``op``."""
     from autotile.models.regressor import CostRegressor
 
-    p, (meta, models) = _read("cost", op, out, hw, path)
+    p, (meta, models), command = _read("cost", op, out, hw, path)
     try:
         model = CostRegressor.from_state(meta.get("state"), models, op=op)
     except ValueError as exc:
-        raise InputError(f"{p}: unusable model file ({exc}); run `autotile train` again") from None
-    model.source = str(p)
+        raise InputError(f"{p}: unusable model file ({exc}); run `{command}` again") from None
+    model.source, model.command = str(p), command
     return model
 
 
-def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict]]:
-    """``load`` of ``path``, else of the located file, checked against ``hw`` (default: the
-    default profile) and the current simulator; an old-layout file that does not match says so,
-    since retraining writes the per-profile file and leaves it in place."""
+def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict], str]:
+    """(file, ``load`` of ``path`` else of the located file, the train command that rebuilds it),
+    checked against ``hw`` (default: the default profile) and the current simulator; an
+    old-layout file that does not match says so, since retraining writes the per-profile file
+    and leaves it in place."""
     from autotile.hardware import load_profile
     from autotile.models.dataset import fingerprint
 
     hw = hw if hw is not None else load_profile(None)
+    command = retrain_command(op, hw, out)
     check = {"kind": kind, "op": op, "hw_hash": hw.content_hash(), "fingerprint": fingerprint(hw),
-             "retrain": f"retrain with `{retrain_command(op, hw, out)}`"}
+             "command": command}
     if path:
-        return Path(path), load(path, **check)
+        return Path(path), load(path, **check), command
     p = locate(kind, op, out, hw)
     if p != legacy_path(kind, op, out):
-        return p, load(p, **check)
+        return p, load(p, **check), command
     check["retrain"] = (f"it is an old one-file-per-op model (models now live in {p.parent}/<profile>/); "
-                        f"run `{retrain_command(op, hw, out)}`")
-    return p, load(p, **check)
+                        f"run `{command}`")
+    return p, load(p, **check), command
 
 
 def retrain_command(op: str, hw, out=None) -> str:
-    """The ``autotile train`` line that rebuilds ``op``'s models for ``hw`` in ``out``."""
+    """The ``autotile train`` line that rebuilds ``op``'s models (unit selector and cost
+    regressor, whichever it has) for ``hw`` in ``out``; arguments shell-quoted."""
     from autotile.hardware.profile import DEFAULT_PROFILE
 
     ref = hw.name if _is_bundled(hw) else (hw.path or hw.name)
-    return " ".join(["autotile train", f"--ops {op}", *([f"--hw {ref}"] if ref != DEFAULT_PROFILE else []),
-                     *([f"-o {out}"] if out else [])])
+    return " ".join(["autotile train", "--ops", shlex.quote(op),
+                     *(["--hw", shlex.quote(str(ref))] if ref != DEFAULT_PROFILE else []),
+                     *(["-o", shlex.quote(str(out))] if out else [])])
 
 
 def _is_bundled(hw) -> bool:

@@ -52,8 +52,8 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         def missing(op: str, shape: dict, dtype: str):
             if not said:
                 warn(f"no cost model for {table.op} on profile {store.profile_folder(table.hardware)} at {path} "
-                     f"(`autotile train -o {models_dir}` with the table's profile writes it); the lookup falls "
-                     "back to the default tiling")
+                     f"(`{store.retrain_command(table.op, table.hardware, models_dir)}` writes it); the lookup "
+                     "falls back to the default tiling")
                 said.append(True)
             return None
 
