@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import clone
@@ -133,16 +134,25 @@ class CostRegressor:
 
 
 def feasible_sample(space, count: int = SAMPLES, seed: int = 0, max_draws: int | None = None) -> list[dict]:
-    """Up to ``count`` distinct feasible configurations of ``space`` (define-by-run uniform draws)."""
+    """Up to ``count`` distinct feasible configurations of ``space`` (define-by-run uniform draws).
+
+    A space of at most ``count`` feasible configurations is enumerated instead (what the draws
+    would find, in milliseconds: 20 * ``count`` draws over 64 configurations took seconds).
+    """
     from autotile.models.dataset import random_config
     from autotile.tune.evaluate import config_key
 
+    draws = max_draws or 20 * count
+    every = _small_space(space, count, draws)
+    if every is not None:
+        return every
     rng = random.Random(seed)
     out, seen = [], set()
-    for _ in range(max_draws or 20 * count):
+    drawn = SimpleNamespace(params=space.params, domain=space.domain_memo())  # the same draws, domains remembered
+    for _ in range(draws):
         if len(out) >= count:
             break
-        cfg = random_config(space, rng)
+        cfg = random_config(drawn, rng)
         if cfg is None:
             continue
         key = config_key(cfg)
@@ -152,6 +162,18 @@ def feasible_sample(space, count: int = SAMPLES, seed: int = 0, max_draws: int |
         if space.check(cfg) is None:
             out.append(cfg)
     return out
+
+
+def _small_space(space, count: int, rows: int) -> list[dict] | None:
+    """Every feasible configuration of ``space`` if there are at most ``count`` and enumerating
+    them needs at most ``rows`` rows (the work of as many draws), else None."""
+    from autotile.space.enumeration import enumerate_space
+
+    try:
+        every = enumerate_space(space, max_rows=rows)
+    except InputError:
+        return None
+    return [every.row(i) for i in range(len(every))] if len(every) <= count else None
 
 
 def refine(space, reg: CostRegressor, configs: list[dict], pred: np.ndarray, *, starts: int = 8,

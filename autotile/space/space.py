@@ -67,7 +67,12 @@ class Space:
 
     def base_env(self) -> dict:
         """The ``shape.``, ``dtype.``, ``hw.`` and ``unit.`` values of expressions (``unit.cores``:
-        the cube cores for the cube, the vector cores for the units that run on them)."""
+        the cube cores for the cube, the vector cores for the units that run on them); a copy."""
+        return dict(self._base_env)
+
+    @functools.cached_property
+    def _base_env(self) -> dict:
+        """``base_env``, built once (never modified: callers get a copy or merge it)."""
         dt = dtypes_mod.get(self.dtype)
         env = {f"shape.{k}": v for k, v in self.shape.items()}
         env.update({"dtype.bytes": dt.bytes, "dtype.c0": dt.c0, "dtype.acc_bytes": dt.acc_bytes,
@@ -104,9 +109,25 @@ class Space:
         range(16, 129, 16)
         """
         try:
-            return self.param(name).domain({**self.base_env(), **env})
+            return self.param(name).domain({**self._base_env, **env})
         except EvalError:
             return []
+
+    def domain_memo(self):
+        """``domain`` remembered per param and values of the earlier params it reads: for many
+        configurations drawn over one space (a domain reads few params, so values repeat)."""
+        reads = {p.name: tuple(d for d in p.depends if d in self.names) for p in self.params}
+        memo: dict = {}
+        missing = object()
+
+        def domain(name: str, env: dict) -> Sequence:
+            key = (name, *((type(v), v) for v in (env.get(d, missing) for d in reads[name])))
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = self.domain(name, env)
+            return got
+
+        return domain
 
     def _env(self, params: dict) -> dict:
         for k in params:
@@ -115,7 +136,7 @@ class Space:
         missing = [n for n in self.names if n not in params]
         if missing:
             raise InputError(f"missing params: {', '.join(missing)}")
-        return {**self.base_env(), **params}
+        return {**self._base_env, **params}
 
     def evaluate(self, params: dict) -> dict:
         """The environment of one configuration: shape/dtype/hw, params and derived values.
@@ -150,7 +171,7 @@ class Space:
         """The first param whose value lies outside its domain (given the values above it) and
         that domain, or None. A domain that cannot be evaluated is skipped: ``check`` calls the
         configuration infeasible then, while this asks only whether a value is a possible one."""
-        env = {**self.base_env(), **params}
+        env = {**self._base_env, **params}
         for p in self.params:
             try:
                 dom = p.domain(env)
@@ -169,7 +190,7 @@ class Space:
         as the spec can say it. Constraints are not looked at (``check`` the result).
         """
         out = dict(params)
-        env = {**self.base_env(), **out}
+        env = {**self._base_env, **out}
         for p in self.params:
             v = out.get(p.name)
             try:
