@@ -16,6 +16,19 @@ CSV = ROOT.parent / "shared" / "calibration" / "ascend910b_microops.csv"
 MAX_DIM = 2**31 - 1  # the largest dimension a spec or --shape takes
 
 
+def md_table(md: str, column: str) -> list[dict]:
+    """The rows of the Markdown table that has ``column``, as {header: cell}."""
+    lines = md.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("|") and f"| {column} |" in line)
+    head = [c.strip() for c in lines[i].strip("|").split("|")]
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
+    return rows
+
+
 def peak_memory(fn):
     """(fn's result, the peak bytes Python and NumPy allocated while it ran)."""
     tracemalloc.start()

@@ -12,6 +12,7 @@ from autotile.cli import run as cli
 from autotile.report import data as data_mod
 from autotile.report import markdown
 from autotile.report.render import write_report
+from tests.conftest import md_table
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILED = "could not be rendered"
@@ -149,19 +150,6 @@ def test_optional_sections_and_escaping(matmul_run, tmp_path):
     assert "NOT verified" in html and FAILED not in html
 
 
-def _md_table(md: str, column: str) -> list[dict]:
-    """The rows of the Markdown table that has ``column``, as {header: cell}."""
-    lines = md.splitlines()
-    i = next(i for i, line in enumerate(lines) if line.startswith("|") and f"| {column} |" in line)
-    head = [c.strip() for c in lines[i].strip("|").split("|")]
-    rows = []
-    for line in lines[i + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
-    return rows
-
-
 def test_best_trial_is_the_optuna_trial_number_everywhere(matmul_run):
     """The history table, summary.json and table.json name the best trial by its Optuna number."""
     import optuna
@@ -175,7 +163,7 @@ def test_best_trial_is_the_optuna_trial_number_everywhere(matmul_run):
     best = min(complete, key=lambda t: (t.values[0], t.number))
     assert r["verified"] and not r["rejected"] and r["trial"] == best.number
     assert json.loads((matmul_run / "table.json").read_text())["entries"][0]["trial"] == best.number
-    row = _md_table((matmul_run / "report.md").read_text(), "best at trial no.")[0]
+    row = md_table((matmul_run / "report.md").read_text(), "best at trial no.")[0]
     assert row["best at trial no."] == str(best.number)
     assert "Trial numbers are Optuna's" in (matmul_run / "report.md").read_text()
 
@@ -188,12 +176,12 @@ def test_history_table_maps_completed_trials_to_their_numbers(matmul_run, tmp_pa
     r.update(history=[5.0, 3.0, 4.0, 2.0, 2.5, 1.99], history_trials=[0, 2, 3, 5, 8, 9])
     (tmp_path / "summary.json").write_text(json.dumps(s))
     write_report(tmp_path)
-    row = _md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
+    row = md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
     assert row["best at trial no."] == "9" and row["within 5% at trial no."] == "5"
     del r["history_trials"]
     (tmp_path / "summary.json").write_text(json.dumps(s))
     write_report(tmp_path)
-    row = _md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
+    row = md_table((tmp_path / "report.md").read_text(), "best at trial no.")[0]
     assert row["best at trial no."] == "-" and row["within 5% at trial no."] == "-"
     assert FAILED not in (tmp_path / "report.html").read_text()
 
@@ -346,7 +334,7 @@ def test_roofline_says_which_bytes_it_counts(matmul_run):
     md = (matmul_run / "report.md").read_text()
     sec = md.split("## Roofline\n", 1)[1].split("\n## ", 1)[0]
     assert "the output written once" not in sec and "stays in L2 until the kernel ends" in sec
-    row = _md_table(md, "FLOP/byte")[0]
+    row = md_table(md, "FLOP/byte")[0]
     flops, reads = 2 * 256 * 256 * 512, (256 * 256 + 256 * 512) * 2
     assert float(row["FLOP/byte"].replace(",", "")) == pytest.approx(flops / reads, abs=0.05)
     assert row["output write"] == "not counted: stays in L2 during the kernel"
@@ -363,7 +351,7 @@ def test_gap_to_optimum_is_in_the_objectives_unit(run_cli, write_spec, tmp_path)
     assert code == 0, err
     r = json.loads((out / "summary.json").read_text())["results"][0]
     assert r["optimum"] == pytest.approx(min(r["history"])) and r["optimum"] < r["optimum_cycles"]
-    row = _md_table((out / "report.md").read_text(), "gap to optimum")[0]
+    row = md_table((out / "report.md").read_text(), "gap to optimum")[0]
     assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.4g} µs"
 
 
@@ -375,13 +363,13 @@ def test_an_older_summary_has_no_optimum_for_other_objectives(matmul_run, tmp_pa
     s["results"][0].update(optimum_cycles=332.0, history=[0.31, 0.3075])
     (tmp_path / "summary.json").write_text(json.dumps(s))
     write_report(tmp_path)
-    row = _md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
+    row = md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
     assert row["optimum"] == "-" and row["gap to optimum"] == "-"
     s["objectives"] = ["cycles"]
     s["results"][0].update(history=[400.0, 340.0])
     (tmp_path / "summary.json").write_text(json.dumps(s))
     write_report(tmp_path)
-    row = _md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
+    row = md_table((tmp_path / "report.md").read_text(), "gap to optimum")[0]
     assert row["optimum"] == "332" and row["gap to optimum"] == "2.41%"
     assert FAILED not in (tmp_path / "report.html").read_text()
 

@@ -4,18 +4,7 @@ import json
 
 from tinyspecs import EW
 
-
-def _md_table(md: str, column: str) -> list[dict]:
-    """The rows of the Markdown table that has ``column``, as {header: cell}."""
-    lines = md.splitlines()
-    i = next(i for i, line in enumerate(lines) if line.startswith("|") and f"| {column} |" in line)
-    head = [c.strip() for c in lines[i].strip("|").split("|")]
-    rows = []
-    for line in lines[i + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
-    return rows
+from tests.conftest import md_table
 
 
 def test_report_of_an_older_summary_reads_the_search_from_the_storage(run_cli, write_spec, tmp_path):
@@ -31,14 +20,14 @@ def test_report_of_an_older_summary_reads_the_search_from_the_storage(run_cli, w
     assert run_cli("report", str(out))[0] == 0
     md = (out / "report.md").read_text()
     assert "does not match the study storage" not in md  # a fresh summary agrees with the storage
-    fresh = _md_table(md, "distinct configs")
+    fresh = md_table(md, "distinct configs")
 
     (out / "summary.json").write_text(old)
     before = json.loads(old)["results"][0]
     assert before["trials"] < new["trials"]
     assert run_cli("report", str(out))[0] == 0
     md = (out / "report.md").read_text()
-    assert _md_table(md, "distinct configs") == fresh
+    assert md_table(md, "distinct configs") == fresh
     assert fresh[0]["trials"] == str(new["trials"])
     assert (f"{before['trials']} trials in summary.json, {new['trials']} in the storage") in md
     assert "Reproduce section's autotile tune command" in md

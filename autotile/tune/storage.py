@@ -662,15 +662,31 @@ def quiet_heartbeat_failures() -> None:
     logging.getLogger("optuna.storages._rdb.storage").addFilter(_drop_sqlalchemy_fallback_warning)
     # a study deleted under a running trial: Optuna logs the trial's failure with a traceback
     # before the KeyError reaches ``runner.run``, which reports it as one StudyDeleted line
-    logging.getLogger("optuna.study._optimize").addFilter(_drop_study_gone_warning)
+    logging.getLogger("optuna.study._optimize").addFilter(_DropStudyGoneWarnings())
 
 
 def _drop_sqlalchemy_fallback_warning(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Caught an error from sqlalchemy")
 
 
-def _drop_study_gone_warning(record: logging.LogRecord) -> bool:
-    return not (record.exc_info and study_gone(record.exc_info[1]))
+class _DropStudyGoneWarnings(logging.Filter):
+    """Drops Optuna's two warnings about a trial that failed because its study was deleted: the
+    one carrying the KeyError, and the "Trial N failed with value None." that follows it."""
+
+    def __init__(self):
+        super().__init__()
+        self.gone: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)
+        number = msg.split()[1] if msg.startswith("Trial ") and len(msg.split()) > 1 else None
+        if record.exc_info and study_gone(record.exc_info[1]):
+            self.gone.add(number)
+            return False
+        if number in self.gone and msg.startswith(f"Trial {number} failed with value"):
+            self.gone.discard(number)
+            return False
+        return True
 
 
 class OwnedSampler(optuna.samplers.BaseSampler):
