@@ -107,6 +107,8 @@ def format_summary(summary: dict, out: Path) -> str:
             "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \
             else f"{r['time_us']:,.3f} us"
+        if (r.get("pct_of_bandwidth") or 0) > (r.get("pct_of_peak") or 0):  # left of the ridge point
+            peak += f" ({r['pct_of_bandwidth']:.1f}% of HBM bandwidth, its roof)"
         skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
         short = ", interrupted short of the budget" if r.get("interrupted") else ""
         if r.get("cap_reached"):
