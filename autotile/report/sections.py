@@ -6,6 +6,7 @@ Each builder takes the ``ReportData`` and returns a ``Section`` (or None when it
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from pathlib import Path
 
 from autotile.kernels import registry
@@ -99,9 +100,7 @@ def highlights(data: ReportData) -> list[str]:
                 tops.append(max(rows, key=lambda r: _roof_pct(r, data) or 0))
         tops.sort(key=lambda r: -(_roof_pct(r, data) or 0))
         out.append("Best utilization: " + "; ".join(_utilization(r, data) for r in tops) + ".")
-        bands: dict[str, int] = {}
-        for r in util:
-            bands[_band(r, data)[0]] = bands.get(_band(r, data)[0], 0) + 1
+        bands = Counter(_band(r, data)[0] for r in util)
         out.append("Utilization bands: " + ", ".join(f"{n} {b}" for b, n in bands.items()) + ".")
     elif ex and data.replayed:
         out.append("Utilization: not applicable (recorded measurements).")

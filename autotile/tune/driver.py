@@ -314,7 +314,6 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
     """Summarize from the storage every plan that did not run here but has trials there (the
     workers' studies, and on an interrupted resume the studies not reached this time); returns
     the plans that have never run."""
-    from autotile.errors import StorageError
     from autotile.tune import storage as storage_mod
 
     never = []
@@ -328,12 +327,10 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
                 continue
             job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
         except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
-            if storage_mod.study_gone(exc):
-                raise storage_mod.deleted(plan.name) from None
-            cause = storage_mod.storage_cause(exc)
-            if cause is None:
+            failure = storage_mod.storage_failure(exc, job.opts.storage, plan.name)
+            if failure is None:
                 raise
-            raise StorageError(storage_mod.describe_failure(job.opts.storage, cause)) from None
+            raise failure from None
     return never
 
 

@@ -173,7 +173,6 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
     completed trial is already saved there, and running again resumes. A study another process
     deleted meanwhile raises StudyDeleted (a StorageError).
     """
-    from autotile.errors import StorageError
     from autotile.tune.samplers import make_sampler, offset_seed
 
     evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
@@ -184,12 +183,10 @@ def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker:
         _prime_cache(study, evaluator)
         outcome = _optimize(study, plan, evaluator, progress)
     except Exception as exc:  # noqa: BLE001 - re-raised unless the storage itself failed
-        if storage_mod.study_gone(exc):
-            raise storage_mod.deleted(plan.name) from None
-        cause = storage_mod.storage_cause(exc)
-        if cause is None:
+        failure = storage_mod.storage_failure(exc, getattr(storage, "url", None), plan.name)
+        if failure is None:
             raise
-        raise StorageError(storage_mod.describe_failure(getattr(storage, "url", None), cause)) from None
+        raise failure from None
     return outcome
 
 

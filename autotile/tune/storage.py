@@ -640,6 +640,15 @@ def describe_failure(url: str | None, exc: BaseException) -> str:
             "rerun the same command to resume")
 
 
+def storage_failure(exc: BaseException, url: str | None, name: str | None) -> StorageError | None:
+    """The one-line error for ``exc`` raised while using study ``name`` if the storage caused it
+    (the study was deleted by another process, or the storage itself failed), else None."""
+    if study_gone(exc):
+        return deleted(name)
+    cause = storage_cause(exc)
+    return None if cause is None else StorageError(describe_failure(url, cause))
+
+
 def quiet_heartbeat_failures() -> None:
     """A database that went away must not print a heartbeat thread's traceback or Optuna's
     intermediate warnings: the worker's own storage call fails and reports it as one line
