@@ -310,3 +310,26 @@ def test_both_of_optunas_warnings_about_a_deleted_studys_trial_are_dropped():
     assert not drop.filter(record("Trial 13 failed with value None."))
     assert drop.filter(record("Trial 14 failed with value None."))  # another failure is kept
     assert drop.filter(record("Trial 15 failed with parameters: {} because of ...", ValueError("x")))
+
+
+def test_a_run_that_gives_up_marks_the_studies_it_cut_short(run_cli, write_spec, monkeypatch, tmp_path):
+    """Workers dying three times in a row end the run (exit 1), but its summary said the studies
+    were complete and not interrupted: the one cut short is now interrupted, the other not run."""
+    from dataclasses import replace
+
+    from autotile.errors import RunError
+
+    def dying_pool(queue, jobs, bar):
+        job = queue[0]  # as a worker would: trials in the storage, no outcome in this process
+        runner.run(replace(job.plans[0], budget=3), job.storage)
+        raise RunError("--jobs worker processes died 3 times in a row")
+
+    monkeypatch.setattr(driver, "_run_pool", dying_pool)
+    out = tmp_path / "out"
+    code, _, err = run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet", "--jobs", "2")
+    assert code == 1 and "died 3 times in a row" in err
+    s = _json(out / "summary.json")
+    assert s["interrupted"] is True
+    assert [r["interrupted"] for r in s["results"]] == [True]
+    assert [r["study"] for r in s["not_run"]] == ["elementwise/ascend910b2/fp16/n=8192/vector"]
+    assert runner._Stop.requested is False

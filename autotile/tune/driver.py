@@ -246,9 +246,14 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
                 _run_pool(queue, jobs, bar)
         except RunError as exc:  # the outputs of what finished are written first
             failed = exc
+            runner._Stop.requested = True  # so the studies it cut short read as interrupted
         finally:
             bar.close()
-        summaries = [_finish(job) for job in queue]
+        try:
+            summaries = [_finish(job) for job in queue]
+        finally:
+            if failed is not None:
+                runner._Stop.requested = False
         if failed is not None:
             raise failed
         return summaries
