@@ -39,7 +39,7 @@ def test_a_study_that_reaches_the_cap_says_so(run_cli, write_spec, tmp_path, unc
     assert r["unique_configs"] == 6 and r["cap_reached"] is True
     assert r["interrupted"] is False and summary["interrupted"] is False
     assert f"trial cap reached ({CAP_FACTOR * 10} trials) short of the budget 10" in stdout
-    assert "1 study(ies) reached the trial cap" in (out / "report.md").read_text()
+    assert "1 study reached the trial cap" in (out / "report.md").read_text()
 
 
 def test_a_study_that_meets_its_budget_is_not_flagged(run_cli, write_spec, tmp_path):
@@ -101,7 +101,7 @@ def test_a_budget_past_the_space_ends_when_every_configuration_is_measured(run_c
     assert "space exhausted (all 54 configurations the spec allows were tried) short of the budget 200" in stdout
     assert "trial cap" not in stdout
     md = (out / "report.md").read_text()
-    assert "1 study(ies) tried every configuration their spec allows" in md and "reached the trial cap" not in md
+    assert "1 study tried every configuration its spec allows" in md and "reached the trial cap" not in md
     again = json.loads(run_cli("tune", spec, "--out", str(out), "--quiet", "--no-verify", "--trials", "200",
                                "--json")[1])["results"][0]
     assert again["trials"] == r["trials"] and again["space_exhausted"] is True  # a resume adds nothing

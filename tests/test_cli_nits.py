@@ -73,18 +73,34 @@ def test_progress_off_a_terminal_is_a_line_per_study_not_a_frame_per_trial(monke
     from autotile.tune import driver
 
     log = io.StringIO()
-    bar = driver._Progress(2000, quiet=False, stream=log)
+    bar = driver._Progress(3000, quiet=False, stream=log, studies=3)
     clock = [0.0]
     monkeypatch.setattr(driver.time, "monotonic", lambda: clock[0])
     for name in ("op/hw/fp16/n=1", "op/hw/fp16/n=2"):
         for i in range(1000):
             clock[0] += 0.001
             bar.trial(_study(name, 100 - i * 0.01), None, i + 1)
-        bar.study_done(1000)
-    bar.close()
+        bar.study_done(1000, name, SimpleNamespace(unique=1000, trials=1000, infeasible=0))
     lines = log.getvalue().splitlines()
     assert len(lines) == 2 and "\r" not in log.getvalue(), lines
-    assert lines[0].startswith("autotile: 1000/2000 configs: fp16/n=1 done, best 90") and lines[1].startswith("autotile: 2000/2000")
+    assert lines[0].startswith("autotile: study 1/3 done: fp16/n=1, 1,000 configs measured, best 90")
+    assert lines[1].startswith("autotile: study 2/3 done: fp16/n=2")
     clock[0] += 60  # a long study still says where it is, once per LOG_EVERY_S
     bar.trial(_study("op/hw/fp16/n=3", 5.0), None, 7)
-    assert log.getvalue().splitlines()[-1] == "autotile: 2007/2000 configs: fp16/n=3, best 5"
+    bar.close()
+    assert log.getvalue().splitlines()[-1] == "autotile: study 3/3: fp16/n=3, 7 configs measured so far, best 5"
+
+
+def test_progress_does_not_count_a_study_that_measured_nothing_as_its_budget():
+    """A study whose 16 trials were all infeasible printed "autotile: 10/10 configs: ... done":
+    the line counted the budget, not configurations. It now says what the study measured."""
+    from autotile.tune import driver
+
+    log = io.StringIO()
+    bar = driver._Progress(20, quiet=False, stream=log, studies=2)
+    bar.study_done(10, "op/hw/fp32/n=4096/vector", SimpleNamespace(unique=0, trials=16, infeasible=16))
+    bar.study_done(10, "op/hw/fp32/n=8192/vector", SimpleNamespace(unique=3, trials=9, infeasible=0))
+    assert log.getvalue().splitlines() == [
+        "autotile: study 1/2 done: fp32/n=4096/vector, no config measured (16 trials, all infeasible)",
+        "autotile: study 2/2 done: fp32/n=8192/vector, 3 configs measured"]
+    assert (bar.done_before, bar.total) == (3, 3)  # the bar's total: what the studies could still measure

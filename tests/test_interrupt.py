@@ -80,7 +80,7 @@ def test_an_interrupted_fresh_run_says_which_studies_did_not_run(run_cli, write_
     assert [r["study"] for r in s["not_run"]] == ["elementwise/ascend910b2/fp16/n=8192/vector"]
     assert "n=8192 fp16 vector: not run (interrupted)" in stdout
     report = (out / "report.md").read_text()
-    assert "1 study(ies) did not run before the interruption" in report and "no feasible" not in report
+    assert "1 study did not run before the interruption" in report and "no feasible" not in report
 
 
 def test_a_stop_after_the_last_trial_is_not_an_interruption(run_cli, write_spec, sigint_after, tmp_path):

@@ -341,8 +341,8 @@ def test_roofline_says_which_bytes_it_counts(matmul_run):
 
 
 def test_gap_to_optimum_is_in_the_objectives_unit(run_cli, write_spec, tmp_path):
-    """An exhaustive time_us run: the optimum is in µs like the history, so the gap is 0%
-    (it showed the optimum's cycles against a best in µs: -99.9%)."""
+    """An exhaustive time_us run: the optimum is in us like the history, so the gap is 0%
+    (it showed the optimum's cycles against a best in us: -99.9%)."""
     from tinyspecs import SMALL
 
     out = tmp_path / "out"
@@ -352,7 +352,7 @@ def test_gap_to_optimum_is_in_the_objectives_unit(run_cli, write_spec, tmp_path)
     r = json.loads((out / "summary.json").read_text())["results"][0]
     assert r["optimum"] == pytest.approx(min(r["history"])) and r["optimum"] < r["optimum_cycles"]
     row = md_table((out / "report.md").read_text(), "gap to optimum")[0]
-    assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.4g} µs"
+    assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.4g} us"
 
 
 def test_an_older_summary_has_no_optimum_for_other_objectives(matmul_run, tmp_path):

@@ -22,7 +22,14 @@ def test_pareto_table_prints_cycles_as_the_other_tables_do(tmp_path):
                                                  "results": [r]}, hw=None)
     rows = search.pareto(data).blocks[2].rows
     assert [row[2] for row in rows] == ["14,642", "15,210"]
-    assert [row[3] for row in rows] == ["8.134 µs", "8.05 µs"]
+    assert [row[3] for row in rows] == ["8.134 us", "8.05 us"]
+
+
+def test_the_report_spells_microseconds_as_the_printouts_do():
+    """simulate and tune print "8.41 us"; the report wrote "8.41 µs" for the same quantity."""
+    from autotile.report import fmt
+
+    assert (fmt.us(8.413), fmt.us(1234.5), fmt.us(None)) == ("8.41 us", "1,234.5 us", "-")
 
 
 def test_unit_choice_shows_a_small_win_with_its_size(tmp_path):

@@ -78,7 +78,7 @@ def test_heading_counts_the_planned_studies_after_an_interruption(tmp_path):
     summary = {"op": "weighted_sum", "interrupted": True, "not_run": never,
                "results": [r | {"cycles": 100.0, "chosen": r["unit"] == "vector", "verified": True} for r in ran]}
     facts = dict(sections.facts(ReportData(out_dir=tmp_path, summary=summary, hw=None)))
-    assert facts["operator"] == "weighted_sum: 5 shape(s) x bf16, fp16, fp32 x cube, scalar, vector = 45 studies, 33 run"
+    assert facts["operator"] == "weighted_sum: 5 shapes x bf16, fp16, fp32 x cube, scalar, vector = 45 studies, 33 run"
     summary |= {"not_run": [], "interrupted": False, "results": summary["results"][:9]}
     facts = dict(sections.facts(ReportData(out_dir=tmp_path, summary=summary, hw=None)))
-    assert facts["operator"] == "weighted_sum: 1 shape(s) x bf16, fp16, fp32 x cube, scalar, vector = 9 studies"
+    assert facts["operator"] == "weighted_sum: 1 shape x bf16, fp16, fp32 x cube, scalar, vector = 9 studies"

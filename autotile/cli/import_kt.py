@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotile.cli.common import given, nonempty, print_json
+from autotile.words import count
 
 HELP = "write a replay spec (YAML) from a Kernel Tuner cache (.json or .json.gz)"
 
@@ -23,7 +24,7 @@ def run(args) -> int:
     if args.json:
         print_json(spec)
         return 0
-    print(f"{args.out}: op replay, {len(loaded.params)} params "
+    print(f"{args.out}: op replay, {count(len(loaded.params), 'param')} "
           f"({', '.join(p.name for p in loaded.params)}); {spec['description'].split(': ', 1)[-1]}")
     print(f"tune it with: autotile tune {args.out}")
     return 0

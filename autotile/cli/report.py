@@ -6,6 +6,7 @@ from pathlib import Path
 
 from autotile.atomic import refuse_input
 from autotile.cli.common import given, nonempty, print_json
+from autotile.words import count
 
 HELP = "(re)render DIR/report.html and DIR/report.md from DIR/summary.json and the study storage"
 
@@ -27,8 +28,8 @@ def run(args) -> int:
                     "plots": [str(p) for p in out["plots"]], "traces": [str(p) for p in out["traces"]],
                     "seconds": round(out["seconds"], 2)})
     else:
-        print(f"wrote {out['html']} and {out['markdown']} ({len(out['plots'])} plots, "
-              f"{len(out['traces'])} traces) in {out['seconds']:.1f} s")
+        print(f"wrote {out['html']} and {out['markdown']} ({count(len(out['plots']), 'plot')}, "
+              f"{count(len(out['traces']), 'trace')}) in {out['seconds']:.1f} s")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotile import words
 from autotile.cli.common import Once, check_dtype, given, parse_shape, print_json
 from autotile.errors import InputError
 from autotile.space import load_spec
@@ -48,7 +49,7 @@ def run(args) -> int:
         })
         return 0
     live = [p.name for p in spec.params if p.units is None or set(p.units) & set(spec.units)]
-    print(f"{spec.op.name} on {spec.hardware.name}: {len(live)} params ({', '.join(live)})")
+    print(f"{spec.op.name} on {spec.hardware.name}: {words.count(len(live), 'param')} ({', '.join(live)})")
     for r in rows:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         approx = "~" if r["method"] == "sampled" else ""

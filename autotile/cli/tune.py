@@ -7,6 +7,7 @@ from pathlib import Path
 from autotile.atomic import refuse_input
 from autotile.cli.common import MAX_JOBS, MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
+from autotile.words import count
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
 
@@ -94,7 +95,7 @@ def format_summary(summary: dict, out: Path) -> str:
     elif summary.get("timeout_s") is None:
         budget = summary["budget"]
     else:
-        budget = f"{summary['budget']} configs or {summary['timeout_s']:g} s per study"
+        budget = f"{count(summary['budget'], 'config')} or {summary['timeout_s']:g} s per study"
     lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {budget}, "
              f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
     for r in summary["results"]:
@@ -109,17 +110,22 @@ def format_summary(summary: dict, out: Path) -> str:
             else f"{r['time_us']:,.3f} us"
         if (r.get("pct_of_bandwidth") or 0) > (r.get("pct_of_peak") or 0):  # left of the ridge point
             peak += f" ({r['pct_of_bandwidth']:.1f}% of HBM bandwidth, its roof)"
-        skipped = f" (+{r['infeasible']} infeasible proposals skipped)" if r["infeasible"] else ""
+        skipped = f" (+{count(r['infeasible'], 'infeasible proposal')} skipped)" if r["infeasible"] else ""
         short = ", interrupted short of the budget" if r.get("interrupted") else ""
         if r.get("cap_reached"):
-            short = f", trial cap reached ({r['trials']} trials) short of the budget {summary['budget']}"
+            short = f", trial cap reached ({count(r['trials'], 'trial')}) short of the budget {summary['budget']}"
         elif r.get("space_exhausted"):
-            short = (f", space exhausted (all {r.get('feasible_configs')} configurations the spec allows were "
-                     f"tried) short of the budget {summary['budget']}")
+            short = (f", space exhausted ({_all_configs(r.get('feasible_configs'))} the spec allows "
+                     f"{'was' if r.get('feasible_configs') == 1 else 'were'} tried) short of the budget {summary['budget']}")
         lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r['cycles']:,.0f} cycles, {peak}, "
-                     f"{speed}, {r['unique_configs']} configs measured{skipped}{short}, {ver}")
+                     f"{speed}, {count(r['unique_configs'], 'config')} measured{skipped}{short}, {ver}")
     for r in summary.get("not_run", []):
         lines.append(f"  {','.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']} {r['unit']}: "
                      "not run (interrupted)")
     lines.append(f"outputs in {out}/ (summary.json, table.json, report.html)")
     return "\n".join(lines)
+
+
+def _all_configs(n) -> str:
+    """``all 12 configurations``, or ``the one configuration``."""
+    return "the one configuration" if n == 1 else f"all {n} configurations"

@@ -16,6 +16,7 @@ import itertools
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import registry
+from autotile.words import count
 
 CATEGORICAL = {  # op -> unit -> {param: choices}
     "weighted_sum": {"vector": {"reduction": ("tree", "vmla"), "acc_dtype": ("fp16", "fp32")},
@@ -253,7 +254,7 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     else:
         why = (f"{after} has less fixed cost ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles)")
     if a["cores"] != b["cores"]:
-        why += f"; best tilings use {b['cores']} {after} core(s) against {a['cores']} {before} core(s)"
+        why += f"; best tilings use {count(b['cores'], after + ' core')} against {count(a['cores'], before + ' core')}"
     return {"n": n, "from": before, "to": after, "why": why, before: a, after: b}
 
 

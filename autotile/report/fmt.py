@@ -42,7 +42,9 @@ def faster(ratio: float) -> str:
 
 
 def us(v) -> str:
-    return "-" if _missing(v) else (f"{v:,.1f} µs" if v >= 100 else f"{v:.2f} µs")
+    """Microseconds spelled "us", as ``simulate`` and ``tune`` print them (ASCII: any terminal or log
+    shows it) and as msprof and the ``time_us`` field name it."""
+    return "-" if _missing(v) else (f"{v:,.1f} us" if v >= 100 else f"{v:.2f} us")
 
 
 def sci(v) -> str:

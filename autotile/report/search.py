@@ -14,6 +14,7 @@ from autotile.report import fmt, plots
 from autotile.report.data import ReportData, result_label
 from autotile.report.doc import Para, Section, Table
 from autotile.tune.runner import trials_to_within
+from autotile.words import count
 
 MIN_IMPORTANCE_TRIALS = 5
 MAX_PANELS = 24
@@ -71,7 +72,7 @@ def _value(v, objective: str) -> str:
         return "-"
     if objective == "cycles":
         return fmt.cycles(v)
-    return f"{v:,.4g} µs" if objective == "time_us" else f"{v:,.4g}"
+    return f"{v:,.4g} us" if objective == "time_us" else f"{v:,.4g}"
 
 
 def history(data: ReportData) -> Section:
@@ -148,7 +149,7 @@ def _importances(study) -> dict[str, float] | str:
 
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(done) < MIN_IMPORTANCE_TRIALS:
-        return f"only {len(done)} completed trial(s); importance needs at least {MIN_IMPORTANCE_TRIALS}"
+        return f"only {count(len(done), 'completed trial')}; importance needs at least {MIN_IMPORTANCE_TRIALS}"
     if len({t.values[0] for t in done}) < 2:
         return "every trial has the same objective value"
     try:

@@ -14,6 +14,7 @@ from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
 from autotile.tune import runner
+from autotile.words import count
 
 
 def title(data: ReportData) -> str:
@@ -34,8 +35,8 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "
                f"HBM {data.hw.hbm_bytes_per_second / 1e12:.2f} TB/s)")
     out = [
-        ("operator", f"{s.get('op', '?')}: {len(shapes)} shape(s) x {', '.join(sorted({r['dtype'] for r in planned}))} x "
-                     f"{', '.join(sorted({r['unit'] for r in planned}))} = {len(planned)} studies"
+        ("operator", f"{s.get('op', '?')}: {count(len(shapes), 'shape')} x {', '.join(sorted({r['dtype'] for r in planned}))} x "
+                     f"{', '.join(sorted({r['unit'] for r in planned}))} = {count(len(planned), 'study')}"
                      + (f", {len(res)} run" if len(planned) > len(res) else "")),
         ("spec", f"{s.get('spec', '?')} (hash {s.get('spec_hash', '?')})"),
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
@@ -57,7 +58,8 @@ def _budget(data: ReportData) -> str:
         return f"budget {fmt.budget(s.get('budget', '?'), s.get('timeout_s'), 'distinct feasible configurations')}"
     sizes = list(dict.fromkeys(r.get("trials") for r in data.results if r.get("trials") is not None))
     if len(sizes) == 1:
-        return f"all {sizes[0]:,} feasible configurations" + (" per study" if len(data.results) > 1 else "")
+        every = "the one feasible configuration" if sizes[0] == 1 else f"all {sizes[0]:,} feasible configurations"
+        return every + (" per study" if len(data.results) > 1 else "")
     return "all feasible configurations of each study" + (f" ({', '.join(f'{n:,}' for n in sizes)})" if sizes else "")
 
 
@@ -71,19 +73,20 @@ def highlights(data: ReportData) -> list[str]:
                    + (f" ({'; '.join(short)})." if short else "."))
     capped = [r for r in data.results if r.get("cap_reached")]
     if capped:
-        out.append(f"{len(capped)} study(ies) reached the trial cap ({runner.CAP_FACTOR} x budget trials) with fewer "
+        out.append(f"{count(len(capped), 'study')} reached the trial cap ({runner.CAP_FACTOR} x budget trials) with fewer "
                    f"distinct configurations than the budget of {data.summary.get('budget', '?')}: "
                    + "; ".join(f"{result_label(r)} ({_cap_cause(r)})" for r in capped)
                    + ". Neither infeasible configurations nor repeats of measured ones count toward the budget.")
     spent = [r for r in data.results if r.get("space_exhausted")]
     if spent:
-        out.append(f"{len(spent)} study(ies) tried every configuration their spec allows before the budget of "
-                   f"{data.summary.get('budget', '?')} distinct configurations: "
-                   + "; ".join(f"{result_label(r)} ({r.get('feasible_configs', '?')} configurations)" for r in spent)
-                   + ". Their best measured configuration is the space's optimum.")
+        one = len(spent) == 1
+        out.append(f"{count(len(spent), 'study')} tried every configuration {'its' if one else 'their'} spec allows "
+                   f"before the budget of {data.summary.get('budget', '?')} distinct configurations: "
+                   + "; ".join(f"{result_label(r)} ({_configurations(r.get('feasible_configs'))})" for r in spent)
+                   + f". {'Its' if one else 'Their'} best measured configuration is the space's optimum.")
     never = data.summary.get("not_run") or []
     if never:
-        out.append(f"{len(never)} study(ies) did not run before the interruption (not in the results): "
+        out.append(f"{count(len(never), 'study')} did not run before the interruption (not in the results): "
                    + "; ".join(result_label(r) for r in never) + ".")
     if data.hw is not None and data.summary.get("hw_hash") not in (None, data.hw.content_hash()):
         out.append(f"The profile {data.hw.name} has changed since this run (hash {data.hw.content_hash()} now): "
@@ -113,15 +116,15 @@ def highlights(data: ReportData) -> list[str]:
         skipped = [r for r in ex if not r.get("verified") and _skipped(r)]
         bad = [r for r in ex if not r.get("verified") and not _skipped(r)]
         if skipped:
-            out.append(f"Verification skipped for {len(skipped)} exported configuration(s) "
+            out.append(f"Verification skipped for {count(len(skipped), 'exported configuration')} "
                        f"({_skipped(skipped[0])}).")
         if bad or not skipped:
             out.append("Every exported configuration passed verification." if not bad else
-                       f"{len(bad)} exported configuration(s) NOT verified: "
+                       f"{count(len(bad), 'exported configuration')} NOT verified: "
                        + "; ".join(result_label(r) for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
     if failed:
-        out.append(f"{len(failed)} study(ies) found no feasible configuration.")
+        out.append(f"{count(len(failed), 'study')} found no feasible configuration.")
     return out
 
 
@@ -155,6 +158,11 @@ def baseline_text(data: ReportData) -> str:
     return "No study had a feasible default heuristic, so there is no default to compare with."
 
 
+def _configurations(n) -> str:
+    """A space's size as the exhausted-space note gives it: ``12 configurations``, ``?`` unknown."""
+    return count(n, "configuration") if isinstance(n, int) else "? configurations"
+
+
 def _cap_cause(r: dict) -> str:
     """What used up a capped study's trials: infeasible proposals, repeats of measured
     configurations, or both (the note blamed the sampler's repeats even when every trial was infeasible)."""
@@ -163,9 +171,9 @@ def _cap_cause(r: dict) -> str:
     repeats = max(0, (r.get("complete") or 0) - unique)
     parts = [f"{unique} distinct"]
     if infeasible:
-        parts.append(f"{infeasible} of {trials} trials infeasible")
+        parts.append(f"{infeasible} of {count(trials, 'trial')} infeasible")
     if repeats:
-        parts.append(f"{repeats} of {trials} trials repeated a measured configuration")
+        parts.append(f"{repeats} of {count(trials, 'trial')} repeated a measured configuration")
     return ", ".join(parts)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 
+from autotile import words
 from autotile.errors import InputError
 from autotile.tables.cnames import Names, is_enum
 from autotile.tables.ctext import comment
@@ -41,7 +42,7 @@ def _banner(table: Table, fmt: str) -> str:
         f"autotile tiling table for {table.op} ({fmt} export). Generated: do not edit, re-export.",
         f"  hardware: {d['hardware']['name']} (profile hash {d['hardware']['hash']})",
         f"  spec:     {d['spec']['path']} (hash {d['spec']['hash']})",
-        f"  autotile {d['autotile_version']}, table created {d['created']}, {len(table.entries)} entries",
+        f"  autotile {d['autotile_version']}, table created {d['created']}, {words.count(len(table.entries), 'entry')}",
     ]
     return "/*\n" + "\n".join(f" * {comment(s)}".rstrip() for s in lines) + "\n */"
 

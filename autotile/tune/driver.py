@@ -29,6 +29,7 @@ from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import gate
+from autotile.words import count
 
 WARM_CONFIGS = 3
 OUTPUT_FILES = ("summary.json", "table.json", "report.html", "report.md")  # what a run writes in its --out
@@ -236,7 +237,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
         for o in opts:  # else an output would fail only after every trial ran (and after the others were replaced)
             check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
         queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
-        bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet)
+        bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet,
+                        studies=sum(len(job.plans) for job in queue))
         failed = None
         try:
             if jobs <= 1:
@@ -283,7 +285,7 @@ def _run_here(job: _Job, bar) -> None:
             job.outcomes[plan.name] = exhaustive.run(plan)
         else:
             job.outcomes[plan.name] = runner.run(_warmed(job, plan), job.storage, progress=bar.trial)
-        bar.study_done(plan.budget)
+        bar.study_done(plan.budget, plan.name, job.outcomes[plan.name])
 
 
 def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
@@ -308,7 +310,8 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     def done(key) -> None:
         if key[:2] not in studies:
             studies.add(key[:2])
-            bar.study_done(queue[key[0]].plans[key[1]].budget)
+            plan = queue[key[0]].plans[key[1]]
+            bar.study_done(plan.budget, plan.name)
 
     tasks = [((n, i, w), (job.spec.file, job.opts, i, w)) for n, job in enumerate(queue)
              for i in range(len(job.plans)) for w in range(jobs)]
@@ -393,9 +396,12 @@ def no_feasible_reason(oc: runner.StudyOutcome) -> str:
     text = "no feasible configuration found"
     if oc.infeasible and oc.infeasible_reasons:
         top = oc.infeasible_reasons[0]
-        every = "all" if oc.infeasible == oc.trials else f"{oc.infeasible} of"
+        if oc.infeasible == oc.trials:
+            which = "the one trial was" if oc.trials == 1 else f"all {oc.trials} trials were"
+        else:
+            which = f"{oc.infeasible} of {count(oc.trials, 'trial')} {'was' if oc.infeasible == 1 else 'were'}"
         varying = ", numbers varying" if top.get("wordings", 1) > 1 else ""
-        text += (f": {every} {oc.trials} trials were infeasible; the most frequent reason "
+        text += (f": {which} infeasible; the most frequent reason "
                  f"({top['count']} of them{varying}): {top['reason']}")
     return text
 
@@ -494,16 +500,24 @@ def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
 
 
 class _Progress:
-    """A tqdm bar over all studies' budgets with the best so far and trials/s. When stderr is not
-    a terminal (a log file, CI), a plain line per finished study and at most one every
-    ``LOG_EVERY_S`` seconds in between, instead of a frame per trial."""
+    """A tqdm bar of the configurations measured, with the best so far and the rate. When
+    stderr is not a terminal (a log file, CI), a plain line per finished study and at most one
+    every ``LOG_EVERY_S`` seconds in between, instead of a frame per trial.
+
+    Both count what was measured: a study that ends short of its budget (space exhausted, only
+    infeasible trials, interrupted) takes what it did not measure off the total, so a study that
+    measured nothing no longer reads "10/10 configs ... done". A study run by worker processes
+    reports no count here (its trials are in the storage): the bar takes its budget as measured.
+    """
 
     LOG_EVERY_S = 10.0
 
-    def __init__(self, total: int, quiet: bool, stream=None):
+    def __init__(self, total: int, quiet: bool, stream=None, studies: int = 1):
         self.bar = None
         self.log = None
         self.total = total
+        self.studies = studies
+        self.studies_done = 0
         self.done_before = 0
         self.current = 0
         self.last = time.monotonic()
@@ -521,8 +535,7 @@ class _Progress:
 
     def _line(self, what: str) -> None:
         best = f", best {self.best:,.0f}" if self.best is not None else ""
-        print(f"autotile: {self.done_before + self.current}/{self.total} configs: {what}{best}",
-              file=self.log, flush=True)
+        print(f"autotile: {what}{best}", file=self.log, flush=True)
         self.last = time.monotonic()
 
     def trial(self, study, trial, done: int) -> None:
@@ -537,7 +550,8 @@ class _Progress:
         self.best = best
         if self.log is not None:
             if time.monotonic() - self.last >= self.LOG_EVERY_S:
-                self._line(self.name)
+                self._line(f"study {self.studies_done + 1}/{self.studies}: {self.name}, "
+                           f"{count(done, 'config')} measured so far")
             return
         self.bar.n = self.done_before + done
         self.bar.set_description(self.name.split("/", 1)[-1][:40])
@@ -545,22 +559,36 @@ class _Progress:
             self.bar.set_postfix_str(f"best {best:,.0f}")
         self.bar.refresh()
 
-    def study_done(self, budget: int) -> None:
-        self.done_before += budget
+    def study_done(self, budget: int, name: str = "", outcome=None) -> None:
+        """A study ended: ``outcome`` (a StudyOutcome, None from worker processes) says what it measured."""
+        measured = budget if outcome is None else min(budget, outcome.unique)
+        self.total -= budget - measured
+        self.done_before += measured
+        self.studies_done += 1
         self.current = 0
+        name = name.split("/", 2)[-1] if name else self.name or "a study"
         if self.log is not None:
-            self._line(f"{self.name or 'a study'} done")
+            self._line(f"study {self.studies_done}/{self.studies} done: {name}"
+                       + ("" if outcome is None else f", {_measured(outcome)}"))
             self.best = None
         if self.bar is not None:
+            self.bar.total = self.total
             self.bar.n = self.done_before
             self.bar.refresh()
-
-    def advance(self, budget, outcome) -> None:
-        self.study_done(budget)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _measured(oc: runner.StudyOutcome) -> str:
+    """What a finished study measured, for the progress line: ``12 configs measured``, or
+    ``no config measured (28 trials, all infeasible)``."""
+    if oc.unique:
+        return f"{count(oc.unique, 'config')} measured"
+    if oc.trials and oc.infeasible == oc.trials:
+        return f"no config measured ({count(oc.trials, 'trial')}, {'all ' if oc.trials > 1 else ''}infeasible)"
+    return f"no config measured ({count(oc.trials, 'trial')})"
 
 
 def _is_tty(stream) -> bool:

@@ -1,0 +1,66 @@
+"""What the printouts, reports and exports say: counts with their noun in the right number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autotile.cli.tune import format_summary
+from autotile.report import sections
+from autotile.report.data import ReportData
+
+
+def test_counts_take_their_noun_in_the_right_number():
+    from autotile.words import count
+
+    assert [count(1, "study"), count(2, "study"), count(1, "entry"), count(3, "entry"), count(1, "trace"),
+            count(1200, "infeasible proposal")] == ["1 study", "2 studies", "1 entry", "3 entries", "1 trace",
+                                                   "1,200 infeasible proposals"]
+
+
+def _summary(**row) -> dict:
+    base = {"shape": {"n": 4096}, "dtype": "fp16", "unit": "vector", "cycles": 900.0, "pct_of_peak": 1.0,
+            "speedup_vs_baseline": 1.5, "verified": True, "infeasible": 0, "unique_configs": 12, "trials": 12}
+    return {"op": "elementwise", "hw": "ascend910b2", "sampler": "tpe", "budget": 50, "seed": 0,
+            "elapsed_s": 1.0, "objectives": ["cycles"], "results": [{**base, **row}]}
+
+
+def test_tune_printout_says_one_proposal_and_one_config():
+    """It printed "(+1 infeasible proposals skipped)"."""
+    text = format_summary(_summary(infeasible=1, unique_configs=1), Path("out"))
+    assert "1 config measured (+1 infeasible proposal skipped)" in text
+
+
+def test_report_highlights_one_exhausted_study_in_the_singular(tmp_path):
+    """The report read "1 study(ies) tried every configuration their spec allows"."""
+    r = _summary(space_exhausted=True, feasible_configs=12)["results"][0]
+    data = ReportData(out_dir=tmp_path, summary={"op": "elementwise", "budget": 50, "results": [r]}, hw=None)
+    text = " ".join(sections.highlights(data))
+    assert "1 study tried every configuration its spec allows" in text and "(ies)" not in text
+    assert "Its best measured configuration is the space's optimum" in text
+    assert dict(sections.facts(data))["operator"].startswith("elementwise: 1 shape x fp16 x vector = 1 study")
+
+
+def test_c_header_counts_one_entry(tmp_path):
+    """The exported header's comment read "1 entries"."""
+    from tablekit import default_table
+
+    from autotile.tables import export_c
+    from autotile.tables.schema import load_table, write_table
+
+    doc = default_table()
+    doc["entries"] = doc["entries"][:1]
+    write_table(tmp_path / "table.json", doc)
+    banner = export_c.render(load_table(tmp_path / "table.json")).split("*/", 1)[0]
+    assert ", 1 entry" in banner and "entries" not in banner
+
+
+def test_report_printout_counts_one_trace(run_cli, tmp_path, monkeypatch):
+    """It printed "(4 plots, 1 traces)"."""
+    from autotile.report import render
+
+    monkeypatch.setattr(render, "write_report", lambda out, storage=None: {
+        "html": out / "report.html", "markdown": out / "report.md", "plots": ["a", "b", "c", "d"],
+        "traces": ["t"], "seconds": 0.5})
+    code, stdout, err = run_cli("report", str(tmp_path))
+    assert code == 0, err
+    assert "(4 plots, 1 trace) in 0.5 s" in stdout
