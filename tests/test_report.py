@@ -143,7 +143,7 @@ def test_optional_sections_and_escaping(matmul_run, tmp_path):
     write_report(_synthetic(matmul_run, tmp_path))
     html = (tmp_path / "report.html").read_text()
     md = (tmp_path / "report.md").read_text()
-    assert "<h2>Pareto front</h2>" in html and "exhaustive optimum" in html and "gap to optimum" in html
+    assert "<h2>Pareto front</h2>" in html and "optimum of the space" in html and "gap to optimum" in html
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;" in html
     prose = re.sub(r"(?ms)^```.*?^```", "", md)  # code blocks show text literally
     assert "<script>" not in prose and "\\<script\\>" in prose

@@ -1,11 +1,16 @@
-"""What the printouts, reports and exports say: counts with their noun in the right number."""
+"""What the printouts, reports and exports say: counts with their noun in the right number, and
+the optimum of an exhausted space."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+from conftest import md_table
+
 from autotile.cli.tune import format_summary
-from autotile.report import sections
+from autotile.report import search, sections
 from autotile.report.data import ReportData
 
 
@@ -64,3 +69,29 @@ def test_report_printout_counts_one_trace(run_cli, tmp_path, monkeypatch):
     code, stdout, err = run_cli("report", str(tmp_path))
     assert code == 0, err
     assert "(4 plots, 1 trace) in 0.5 s" in stdout
+
+
+def test_an_old_summary_of_an_exhausted_study_shows_its_optimum(tmp_path):
+    """An exhausted space's best is its optimum, even where the summary does not carry it."""
+    r = _summary(space_exhausted=True, history=[1200.0, 950.0, 904.0, 990.0])["results"][0]
+    assert search.optimum(r, "cycles") == 904.0 and search.optimum({**r, "space_exhausted": False}, "cycles") is None
+
+
+def test_an_exhausted_space_reports_its_optimum_and_no_gap(run_cli, write_spec, tmp_path):
+    """12 configurations, budget 50: the report said "Their best measured configuration is the
+    space's optimum" and showed "-" as the optimum and the gap to it."""
+    from tinyspecs import EW
+
+    text = EW.replace('''  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: int, low: 1, high: 4, step: 1}
+  cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}''', '''  tile_len: {type: int, low: 256, high: 1024, pow2: true}
+  buffer_num: {type: int, low: 1, high: 2}
+  cores: {type: int, low: 1, high: 2, pow2: true}''').replace("trials: 10", "trials: 50")
+    out = tmp_path / "out"
+    code, _, err = run_cli("tune", write_spec(text), "--out", str(out), "--quiet", "--no-verify")
+    assert code == 0, err
+    r = json.loads((out / "summary.json").read_text())["results"][0]
+    assert r["space_exhausted"] and r["feasible_configs"] == 12
+    assert r["optimum"] == pytest.approx(min(r["history"])) and r["optimum_cycles"] == pytest.approx(r["cycles"])
+    row = md_table((out / "report.md").read_text(), "gap to optimum")[0]
+    assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.0f}"

@@ -97,7 +97,7 @@ def history_grid(panels: list, objective: str) -> Plot:
         if base is not None:
             ax.axhline(base, color=COLORS[4], ls="--", lw=1, label="default heuristic")
         if opt is not None:
-            ax.axhline(opt, color=COLORS[2], ls=":", lw=1.4, label="exhaustive optimum")
+            ax.axhline(opt, color=COLORS[2], ls=":", lw=1.4, label="optimum of the space")
         if len(y) and np.all(y > 0) and y.max() / max(y.min(), 1e-12) > 20:
             ax.set_yscale("log")
         ax.set_title(title)
@@ -115,7 +115,7 @@ def history_grid(panels: list, objective: str) -> Plot:
     return finish(fig, "history", f"{objective} per trial and best so far, one panel per study",
                   "Grey dots: each completed trial; blue: best so far; "
                   + ("dashed: the default heuristic; " if base else "")
-                  + "dotted (when known): the exhaustive optimum.")
+                  + "dotted (when known): the optimum of the space.")
 
 
 def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]]) -> Plot:

@@ -55,14 +55,18 @@ def _number(nums: list | None, count: int | None) -> str:
 
 
 def optimum(r: dict, objective: str) -> float | None:
-    """The exhaustive optimum in ``objective``'s unit (what ``history`` holds), or None.
+    """The space's optimum in ``objective``'s unit (what ``history`` holds), or None: the
+    exhaustive sampler's, or the best of a study that tried every configuration of its space.
 
     Summaries before ``optimum`` carried only ``optimum_cycles``: that is usable for a cycles
-    objective only (against a time_us history it gave a gap of -99.9%).
+    objective only (against a time_us history it gave a gap of -99.9%). Summaries from before an
+    exhausted study carried its optimum hold its whole history: its best is the optimum.
     """
     opt = r.get("optimum")
     if opt is None and objective == "cycles":
         opt = r.get("optimum_cycles")
+    if opt is None and r.get("space_exhausted") and r.get("history"):
+        opt = min(r["history"])
     return opt
 
 
@@ -76,7 +80,7 @@ def _value(v, objective: str) -> str:
 
 
 def history(data: ReportData) -> Section:
-    """Best-so-far against trial number, with the baseline and (when known) the exhaustive optimum."""
+    """Best-so-far against trial number, with the baseline and (when known) the space's optimum."""
     obj = (data.summary.get("objectives") or ["cycles"])[0]
     label = _labeler(data)
     shown = _shown(data)
@@ -94,9 +98,9 @@ def history(data: ReportData) -> Section:
     dashed = obj == "cycles" and any(r.get("baseline_cycles") is not None for r in shown)
     blocks = [
         Para(f"How the search converged: every completed trial's {obj} (grey) and the best so far (blue)"
-             + (", and the default heuristic it started from (dashed)" if dashed else "") + ". Where the summary "
-             "carries the exhaustive optimum of the space, it is drawn as a dotted line and the gap to it is "
-             "listed. Infeasible configurations are pruned before "
+             + (", and the default heuristic it started from (dashed)" if dashed else "") + ". Where the optimum "
+             "of the space is known (the exhaustive sampler measured every configuration, or a study tried its "
+             "whole space), it is drawn as a dotted line and the gap to it is listed. Infeasible configurations are pruned before "
              + ("evaluation" if data.replayed else "simulation") + " and duplicates are answered from a cache; "
              "neither counts toward the budget. "
              + ("Trial numbers are Optuna's" + (" (trial 0 is the default heuristic)" if base else "")

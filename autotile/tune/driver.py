@@ -453,7 +453,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
                    speedup_vs_baseline=(base_cycles / res.cycles) if base_cycles else None)
     else:
         rec.update(baseline_params=None, baseline_cycles=None, speedup_vs_baseline=None)
-    if plan.sampler == "exhaustive":  # the oracle: the report draws it as the optimum line
+    if plan.sampler == "exhaustive" or oc.exhausted:  # every configuration measured: the best is the optimum
+        # the report draws it as the optimum line and lists the gap to it
         # ``optimum`` is in the first objective's own unit (what ``history`` holds, so the report's
         # gap compares like with like); ``optimum_cycles`` is that configuration's cycles
         rec["optimum"] = oc.best[0][1].get(plan.objectives[0])
