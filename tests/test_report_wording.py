@@ -1,5 +1,5 @@
-"""What the printouts, reports and exports say: counts with their noun in the right number, and
-the optimum of an exhausted space."""
+"""What the printouts, reports and exports say: integer work in TOPS, counts with their noun in
+the right number, and the optimum of an exhausted space."""
 
 from __future__ import annotations
 
@@ -10,8 +10,38 @@ import pytest
 from conftest import md_table
 
 from autotile.cli.tune import format_summary
-from autotile.report import search, sections
+from autotile.report import perf, search, sections
 from autotile.report.data import ReportData
+
+MM = {"m": 1024, "n": 2048, "k": 512}
+
+
+def _mm(dtype: str, pct_of_peak: float) -> dict:
+    return {"shape": MM, "dtype": dtype, "unit": "cube", "cycles": 9000.0, "pct_of_peak": pct_of_peak,
+            "pct_of_bandwidth": 20.0, "verified": True, "chosen": True, "params": {"base_m": 128}}
+
+
+def _roofline(hw, tmp_path, *dtypes) -> tuple[list, str]:
+    """The roofline table's header and the ridge-point note for results of ``dtypes``."""
+    data = ReportData(out_dir=tmp_path, summary={"op": "matmul", "hw": "ascend910b2",
+                                                 "results": [_mm(d, 60.0) for d in dtypes]}, hw=hw)
+    sec = perf.roofline(data, {})
+    table = next(b for b in sec.blocks if hasattr(b, "rows"))
+    return table.header, next(b.text for b in sec.blocks if getattr(b, "text", "").startswith("Ridge points"))
+
+
+def test_int8_roofline_counts_operations_in_tops(hw, tmp_path):
+    """int8 rows read "achieved TFLOP/s" and "cube int8 at 472 FLOP/byte": integer MACs are operations."""
+    header, ridge = _roofline(hw, tmp_path, "int8")
+    assert header[1:4] == ["OP/byte", "achieved TOPS", "roof TOPS"]
+    assert "cube int8 at 472 OP/byte" in ridge and "FLOP" not in ridge
+
+
+def test_a_roofline_of_int8_and_fp16_names_both_kinds(hw, tmp_path):
+    header, ridge = _roofline(hw, tmp_path, "int8", "fp16")
+    assert header[1:4] == ["(FL)OP/byte", "achieved T(FL)OP/s", "roof T(FL)OP/s"]
+    assert "cube int8 at 472 OP/byte, cube fp16 at 236 FLOP/byte" in ridge
+    assert _roofline(hw, tmp_path, "fp16")[0][1:4] == ["FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s"]
 
 
 def test_counts_take_their_noun_in_the_right_number():

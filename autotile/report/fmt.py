@@ -47,6 +47,12 @@ def us(v) -> str:
     return "-" if _missing(v) else (f"{v:,.1f} us" if v >= 100 else f"{v:.2f} us")
 
 
+def rate(kind: str) -> str:
+    """10**12 ``kind`` ("FLOP", "OP" or "(FL)OP") a second: TFLOP/s, T(FL)OP/s, or TOPS as
+    integer peaks are quoted."""
+    return "TOPS" if kind == "OP" else f"T{kind}/s"
+
+
 def sci(v) -> str:
     """Errors and tolerances: 3 significant digits."""
     return "-" if _missing(v) else f"{v:.3g}"

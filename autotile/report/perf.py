@@ -14,13 +14,29 @@ CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each 
 CROSSOVER_MAX_N = 1 << 24  # the simulated grid stops here: a grid search's time grows with n (~5 s per unit at 2**24)
 
 
+def ops(dtype: str) -> str:
+    """What a dtype's work is counted in: "OP" for integers (int8 multiply-accumulates are
+    operations, quoted in TOPS), "FLOP" for floats."""
+    from autotile import dtypes
+
+    try:
+        return "FLOP" if dtypes.get(dtype).is_float else "OP"
+    except KeyError:  # a dtype this autotile does not know: it computes in floating point
+        return "FLOP"
+
+
+def _kinds(kinds: set) -> str:
+    """The one kind of work, or "(FL)OP" for a table that mixes integer and float rows."""
+    return kinds.pop() if len(kinds) == 1 else "(FL)OP"
+
+
 def roofline_points(data: ReportData) -> tuple[list, list]:
-    """([(result, intensity FLOP/B, achieved FLOP/s)], [results left out with why])."""
+    """([(result, intensity (FL)OP/B, achieved (FL)OP/s)], [results left out with why])."""
     pts, skipped = [], []
     for r in data.exported:
         pp, pb = r.get("pct_of_peak"), r.get("pct_of_bandwidth")
         if not pp or not pb:
-            skipped.append((r, "no useful FLOPs" if not pp else "no must-move byte count"))
+            skipped.append((r, f"no useful {ops(r['dtype'])}s" if not pp else "no must-move byte count"))
             continue
         flops = pp / 100 * data.hw.peak_flops(r["unit"], r["dtype"])
         pts.append((r, flops / (pb / 100 * data.hw.hbm_bytes_per_second), flops))
@@ -28,8 +44,9 @@ def roofline_points(data: ReportData) -> tuple[list, list]:
 
 
 def roofline(data: ReportData, traces: dict) -> Section | None:
-    """Arithmetic intensity against achieved FLOP/s under the chip's compute and HBM roofs; None for
-    replayed measurements (nothing was simulated: no FLOP or byte counts)."""
+    """Arithmetic intensity against achieved FLOP/s (TOPS for integer dtypes) under the chip's
+    compute and HBM roofs; None for replayed measurements (nothing was simulated: no operation
+    or byte counts)."""
     if data.replayed:
         return None
     intro = Para("Arithmetic intensity is the useful FLOPs over the bytes the kernel cannot avoid moving between "
@@ -47,8 +64,11 @@ def roofline(data: ReportData, traces: dict) -> Section | None:
     bw = data.hw.hbm_bytes_per_second
     blocks = [intro]
     if pts:
-        roofs = sorted({(f"{r['unit']} {r['dtype']}", data.hw.peak_flops(r["unit"], r["dtype"])) for r, _, _ in pts},
-                       key=lambda x: -x[1])
+        roofs = sorted({(f"{r['unit']} {r['dtype']}", data.hw.peak_flops(r["unit"], r["dtype"]), ops(r["dtype"]))
+                        for r, _, _ in pts}, key=lambda x: (-x[1], x[0]))
+        kind = _kinds({ops(r["dtype"]) for r, _, _ in pts})
+        if kind != "FLOP":
+            blocks.append(Para(_integer_note(kind)))
         blocks.append(plots.roofline([(result_label(r), ai, fl) for r, ai, fl in pts], roofs, bw))
         in_l2 = {id(r): traces.get(slug(r), {}).get("writes_in_l2") for r, _, _ in pts}
         rows = []
@@ -58,15 +78,26 @@ def roofline(data: ReportData, traces: dict) -> Section | None:
             rows.append([result_label(r), f"{ai:,.1f}", f"{fl / 1e12:,.2f}", f"{roof / 1e12:,.2f}",
                          "HBM" if ai * bw < peak else "compute", fmt.pct(100 * fl / roof), r.get("bound") or "-"]
                         + ([_output_bytes(in_l2[id(r)])] if any(in_l2.values()) else []))
-        blocks.append(Table(["study", "FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s", "roof", "% of roof",
+        blocks.append(Table(["study", f"{kind}/byte", f"achieved {fmt.rate(kind)}", f"roof {fmt.rate(kind)}", "roof", "% of roof",
                              "simulated bound"] + (["output write"] if any(in_l2.values()) else []), rows, "lrrrlrll"))
-        blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {p / bw:,.0f} FLOP/byte' for lab, p in roofs)}. "
+        blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {p / bw:,.0f} {k}/byte' for lab, p, k in roofs)}. "
                            "The simulated bound names the busiest pipe of the slowest core; a matmul whose operand "
                            "panels hit L2 can be compute-bound while its HBM intensity alone would allow more.",
                            note=True))
     for r, why in skipped:
         blocks.append(Para(f"{result_label(r)}: not on the roofline ({why}).", note=True))
     return Section("Roofline", blocks, "roofline")
+
+
+def _integer_note(kind: str) -> str:
+    """What the roofline counts for integer dtypes, and how a table mixing them reads."""
+    text = ("int8 work is integer multiply-accumulates: it is counted in operations (2 per MAC, as "
+            "FLOPs are for floats), so its intensity is in OP/byte and its rates in TOPS, the unit "
+            "integer peaks are quoted in.")
+    if kind == "(FL)OP":
+        text += (" The table holds both kinds: (FL)OP/byte and T(FL)OP/s read as OP/byte and TOPS on "
+                 "the integer rows, FLOP/byte and TFLOP/s on the others.")
+    return text
 
 
 def _output_bytes(in_l2: bool | None) -> str:

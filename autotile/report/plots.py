@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from autotile.report import fmt  # noqa: E402
 from autotile.report.doc import Plot  # noqa: E402
 
 plt.rcParams.update({
@@ -184,17 +185,20 @@ def pareto(panels: list, objectives: list[str]) -> Plot:
 
 
 def roofline(points: list, roofs: list, bw: float) -> Plot:
-    """Achieved FLOP/s against arithmetic intensity, under the compute roofs and the HBM roof.
+    """Achieved FLOP/s (TOPS for integer dtypes) against arithmetic intensity, under the compute
+    roofs and the HBM roof.
 
-    ``points``: ``[(label, intensity FLOP/B, FLOP/s)]``; ``roofs``: ``[(label, FLOP/s)]``.
+    ``points``: ``[(label, intensity (FL)OP/B, (FL)OP/s)]``; ``roofs``: ``[(label, (FL)OP/s, "FLOP" or "OP")]``.
     """
+    kinds = {r[2] for r in roofs}
+    kind = kinds.pop() if len(kinds) == 1 else "(FL)OP"
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     xs = [p[1] for p in points] + [r[1] / bw for r in roofs]
     lo, hi = min(xs) / 8, max(xs) * 8
     x = np.geomspace(lo, hi, 200)
-    for j, (lab, peak) in enumerate(roofs):
+    for j, (lab, peak, k) in enumerate(roofs):
         ax.plot(x, np.minimum(peak, x * bw) / 1e12, color=COLORS[5 + j % 3] if j else "#1f2328", lw=1.6,
-                label=f"{lab} roof {peak / 1e12:.1f} TFLOP/s")
+                label=f"{lab} roof {peak / 1e12:.1f} {fmt.rate(k)}")
         ax.axvline(peak / bw, color="#8c959f", lw=0.7, ls=":")
     ax.plot(x, x * bw / 1e12, color=COLORS[4], lw=0.8, ls="--", label=f"HBM {bw / 1e12:.2f} TB/s")
     for j, (lab, ai, fl) in enumerate(points):
@@ -205,8 +209,8 @@ def roofline(points: list, roofs: list, bw: float) -> Plot:
     bottom = min([p[2] for p in points] + [lo * bw]) / 1e12
     ax.set_ylim(bottom / 2, top * 2)
     ax.set_xlim(lo, hi)
-    ax.set_xlabel("arithmetic intensity (useful FLOPs / bytes that must move)")
-    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_xlabel(f"arithmetic intensity (useful {kind}s / bytes that must move)")
+    ax.set_ylabel(f"achieved {fmt.rate(kind)}")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return finish(fig, "roofline", "roofline with one point per tuned shape",
