@@ -1,5 +1,5 @@
 """What the printouts, reports and exports say: integer work in TOPS, counts with their noun in
-the right number, and the optimum of an exhausted space."""
+the right number, the optimum of an exhausted space, and the error a speedup was bought with."""
 
 from __future__ import annotations
 
@@ -89,18 +89,6 @@ def test_c_header_counts_one_entry(tmp_path):
     assert ", 1 entry" in banner and "entries" not in banner
 
 
-def test_report_printout_counts_one_trace(run_cli, tmp_path, monkeypatch):
-    """It printed "(4 plots, 1 traces)"."""
-    from autotile.report import render
-
-    monkeypatch.setattr(render, "write_report", lambda out, storage=None: {
-        "html": out / "report.html", "markdown": out / "report.md", "plots": ["a", "b", "c", "d"],
-        "traces": ["t"], "seconds": 0.5})
-    code, stdout, err = run_cli("report", str(tmp_path))
-    assert code == 0, err
-    assert "(4 plots, 1 trace) in 0.5 s" in stdout
-
-
 def test_an_old_summary_of_an_exhausted_study_shows_its_optimum(tmp_path):
     """An exhausted space's best is its optimum, even where the summary does not carry it."""
     r = _summary(space_exhausted=True, history=[1200.0, 950.0, 904.0, 990.0])["results"][0]
@@ -125,3 +113,42 @@ def test_an_exhausted_space_reports_its_optimum_and_no_gap(run_cli, write_spec, 
     assert r["optimum"] == pytest.approx(min(r["history"])) and r["optimum_cycles"] == pytest.approx(r["cycles"])
     row = md_table((out / "report.md").read_text(), "gap to optimum")[0]
     assert row["gap to optimum"] == "0.00%" and row["optimum"] == f"{r['optimum']:,.0f}"
+
+
+def _traded(**kw) -> dict:
+    """sigmoid n=65536 fp16: lut_nearest against the exact default, 49.49x faster at 32x the error."""
+    return _summary(shape={"n": 65536}, unit="scalar", cycles=8619.0, speedup_vs_baseline=49.49,
+                    baseline_cycles=426602.0, values={"cycles": 8619.0, "max_abs_error": 0.0078125},
+                    baseline_values={"cycles": 426602.0, "max_abs_error": 0.000244140625}, **kw)
+
+
+def test_a_speedup_with_an_error_objective_says_the_error_it_costs():
+    """The printout read "49.49x vs baseline" for a pick 32x less precise than the baseline."""
+    s = _traded()
+    s["objectives"] = ["cycles", "max_abs_error"]
+    assert "49.49x vs baseline at max_abs_error 0.00781 (baseline 0.000244)," in format_summary(s, Path("out"))
+    s["objectives"] = ["cycles"]  # an error that is no objective is not traded for
+    assert "49.49x vs baseline, " in format_summary(s, Path("out"))
+
+
+def test_the_report_gives_the_error_beside_the_speedup(tmp_path):
+    s = _traded(chosen=True)
+    s["objectives"] = ["cycles", "max_abs_error"]
+    data = ReportData(out_dir=tmp_path, summary=s, hw=None)
+    table = next(b for b in sections.best(data).blocks if hasattr(b, "rows"))
+    assert table.rows[0][table.header.index("max_abs_error (default's)")] == "0.00781 (0.000244)"
+    text = " ".join(sections.highlights(data))
+    assert "up to 49.49x (n=65536 fp16 scalar), at max_abs_error 0.00781 against the default's 0.000244" in text
+    assert "Faster than the default at a larger error" in text
+
+
+def test_report_printout_counts_one_trace(run_cli, tmp_path, monkeypatch):
+    """It printed "(4 plots, 1 traces)"."""
+    from autotile.report import render
+
+    monkeypatch.setattr(render, "write_report", lambda out, storage=None: {
+        "html": out / "report.html", "markdown": out / "report.md", "plots": ["a", "b", "c", "d"],
+        "traces": ["t"], "seconds": 0.5})
+    code, stdout, err = run_cli("report", str(tmp_path))
+    assert code == 0, err
+    assert "(4 plots, 1 trace) in 0.5 s" in stdout

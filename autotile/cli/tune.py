@@ -7,6 +7,7 @@ from pathlib import Path
 from autotile.atomic import refuse_input
 from autotile.cli.common import MAX_JOBS, MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
+from autotile.report.fmt import trade
 from autotile.words import count
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
@@ -104,6 +105,8 @@ def format_summary(summary: dict, out: Path) -> str:
             lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r.get('reason')}")
             continue
         speed = f"{r['speedup_vs_baseline']:.2f}x vs baseline" if r.get("speedup_vs_baseline") else "no baseline"
+        if r.get("speedup_vs_baseline") and trade(r, summary.get("objectives")):  # a speedup may cost accuracy
+            speed += f" at {trade(r, summary.get('objectives'))}"
         ver = "verified" if r.get("verified") else (
             "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \

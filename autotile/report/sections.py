@@ -111,8 +111,15 @@ def highlights(data: ReportData) -> list[str]:
         sp = [r["speedup_vs_baseline"] for r in ex if r.get("speedup_vs_baseline")]
         if sp:
             best = max(ex, key=lambda r: r.get("speedup_vs_baseline") or 0)
-            out.append(f"Speedup over the default heuristic: up to {fmt.speedup(max(sp))} ({result_label(best)}); "
+            objs = data.summary.get("objectives")
+            at = "".join(f", at {o} {fmt.sci(v)} against the default's {fmt.sci(b)}"
+                         for o, v, b in fmt.traded(best, objs))
+            out.append(f"Speedup over the default heuristic: up to {fmt.speedup(max(sp))} ({result_label(best)}){at}; "
                        f"{sum(1 for v in sp if v > 1.005)} of {len(sp)} beat it.")
+            worse = [r for r in ex if r.get("speedup_vs_baseline") and any(v > b for _, v, b in fmt.traded(r, objs))]
+            if worse:
+                out.append("Faster than the default at a larger error (a speedup that trades accuracy; the best "
+                           f"configurations table gives both errors): {'; '.join(result_label(r) for r in worse)}.")
         skipped = [r for r in ex if not r.get("verified") and _skipped(r)]
         bad = [r for r in ex if not r.get("verified") and not _skipped(r)]
         if skipped:
@@ -209,13 +216,17 @@ def _band(r: dict, data: ReportData) -> tuple[str, str]:
 def best(data: ReportData) -> Section:
     """Per shape and dtype: the chosen configuration and how good it is."""
     rows, cfg = [], []
+    objs = data.summary.get("objectives") or []
+    # a second objective (an error) beside the speedup: a faster pick can be a less precise one
+    errors = [o for o in objs if any(o == t[0] for r in data.exported for t in fmt.traded(r, objs))]
     for r in data.exported:
         b, on = _band(r, data)
         rows.append([shape_label(r["shape"]), r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
                      fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
                      b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
-                     fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline")),
-                     "yes" if r.get("verified") else ("skipped" if _skipped(r) else "NO")])
+                     fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
+                    + [_error_cell(r, o) for o in errors]
+                    + ["yes" if r.get("verified") else ("skipped" if _skipped(r) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
     if data.replayed:
         intro = ("One row per shape and dtype: the configuration the table exports (the best recorded "
@@ -228,10 +239,15 @@ def best(data: ReportData) -> Section:
                  "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% "
                  "good, 70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the "
                  "band is taken on % of bandwidth instead. ")
+    if errors:
+        intro += (f"The speedup counts cycles only; the {' and '.join(errors)} "
+                  f"column{'s give' if len(errors) > 1 else ' gives'} the configuration's error with the "
+                  "default's in brackets, so a speedup bought with precision shows. ")
     blocks = [
         Para(intro + baseline_text(data)),
         Table(["shape", "dtype", "unit", "cycles", "time", "% of peak", "% of HBM bw", "band", "bound",
-               "default cycles", "speedup", "verified"], rows, "lllrrrrllrrl"),
+               "default cycles", "speedup"] + [f"{o} (default's)" for o in errors] + ["verified"], rows,
+              "lllrrrrllrr" + "r" * len(errors) + "l"),
         Table(["study", "tuned parameters", "changed from the default heuristic"], cfg,
               caption="Configurations"),
     ]
@@ -240,6 +256,12 @@ def best(data: ReportData) -> Section:
         blocks.append(Table(["study", "reason"], [[result_label(r), r.get("reason", "-")] for r in none],
                             caption="Studies without a feasible configuration"))
     return Section("Best configurations", blocks, "best")
+
+
+def _error_cell(r: dict, objective: str) -> str:
+    """The pick's value of an error objective with the default's in brackets: ``0.00781 (0.000244)``."""
+    got = next(((v, b) for o, v, b in fmt.traded(r, [objective])), None)
+    return "-" if got is None else f"{fmt.sci(got[0])} ({fmt.sci(got[1])})"
 
 
 def _why_not(unit: str, r: dict | None, dtype: str, info) -> str:

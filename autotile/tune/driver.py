@@ -449,10 +449,12 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
                rejected=rejected)
     if oc.baseline is not None:
         base_cycles = oc.baseline[1].get("cycles")
-        rec.update(baseline_params=oc.baseline[0], baseline_cycles=base_cycles,
+        # the baseline's values beside the pick's: with a second objective (an error) the speedup
+        # can trade accuracy, and the printout and report say at what error
+        rec.update(baseline_params=oc.baseline[0], baseline_cycles=base_cycles, baseline_values=oc.baseline[1],
                    speedup_vs_baseline=(base_cycles / res.cycles) if base_cycles else None)
     else:
-        rec.update(baseline_params=None, baseline_cycles=None, speedup_vs_baseline=None)
+        rec.update(baseline_params=None, baseline_cycles=None, baseline_values=None, speedup_vs_baseline=None)
     if plan.sampler == "exhaustive" or oc.exhausted:  # every configuration measured: the best is the optimum
         # the report draws it as the optimum line and lists the gap to it
         # ``optimum`` is in the first objective's own unit (what ``history`` holds, so the report's
