@@ -5,7 +5,9 @@ configurations (duplicates are answered from the cache and infeasible configurat
 so neither eats the budget), with a hard cap of ``CAP_FACTOR`` x budget trials in all, or until
 it has tried every configuration of a space whose feasible size is known exactly (exhausted:
 once a sampler repeats itself and the configurations left fit the budget, they are queued, as
-the exhaustive sampler would run them). Running
+the exhaustive sampler would run them). In such a space a sampler that keeps repeating itself
+gets an untried configuration queued (``autotile.tune.fill``), so the budget is spent on
+distinct configurations rather than the cap on repeats. Running
 the same study again continues from what the storage holds. With several workers on one study,
 each checks the count before a trial, so the study ends with between budget and
 budget + workers - 1 completed configurations.
@@ -13,6 +15,7 @@ budget + workers - 1 completed configurations.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -24,7 +27,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotile.space.space import Space
-from autotile.tune import identity
+from autotile.tune import fill, identity
 from autotile.tune import storage as storage_mod
 from autotile.tune.evaluate import Evaluator, Outcome, config_key, make_evaluator
 from autotile.tune.portfolio import MEMBER_ATTR, member_stats
@@ -273,32 +276,45 @@ def _exhausted(trials, plan: StudyPlan) -> bool:
 
 
 def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: dict) -> bool:
-    """After a repeated configuration: True when the space is exhausted; else, once, when the
-    configurations left untried fit in what is left of the budget, queue them all (seeded order),
-    so the study reaches them instead of repeating itself up to the trial cap."""
+    """After a repeated configuration: True when the space is exhausted. Else, for a space small
+    enough to enumerate: once, when the configurations left untried fit in what is left of the
+    budget, queue them all (seeded order), as the exhaustive sampler would run them; otherwise,
+    when ``fill.STUCK`` trials in a row found nothing new, queue the untried configuration
+    nearest the incumbent (``autotile.tune.fill``), so a converged sampler does not spend the
+    trial cap on repeats short of its budget."""
     trials = study.get_trials(deepcopy=False)
     if _exhausted(trials, plan):
         return True
     size = feasible_size(plan)
-    if not plan.fill or state["queued"] or size is None or size > ENUMERATE_MAX:
+    if not plan.fill or size is None or size > ENUMERATE_MAX:
+        return False
+    if any(t.state == TrialState.WAITING for t in trials):  # a queued configuration runs next
+        return False
+    tab = fill.table(plan.space)
+    if tab is None:  # its working table would be too large: the sampler goes on alone
         return False
     tried = _tried(trials)
-    if size - len(tried) > plan.budget - done:
-        return False
-    state["queued"] = True
-    import random
+    if not state["queued"] and size - len(tried) <= plan.budget - done:
+        state["queued"] = True
+        import random
 
-    from autotile.errors import InputError
-
-    try:
-        table = plan.space.enumerate()
-    except InputError:  # its working table would be too large: the sampler goes on alone
-        return False
-    left = [row for row in (table.row(i) for i in range(len(table))) if config_key(row) not in tried]
-    random.Random(plan.seed).shuffle(left)
-    for cfg in left:
-        study.enqueue_trial(optuna_params(plan.space, cfg), skip_if_exists=True)
+        left = [k for k in tab.keys if k not in tried]
+        random.Random(plan.seed).shuffle(left)
+        for key in left:
+            study.enqueue_trial(optuna_params(plan.space, json.loads(key)), skip_if_exists=True)
+    elif fill.stale(trials, CONFIG_ATTR, IN_SPACE_ATTR) >= fill.STUCK:
+        cfg = fill.nearest_untried(tab, tried, _incumbent(trials), plan.seed)
+        if cfg is not None:
+            study.enqueue_trial(optuna_params(plan.space, cfg), skip_if_exists=True)
     return False
+
+
+def _incumbent(trials) -> str | None:
+    """The configuration key of the best completed trial (the earliest on a tie)."""
+    complete = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get(CONFIG_ATTR)]
+    if not complete:
+        return None
+    return min(complete, key=lambda t: (rank(t.values), t.number)).user_attrs[CONFIG_ATTR]
 
 
 def _goal(plan: StudyPlan) -> int:
@@ -313,7 +329,6 @@ def _unique_complete(study: optuna.Study) -> int:
 
 def _prime_cache(study: optuna.Study, evaluator: Evaluator) -> None:
     """Put the values of trials already in the storage into the duplicate cache (resume)."""
-    import json
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         key = t.user_attrs.get(CONFIG_ATTR)
@@ -339,7 +354,6 @@ def infeasible_reasons(reasons: list, top: int = 3) -> list[dict]:
 
 def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapsed: float) -> StudyOutcome:
     """Counts, best configurations and history of a study from its storage."""
-    import json
 
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
