@@ -25,6 +25,21 @@ def test_pareto_table_prints_cycles_as_the_other_tables_do(tmp_path):
     assert [row[3] for row in rows] == ["8.134 us", "8.05 us"]
 
 
+def test_pareto_table_shows_configurations_with_equal_values_once(tmp_path):
+    """Tiles clamped to the whole input simulate alike: a sigmoid n=1024 front listed one
+    lut_linear point seven times. The earliest trial stands for its ties."""
+    point = {"cycles": 3000.0, "max_abs_error": 1e-3}
+    front = [{"trial": t, "values": dict(point), "params": {"tile_len": 1024 * 2 ** i}} for i, t in enumerate((9, 4, 7))]
+    front.append({"trial": 2, "values": {"cycles": 9000.0, "max_abs_error": 1e-4}, "params": {"tile_len": 64}})
+    r = _res("scalar", 3000.0, chosen=True, study="s", pareto=front)
+    data = ReportData(out_dir=tmp_path, summary={"op": "sigmoid", "objectives": ["cycles", "max_abs_error"],
+                                                 "results": [r]}, hw=None)
+    rows = search.pareto(data).blocks[2].rows
+    assert [row[1] for row in rows] == ["4", "2"]
+    assert rows[0][4].endswith("(and 2 other configurations with these values)")
+    assert "other" not in rows[1][4]
+
+
 def test_the_report_spells_microseconds_as_the_printouts_do():
     """simulate and tune print "8.41 us"; the report wrote "8.41 µs" for the same quantity."""
     from autotile.report import fmt

@@ -203,6 +203,16 @@ def importance(data: ReportData) -> Section:
     return Section("Parameter importance", blocks, "importance")
 
 
+def _tied(front: list, objs: list) -> list:
+    """(point, how many other points share its values) for each distinct point of ``front``, by
+    the first objective: configurations that simulate alike (a tile clamped to the whole input)
+    would otherwise fill the table with one point several times. The earliest trial stands for them."""
+    groups: dict = {}
+    for p in sorted(front, key=lambda p: (p["values"][objs[0]], p["values"][objs[1]], p.get("trial", 0))):
+        groups.setdefault((p["values"][objs[0]], p["values"][objs[1]]), []).append(p)
+    return [(g[0], len(g) - 1) for g in groups.values()]
+
+
 def pareto(data: ReportData) -> Section | None:
     """For two-objective studies: every trial in objective space and the Pareto front."""
     objs = data.summary.get("objectives") or []
@@ -219,9 +229,10 @@ def pareto(data: ReportData) -> Section | None:
             if study is not None else []
         front = [(p["values"][objs[0]], p["values"][objs[1]]) for p in r["pareto"]]
         panels.append((label(r), pts, front))
-        for p in sorted(r["pareto"], key=lambda p: p["values"][objs[0]]):
+        for p, ties in _tied(r["pareto"], objs):
+            also = f" (and {count(ties, 'other configuration')} with these values)" if ties else ""
             rows.append([result_label(r), str(p.get("trial", "-")), _value(p["values"][objs[0]], objs[0]),
-                         _value(p["values"][objs[1]], objs[1]), fmt.params(p.get("params"))])
+                         _value(p["values"][objs[1]], objs[1]), fmt.params(p.get("params")) + also])
     return Section("Pareto front", [
         Para(f"These studies minimize two objectives, {objs[0]} and {objs[1]}. The Pareto front holds the "
              "configurations no other trial beats in both; which one to ship is a trade-off to choose."),
