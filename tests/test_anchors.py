@@ -29,11 +29,19 @@ def test_calibration_anchors(rows):
     assert rows["calibration p90 |rel error|"]["ok"]
 
 
-def test_small_blocks_without_double_buffering_below_30_percent(rows, hw):
-    small = rows["matmul 16x16x16 blocks, no double buffering, % of peak"]
-    assert small["ok"] and small["simulated"] < 30.0
-    default = mm.simulate(A.SHAPE, mm.default_params(A.SHAPE, "fp16", hw), "fp16", hw).pct_of_peak
-    assert default > 2 * small["simulated"]
+def test_badly_tiled_matmul_within_a_factor_of_two_of_30_percent(rows, hw):
+    """The recipe's pipelining dropped (bench/anchors.py ``unpipelined``): ~30% of peak, two-sided."""
+    bad = rows["matmul default blocks without pipelining (1 K slice per L1 load, single buffers), % of peak"]
+    assert bad["ok"] and 15.0 <= bad["simulated"] <= 60.0
+    default = rows["matmul default_params (follows the tiling recipe) % of peak"]
+    assert default["ok"] and default["simulated"] > bad["simulated"]
+
+
+def test_tuned_best_at_least_the_default(rows):
+    """The study enqueues the default as its first trial, so its best cannot fall below it."""
+    best = next(r for k, r in rows.items() if k.startswith("matmul fp16 1024x512x2048 best of"))
+    assert best["ok"]
+    assert best["simulated"] >= rows["matmul default_params (follows the tiling recipe) % of peak"]["simulated"]
 
 
 # A tiling a TPE study found (bench/anchors.py): a witness that the space holds a tiling in the
