@@ -267,3 +267,16 @@ def test_report_never_writes_through_a_link_to_its_inputs(run_copy, run_cli):
     code, _, err = run_cli("report", str(run_copy))
     assert code == 2 and err.count("\n") == 1 and "is the summary.json this report reads" in err, err
     assert (run_copy / "summary.json").read_bytes() == before
+
+
+def test_report_traces_name_vector_instructions(ws_run):
+    """The report's traces name each vector event by its instruction, as `simulate --trace` does."""
+    from autotile.hardware.ops import KERNEL_VECTOR_OPS
+    from autotile.sim import engine as E
+
+    v = E.PIPE_NAMES.index("v")
+    files = sorted((ws_run / "traces").glob("*_vector.json"))
+    assert files
+    for f in files:
+        names = {e["name"] for e in json.loads(f.read_text())["traceEvents"] if e["ph"] == "X" and e["tid"] == v}
+        assert names and names <= set(KERNEL_VECTOR_OPS), (f.name, names)

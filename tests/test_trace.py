@@ -147,3 +147,33 @@ def test_simulate_warns_when_its_trace_is_cut(tmp_path, run_cli, monkeypatch):
     other = json.loads(cut.read_text())["otherData"]
     assert other["events_kept"] == 5 and other["events_dropped"] == n_ops - 5
     assert other["complete_until_cycle"] == cov["complete_until_cycle"]
+
+
+def _vector_event_names(doc: dict) -> list[str]:
+    """Names of the V-pipe operations of a Chrome trace document, in file order."""
+    v = E.PIPE_NAMES.index("v")
+    return [e["name"] for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] == v]
+
+
+@pytest.mark.parametrize("spec, args, expected", [
+    # bf16 exact sigmoid: widen, x * -1, exp, + 1, reciprocal, narrow
+    ("sigmoid.yaml", ("--shape", "n=4096", "--dtype", "bf16", "--set", "variant=exact,cores=1"),
+     ["vconv", "vmuls", "vexp", "vadds", "vrec", "vconv"]),
+    # two cores: products, add tree, in-core VCADD, then core 0's combine, a VCADD from a second
+    # cost table whose row 0 (the code a row index gave) is the first table's vmul
+    ("weighted_sum.yaml", ("--shape", "n=512", "--dtype", "fp32", "--unit", "vector",
+                           "--set", "cores=2,tile_len=256,reduction=tree,acc_dtype=fp32"),
+     ["vmul", "vadd", "vadd", "vcadd", "vcadd"]),
+])
+def test_simulate_trace_names_vector_instructions(tmp_path, run_cli, spec, args, expected):
+    """`simulate --trace` names each vector event by its instruction (it said vector[0]..vector[5])."""
+    from pathlib import Path
+
+    from autotile.hardware.ops import KERNEL_VECTOR_OPS
+
+    path = tmp_path / "t.json"
+    code, _, _ = run_cli("simulate", str(Path(__file__).resolve().parents[1] / "studies" / spec), *args,
+                         "--trace", str(path))
+    names = _vector_event_names(json.loads(path.read_text()))
+    assert code == 0 and set(names) <= set(KERNEL_VECTOR_OPS)
+    assert names == expected

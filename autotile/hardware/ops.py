@@ -16,6 +16,8 @@ VECTOR_OPS = {
                      "vdup", "vbrcb", "vgather", "vreduce", "vcadd", "vcmax", "vcmin", "vcgadd", "vcgmax",
                      "vcgmin", "vcpadd", "vtranspose"), 2),
 }
+# a vector op's code in cost tables and traces (autotile.sim.costs.vector_table): its index here
+VECTOR_OP_NAMES = tuple(VECTOR_OPS)
 # what the kernels (autotile/kernels/*.py) ask ``vtable`` for; tests check they ask for no other
 KERNEL_VECTOR_OPS = ("vadd", "vmul", "vmla", "vcadd", "vexp", "vconv", "vdup", "vaxpy", "vmuls", "vadds",
                      "vmaxs", "vmins", "vrec", "vrelu", "vgather", "vcopy")

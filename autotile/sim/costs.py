@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autotile.hardware import HardwareProfile
+from autotile.hardware.ops import VECTOR_OP_NAMES
 from autotile.sim import engine as E
 
 
@@ -121,13 +122,15 @@ def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
 
 
 def vector_table(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
-    """Rows (startup, per_repeat, min_cycles) for the (op, dtype signature) pairs a kernel uses.
+    """Rows (startup, per_repeat, min_cycles, op code) for the (op, dtype signature) pairs a
+    kernel uses; the code (index in ``VECTOR_OP_NAMES``, -1 for an op outside it) lets a trace
+    name the instruction.
 
     A signature the profile lacks falls back to the same op's signature with the same source
     dtype, then to any signature of that op (documented approximation, never silent for ops
     the profile lacks entirely: that is a KeyError).
     """
-    out = np.zeros((max(1, len(ops)), 3))
+    out = np.zeros((max(1, len(ops)), 4))
     for i, (op, sig) in enumerate(ops):
         if op not in hw.vector:
             raise KeyError(f"hardware profile {hw.name} has no cost for vector op {op!r}")
@@ -137,7 +140,8 @@ def vector_table(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
             src = sig.split("_")[0]
             same = [v for s, v in table.items() if s.split("_")[0] == src]
             vc = same[0] if same else next(iter(table.values()))
-        out[i] = (vc.startup, vc.per_repeat, vc.min_cycles)
+        code = VECTOR_OP_NAMES.index(op) if op in VECTOR_OP_NAMES else -1
+        out[i] = (vc.startup, vc.per_repeat, vc.min_cycles, code)
     return out
 
 

@@ -32,7 +32,8 @@ PATH_PIPE = np.array([MTE2, MTE3, MTE2, MTE2, MTE2, MTE1, MTE1, FIX, FIX, V], dt
 
 # trace record kinds
 K_COPY, K_MMAD, K_VEC, K_SCALAR = range(4)
-TRACE_COLS = 7  # pipe, start, end, kind, sub (path / vector op index), bytes, macs
+TRACE_COLS = 7  # pipe, start, end, kind, sub (path / vector op code), bytes, macs
+VT_CODE = 3  # column of a vector cost table holding the op's index in hardware.ops.VECTOR_OP_NAMES
 
 MAX_QUEUES = 16
 MAX_DEPTH = 8
@@ -189,17 +190,20 @@ def vector(st, cost, vcost, op, repeats, ready):
     """A vector instruction of ``op`` (row of ``vcost``) over ``repeats`` repeats.
 
     Split into instructions of at most ``max_repeat`` repeats; each costs
-    ``max(min_cycles, startup + per_repeat * repeats)``. Returns its end time.
+    ``max(min_cycles, startup + per_repeat * repeats)``. Returns its end time. The trace records
+    the row's op code (``VT_CODE``; -1 for a table without one), so an event names its
+    instruction whichever of a kernel's tables it came from.
     """
     end = ready
     left = repeats
     maxrep = int(cost[C_VEC_MAXREP])
+    code = int(vcost[op, VT_CODE]) if vcost.shape[1] > VT_CODE else -1
     while left > 0:
         r = left if left < maxrep else maxrep
         c = vcost[op, 0] + vcost[op, 1] * r
         if c < vcost[op, 2]:
             c = vcost[op, 2]
-        end = run_op(st, V, ready, c, K_VEC, op, 0.0, 0.0)
+        end = run_op(st, V, ready, c, K_VEC, code, 0.0, 0.0)
         left -= r
     st.counts[2] += repeats
     return end

@@ -22,20 +22,18 @@ import numpy as np
 
 from autotile.atomic import write_json
 from autotile.hardware import HardwareProfile
+from autotile.hardware.ops import VECTOR_OP_NAMES
 from autotile.sim import engine as E
 
 KIND_NAMES = {E.K_COPY: "copy", E.K_MMAD: "mmad", E.K_VEC: "vector", E.K_SCALAR: "scalar"}
 
 
-def event_name(kind: int, sub: int, vector_ops=None) -> str:
-    """Copy path name, "mmad", the vector op's name (from ``vector_ops``) or "scalar"."""
+def event_name(kind: int, sub: int) -> str:
+    """Copy path name, "mmad", the vector instruction (its code, ``engine.VT_CODE``) or "scalar"."""
     if kind == E.K_COPY:
         return E.PATH_NAMES[sub]
     if kind == E.K_VEC:
-        if vector_ops and 0 <= sub < len(vector_ops):
-            op = vector_ops[sub]
-            return op if isinstance(op, str) else str(op[0])
-        return f"vector[{sub}]"
+        return VECTOR_OP_NAMES[sub] if 0 <= sub < len(VECTOR_OP_NAMES) else "vector"
     return KIND_NAMES.get(kind, f"kind{kind}")
 
 
@@ -46,7 +44,7 @@ def class_label(i: int, entry) -> str:
     return f"core class {i} (x {int(count)} cores, block {shape})"
 
 
-def chrome_events(traces, hw: HardwareProfile, vector_ops=None) -> list[dict]:
+def chrome_events(traces, hw: HardwareProfile) -> list[dict]:
     """The ``traceEvents`` list for ``traces`` (entries ``(count, *block, rows)``)."""
     us_per_cycle = 1.0 / (hw.clock_ghz * 1e3)
     events: list[dict] = []
@@ -70,7 +68,7 @@ def chrome_events(traces, hw: HardwareProfile, vector_ops=None) -> list[dict]:
             elif kind == E.K_MMAD:
                 args["macs"] = int(macs)
             events.append({"ph": "X", "pid": pid, "tid": int(pipe), "cat": KIND_NAMES.get(kind, "op"),
-                           "name": event_name(kind, sub, vector_ops),
+                           "name": event_name(kind, sub),
                            "ts": float(start) * us_per_cycle, "dur": float(end - start) * us_per_cycle,
                            "args": args})
     return events
@@ -91,14 +89,10 @@ def coverage(traces) -> dict | None:
 
 def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict | None = None) -> Path:
     """Write a Chrome trace JSON file atomically; ``meta`` lands in ``otherData``, with
-    ``coverage``'s figures when the trace lost operations to its capacity.
-
-    ``meta["vector_ops"]`` (the kernel's vector table rows, names or (op, signature)) names
-    vector events.
-    """
+    ``coverage``'s figures when the trace lost operations to its capacity."""
     meta = dict(meta or {})
     doc = {
-        "traceEvents": chrome_events(traces, hw, meta.get("vector_ops")),
+        "traceEvents": chrome_events(traces, hw),
         "displayTimeUnit": "ns",
         "otherData": {"hw": hw.name, "clock_ghz": hw.clock_ghz,
                       **{k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
