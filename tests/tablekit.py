@@ -49,6 +49,37 @@ STAND_IN = r"""
 """
 
 
+def region_edges(look, limit: int = 2**31 - 1) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, dtype) on and beside every region's box edges (lo - 1, lo, hi, hi + 1 along one
+    dim, the others at the entry's shape), where the C and Python checks are likeliest to part."""
+    out = []
+    for e, r in zip(look.table.entries, look.regions):
+        base = tuple(e.shape.values())
+        for d in range(len(base)):
+            for v in (r.lo[d] - 1, r.lo[d], r.hi[d], r.hi[d] + 1):
+                if 1 <= v <= limit:
+                    out.append((base[:d] + (v,) + base[d + 1:], e.dtype))
+    return out
+
+
+def inside(look, rng, count: int) -> list[tuple[tuple[int, ...], str]]:
+    """``count`` (shape, dtype) drawn in random entries' regions: each dim log-uniform from ``lo``
+    to ``hi`` or four times the entry's shape, whichever is smaller, redrawn (up to 50 times) until
+    the region's core limit holds too; entries with an empty region are skipped."""
+    live = [i for i, r in enumerate(look.regions) if all(lo <= hi for lo, hi in zip(r.lo, r.hi))]
+    out = []
+    for _ in range(count):
+        i = rng.choice(live)
+        e, r = look.table.entries[i], look.regions[i]
+        for _ in range(50):
+            tops = [max(lo, min(hi, 4 * v)) for lo, hi, v in zip(r.lo, r.hi, e.shape.values())]
+            shape = tuple(min(top, int(lo * (top / lo) ** rng.random())) for lo, top in zip(r.lo, tops))
+            if r.contains(shape):
+                break
+        out.append((shape, e.dtype))
+    return out
+
+
 def compile_ok(cmd, cwd):
     """Run a compiler command in ``cwd``; fail the test with its messages unless it succeeds."""
     r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)

@@ -10,7 +10,15 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import C_MAIN, UNITS_SPEC, ascendc_fill, compile_ok, default_table
+from tablekit import (
+    C_MAIN,
+    UNITS_SPEC,
+    ascendc_fill,
+    compile_ok,
+    default_table,
+    inside,
+    region_edges,
+)
 
 from autotile.cli import run as cli
 from autotile.tables.export import region_mismatches
@@ -53,7 +61,7 @@ def test_lookup_serves_vector_entries(mixed):
     for i, e in enumerate(doc["entries"]):
         got = look.find(dict(e["shape"]))
         assert (got.match, got.entry, got.unit, got.params) == ("exact", i, e["unit"], e["params"])
-    got = look.find({"m": 5, "n": 5, "k": 17})  # beside m=4, n=4, k=16
+    got = look.find({"m": 4, "n": 5, "k": 17})  # beside m=4, n=4, k=16
     assert (got.match, got.unit, got.matched_shape) == ("nearest", "vector", {"m": 4, "n": 4, "k": 16})
     assert set(got.params) == {"tile_m", "buffer_num", "cores"}
     assert look.reason(got.shape, got.params, got.dtype, got.unit) is None
@@ -63,7 +71,7 @@ def test_vector_regions_imply_the_spec_and_kernel_checks(mixed):
     """What C checks (the region) never admits a shape Python refuses, and is more than one shape."""
     doc, look = mixed
     admitted = [0] * len(doc["entries"])
-    for x in _queries(doc, 400, 1):
+    for x in _queries(doc, 400, 1) + [x for x, _ in inside(look, random.Random(1), 200)]:
         shape = dict(zip(look.table.dims, x))
         for i, (e, r) in enumerate(zip(look.table.entries, look.regions)):
             if r.contains(x):
@@ -82,14 +90,14 @@ def test_vector_regions_imply_the_spec_and_kernel_checks(mixed):
 def test_c_header_agrees_with_python(mixed, tmp_path, capsys):
     doc, look = mixed
     write_table(tmp_path / "table.json", doc)
-    assert cli(["lookup", str(tmp_path), "--shape", "m=5,n=5,k=17"]) == 0
+    assert cli(["lookup", str(tmp_path), "--shape", "m=4,n=5,k=17"]) == 0
     assert "vector" in capsys.readouterr().out
     assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "table.h")]) == 0
     assert "warning" not in capsys.readouterr().err
     (tmp_path / "main.c").write_text(C_MAIN)
     compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"],
                tmp_path)
-    queries = _queries(doc, 500, 2)
+    queries = _queries(doc, 500, 2) + [x for x, _ in region_edges(look) + inside(look, random.Random(2), 200)]
     stdin = "".join(f"{m} {n} {k} {FP16}\n" for m, n, k in queries)
     out = subprocess.run([str(tmp_path / "lookup")], input=stdin, capture_output=True, text=True, check=True).stdout
     units = {}
@@ -109,7 +117,7 @@ def test_ascendc_fills_vector_entries(mixed, tmp_path):
     assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
     fields = [f for f, _ in TCUBE] + ["unit", "tileM", "bufferNum", "cores"]
     fill = ascendc_fill(tmp_path, "Matmul", 3, fields)
-    queries = [(4, 4, 16), (5, 5, 17), (16, 16, 16), (64, 64, 64), (70, 64, 64)]
+    queries = [(4, 4, 16), (4, 5, 17), (16, 16, 16), (64, 64, 64), (70, 64, 64)]
     out = subprocess.run([str(fill)], input="".join(f"{m} {n} {k} {FP16}\n" for m, n, k in queries),
                          capture_output=True, text=True, check=True).stdout
     for (m, n, k), line in zip(queries, out.splitlines(), strict=True):

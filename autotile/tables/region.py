@@ -25,6 +25,26 @@ Regions are per (op, unit): entries of one table may run on different units with
   own check still accepts (every shape below that corner needs less UB).
 * anything else: the entry serves its own shape only (``lo == hi == shape``) until a region
   function is written for it.
+
+Feasible is not enough: a tiling serving a shape far from its own can be several times slower
+than the default heuristic (the lookup's fallback), so a region also keeps only the shapes where
+the tiling does per core what it did at the tuned shape, bounds C can check without a simulator:
+
+* cube, m and n: a dim the tuned shape split over several core blocks does not shrink below its
+  tuned size (the largest block stays ``single_core_m`` while the shape's work shrinks, so cores
+  idle or run a sliver: 300x600x200 on the tiling tuned for 1024x2048x512 used 3 of 24 cores,
+  2.8x the default's cycles). Both may grow: that adds core blocks, none larger, up to the
+  core limit.
+* cube, k: when one L1 k panel (``base_k * max(step_ka, step_kb)``) covered the tuned k, the
+  tuner could not pick a longer one, so k stays within it (a 16x16x16 tiling, base_k 16, ran k=256
+  at 3.5x the default's cycles); otherwise k does not shrink below its tuned size (the last
+  panel's padding grows: k=250 on the 1000^3 tiling was 10% slower).
+* vector, m: the busiest core's rows (``ceil(ceil(m / tile_m) / cores) * tile_m``, the kernel
+  gives each core a run of whole tiles) stay at most what they were at the tuned m, since the
+  tuned ``cores`` does not grow with m (the 4x4x16 tiling, 4 cores of 1-row tiles, ran 256x16x181
+  at 12x the default's cycles), and when that is several tiles m stays at or above the tuned m.
+
+``bench/lookup_regions.py`` measures it: the share of region answers slower than the default.
 """
 
 from __future__ import annotations
@@ -66,13 +86,18 @@ def _matmul_cube(shape: dict, params: dict, dtype: str, hw) -> Region:
     c0k = max(16, get_dtype(dtype).c0)
     bm, bn, bk = p["base_m"], p["base_n"], p["base_k"]
     scm, scn = p["single_core_m"], p["single_core_n"]
-    lo_m = max(1, bm - 15, scm - bm + 1)
-    lo_n = max(1, bn - 15, scn - bn + 1)
-    lo_k = max(1, bk - c0k + 1, (max(p["step_ka"], p["step_kb"]) - 1) * bk + 1)
-    lo = {"m": lo_m, "n": lo_n, "k": lo_k}
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    panel_k = max(p["step_ka"], p["step_kb"]) * bk
+    # the spec's domains, then no shrinking of a dim spread over several core blocks / k panels
+    lo_m = max(1, bm - 15, scm - bm + 1, m if m > scm else 1)
+    lo_n = max(1, bn - 15, scn - bn + 1, n if n > scn else 1)
+    lo_k = max(1, bk - c0k + 1, (max(p["step_ka"], p["step_kb"]) - 1) * bk + 1, k if k > panel_k else 1)
+    # one k panel held the tuned k: no longer k than that panel
+    hi_k = panel_k if k <= panel_k else MAX_DIM
+    lo, hi = {"m": lo_m, "n": lo_n, "k": lo_k}, {"m": MAX_DIM, "n": MAX_DIM, "k": hi_k}
     split = {"m": scm, "n": scn, "k": 0}
     dims = tuple(shape)
-    return Region(tuple(lo[d] for d in dims), (MAX_DIM,) * len(dims), tuple(split[d] for d in dims),
+    return Region(tuple(lo[d] for d in dims), tuple(hi[d] for d in dims), tuple(split[d] for d in dims),
                   hw.cube_cores)
 
 
@@ -81,8 +106,13 @@ def _matmul_vector(shape: dict, params: dict, dtype: str, hw) -> Region:
     from autotile.kernels import matmul_vector
 
     tm, cores = params["tile_m"], params["cores"]
-    lo_m = max(1, tm, (cores - 1) * tm + 1)
-    n, k = shape["n"], shape["k"]
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    tiles = -(-m // tm)
+    per = -(-tiles // cores) * tm  # rows of the busiest core at the tuned m
+    # the spec's domains, then: the busiest core's rows no more than that, and m no smaller
+    # when that is several tiles
+    lo_m = max(1, tm, (cores - 1) * tm + 1, m if per > tm else 1)
+    hi_m = cores * per
 
     def fits(s: int) -> bool:
         try:
@@ -97,7 +127,7 @@ def _matmul_vector(shape: dict, params: dict, dtype: str, hw) -> Region:
     while bad - good > 1:
         mid = (good + bad) // 2
         good, bad = (mid, bad) if fits(mid) else (good, mid)
-    lo, hi = {"m": lo_m, "n": 1, "k": 1}, {"m": MAX_DIM, "n": good * n, "k": good * k}
+    lo, hi = {"m": lo_m, "n": 1, "k": 1}, {"m": hi_m, "n": good * n, "k": good * k}
     dims = tuple(shape)
     return Region(tuple(lo[d] for d in dims), tuple(hi[d] for d in dims), (0,) * len(dims), 0)
 
@@ -121,9 +151,12 @@ REGIONS: dict[tuple[str, str], Callable] = {("matmul", "cube"): _matmul_cube, ("
 
 RULES = {
     ("matmul", "cube"): "lo <= shape (from the spec's shape-dependent domains) and "
-                        "ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores",
-    ("matmul", "vector"): "m >= tile_m and ceil(m/tile_m) >= cores; n and k at most the largest multiple "
-                          "of the tuned (n, k) whose B and tiles still fit in UB",
+                        "ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores; m and n no smaller "
+                        "than tuned where that spanned several core blocks; k no smaller than tuned where "
+                        "that spanned several L1 k panels (base_k * max(step_ka, step_kb)), else at most one panel",
+    ("matmul", "vector"): "m >= tile_m and ceil(m/tile_m) >= cores; the busiest core's rows no more than at the "
+                          "tuned m, and m no smaller than tuned where those were several tiles; n and k at most "
+                          "the largest multiple of the tuned (n, k) whose B and tiles still fit in UB",
 }
 EXACT_RULE = "no region is known: an entry serves its own shape only"
 CUSTOM_RULE = "the spec's rules are not those the region is derived from: an entry serves its own shape only"
