@@ -30,7 +30,7 @@ from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, matmul_vector, registry
 from autotile.sim import engine as E
-from autotile.sim.costs import cost_vector, hbm_load, hbm_streams, l2_hit_fraction, write_fraction
+from autotile.sim.costs import cost_vector, hbm_load, hbm_streams, working_set_hit, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("cube", "vector")  # vector: matmul_vector, for tiny shapes
@@ -63,6 +63,45 @@ def _gemm_acc(acc, a, b, r0, c0, k0, tm, tn, tk, ar0, bc0):
 
 
 @njit(cache=True)
+def reuse_window(dt, n_first, mt, nt, nbm, nbn, a_strip, b_strip, c_tile):
+    """Distinct bytes the whole chip touches while one core runs ``dt`` base blocks of C.
+
+    K is the innermost loop, so a base block reads a whole strip of A (base_m x K) and of B
+    (K x base_n). In ``dt`` blocks a core walks ``dt`` strips of the operand its inner loop
+    indexes and ``dt // inner + 1`` of the other (at most the strips it has). The cores of a
+    block row read the same A strips at about the same time and those of a block column the
+    same B strips, so the chip holds ``nbm`` copies' worth of distinct A strips and ``nbn`` of
+    B, plus the C blocks FixPipe wrote into L2 meanwhile (``c_tile``: one per core).
+    """
+    if n_first:
+        na = min(mt, dt // nt + 1)
+        nb = min(nt, dt)
+    else:
+        na = min(mt, dt)
+        nb = min(nt, dt // mt + 1)
+    return nbm * na * a_strip + nbn * nb * b_strip + dt * c_tile
+
+
+@njit(cache=True)
+def since_last_use(o, i, step, inner, by_inner):
+    """Base blocks since the previous block that needed the panel group block (o, i) needs, or -1
+    if none did (its first load). The operand is indexed by the inner loop (``by_inner``) or the
+    outer one, in groups of ``step`` blocks (step_m / step_n): a block needs the same group as the
+    block before it, except at the start of an inner group, which the previous outer iteration
+    last needed at the group's last block. Worked out from the loop nest, not a table of panels
+    (which grew with the shape: 2**31-sized matrices ran out of memory)."""
+    if by_inner:
+        if i % step:
+            return 1
+        if o == 0:
+            return -1
+        return inner - (min(inner - 1, i + step - 1) - i)
+    if i > 0 or o % step:
+        return 1
+    return -1
+
+
+@njit(cache=True)
 def core(st, cost, ip, mode, a, b, acc):
     """Run one core's block (sm x sn over all K); the state holds the timing.
 
@@ -71,12 +110,17 @@ def core(st, cost, ip, mode, a, b, acc):
 
     ``mode``: MODE_COUNT issues every operation to the engine; MODE_TRAFFIC only follows the
     L1 panel reuse and counts the GM bytes it loads (the first, cheap pass that gives the L2
-    hit share); MODE_EXECUTE also computes the block into ``acc`` (L0C precision).
+    hit share); MODE_EXECUTE also computes the block into ``acc`` (L0C precision). The traffic
+    pass also tallies the panels loaded again (``counts[5]``) and the bytes of them expected to
+    hit L2 (``counts[6]``): a panel read again ``dt`` base blocks after a block last needed it
+    (``since_last_use``) hits as the chip-wide working set of those blocks (``reuse_window``)
+    fits the ``ip[23]`` bytes of L2.
     """
     sm, sn, K, bm, bn, bk = ip[0], ip[1], ip[2], ip[3], ip[4], ip[5]
     step_m, step_n, step_ka, step_kb, slots_a, slots_b = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11]
     db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes = ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18]
     m0, n0 = ip[19], ip[20]
+    nbm, nbn, l2 = ip[21], ip[22], float(ip[23])
     traffic = mode == MODE_TRAFFIC
     execute = mode == MODE_EXECUTE
     E.reset(st)
@@ -99,6 +143,9 @@ def core(st, cost, ip, mode, a, b, acc):
     next_b = 0
     outer = mt if n_first else nt
     inner = nt if n_first else mt
+    a_strip = float(bm * K * in_bytes)
+    b_strip = float(K * bn * in_bytes)
+    c_tile = float(nbm * nbn * bm * bn * out_bytes)
     for o in range(outer):
         for i in range(inner):
             if n_first:
@@ -131,6 +178,11 @@ def core(st, cost, ip, mode, a, b, acc):
                     burst = ((cols * in_bytes + 31) // 32) * 32
                     if traffic:
                         st.path_bytes[E.GM_L1] += rows * burst
+                        dt = since_last_use(o, i, step_m, inner, n_first == 0)
+                        if dt > 0:
+                            w = reuse_window(dt, n_first, mt, nt, nbm, nbn, a_strip, b_strip, c_tile)
+                            st.counts[5] += rows * burst
+                            st.counts[6] += rows * burst * working_set_hit(l2, w)
                     else:
                         rdy_a[sa] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_a[sa])
                     tag_a[sa] = pa
@@ -149,6 +201,11 @@ def core(st, cost, ip, mode, a, b, acc):
                     burst = ((cols * in_bytes + 31) // 32) * 32
                     if traffic:
                         st.path_bytes[E.GM_L1] += rows * burst
+                        dt = since_last_use(o, i, step_n, inner, n_first != 0)
+                        if dt > 0:
+                            w = reuse_window(dt, n_first, mt, nt, nbm, nbn, a_strip, b_strip, c_tile)
+                            st.counts[5] += rows * burst
+                            st.counts[6] += rows * burst * working_set_hit(l2, w)
                     else:
                         rdy_b[sb] = E.copy(st, cost, E.GM_L1, float(rows * burst), rel_b[sb])
                     tag_b[sb] = pb
@@ -268,18 +325,21 @@ def _state(trace_capacity=0):
     return _STATE  # ``core`` resets it
 
 
-def pack(shape, p, dt, sm, sn, m0=0, n0=0) -> np.ndarray:
-    """The integer arguments of ``core`` for one core block, in its order."""
+def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0) -> np.ndarray:
+    """The integer arguments of ``core`` for one core block, in its order (``l2``: the L2 bytes the
+    traffic pass weighs re-reads against)."""
     slots_a = p["depth_a1"] // (p["step_m"] * p["step_ka"])
     slots_b = p["depth_b1"] // (p["step_n"] * p["step_kb"])
     out_bytes = 4 if dt.name == "int8" else dt.bytes
     return np.array([sm, sn, shape["k"], p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
                      p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
-                     int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes, m0, n0], dtype=np.int64)
+                     int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes, m0, n0,
+                     _cdiv(shape["m"], min(p["single_core_m"], shape["m"])),
+                     _cdiv(shape["n"], min(p["single_core_n"], shape["n"])), l2], dtype=np.int64)
 
 
-def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0):
-    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0), mode, a, b, acc)
+def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0, l2=0):
+    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0, l2), mode, a, b, acc)
 
 
 def first_touch_bytes(shape: dict, p: dict, dt, sm: int, sn: int) -> float:
@@ -295,19 +355,34 @@ def first_touch_bytes(shape: dict, p: dict, dt, sm: int, sn: int) -> float:
     return (sm * shape["k"] / nbn + shape["k"] * sn / nbm) * dt.bytes
 
 
+def wave_bytes(shape: dict, p: dict, dt) -> float:
+    """The panels live in L1 across the chip at once (each core's A and B panels of the current
+    K range): the window in which the cores of a block row (column) read the same A (B) panel.
+
+    Those cores read a panel at about the same time, so one of them misses and the others hit
+    L2 as long as this working set fits; it is each block row's A panels plus each block
+    column's B panels (at most L1 times the cores, a few MiB).
+    """
+    nbm = _cdiv(shape["m"], min(p["single_core_m"], shape["m"]))
+    nbn = _cdiv(shape["n"], min(p["single_core_n"], shape["n"]))
+    return float((nbm * p["depth_a1"] * p["base_m"] + nbn * p["depth_b1"] * p["base_n"]) * p["base_k"] * dt.bytes)
+
+
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
              options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
     """Simulate one tiling on the chip; returns a SimResult (and traces if ``want_traces``).
 
     Each distinct core block (full blocks and tails) is simulated once and counted for every
     core that has it. GM reads are first simulated to learn the traffic, which gives each core
-    block the L2 hit share of its own reads (what it reads beyond its share of the first touches,
-    ``first_touch_bytes``, hits while the footprint fits in L2); the final pass uses GM rates
+    block the L2 hit share of its own reads, from what is live in L2 when it reads: its first
+    read of a panel beyond its share of the first touches (``first_touch_bytes``) hits while the
+    chip's L1 panels fit (``wave_bytes``: the other cores read it at about the same time), and a
+    panel it loads again hits as the working set since its last load fits (``reuse_window``).
+    Hits thus follow the tiling and loop order, not the kernel's whole footprint (which made
+    8192^3 fp16 re-read 8.1 GiB from HBM whatever the tiling). The final pass uses GM rates
     with that share and the HBM split over active cores, and between the reads and FixPipe's
     writes, which stream while the next blocks load, unless the whole footprint fits in L2: then
-    C stays there (written back after the kernel) and the reads have HBM to themselves. (With
-    one chip-wide share for every core, a larger tail block raised the share of the full blocks
-    too, and more work could cost up to 1.5% fewer cycles.)
+    C stays there (written back after the kernel) and the reads have HBM to themselves.
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
@@ -333,17 +408,22 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     total_read = total_write = 0.0
     lower = 1.0
     own_hit = []  # per class: the L2 hit share of its own reads
+    total_hit = 0.0
+    shared = working_set_hit(float(hw.l2_bytes), wave_bytes(shape, p, dt))
     for count, sm, sn in classes:
         st = _state()
-        _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC)
-        own_hit.append(l2_hit_fraction(hw, st.path_bytes[E.GM_L1], first_touch_bytes(shape, p, dt, sm, sn),
-                                       footprint))
-        total_read += count * st.path_bytes[E.GM_L1]
+        _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC, l2=hw.l2_bytes)
+        read = st.path_bytes[E.GM_L1]
+        first = read - st.counts[5]  # its first loads of each panel
+        hits = st.counts[6] + max(0.0, first - first_touch_bytes(shape, p, dt, sm, sn)) * shared
+        own_hit.append(min(1.0, hits / read) if read > 0 else 0.0)
+        total_hit += count * hits
+        total_read += count * read
         total_write += count * st.path_bytes[E.L0C_GM]
         lower = max(lower, st.counts[1] / cost[E.C_CUBE_MACS],
                     st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
                     st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
-    hit = l2_hit_fraction(hw, total_read, unique, footprint)  # chip-wide: the classes' shares add up to it
+    hit = min(1.0, total_hit / total_read) if total_read > 0 else 0.0  # chip-wide: the classes' hits summed
     hbm_read = total_read * (1.0 - hit)
     # FixPipe writes land in L2; while the whole footprint fits there they are written back to
     # HBM after the kernel, so only a footprint past L2 makes them compete with the reads

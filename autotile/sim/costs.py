@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import VECTOR_OP_NAMES
@@ -147,20 +148,28 @@ def vector_table(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
 
 def l2_hit_fraction(hw: HardwareProfile, total_read_bytes: float, unique_read_bytes: float,
                     footprint_bytes: float) -> float:
-    """Share of GM reads that hit L2: re-reads hit while the kernel's footprint fits in L2.
+    """Share of GM reads that hit L2 when the whole footprint is the working set.
 
-    First touches always go to HBM. When the footprint exceeds L2, re-reads hit only in
-    proportion to the part of the footprint L2 can hold. For the whole chip: all reads and the
-    unique bytes; for one core (matmul): its reads and its share of the first touches, so a core's
-    reads are not sped up by other cores' re-reads (a bigger tail block would otherwise make the
-    full blocks faster).
+    First touches always go to HBM; re-reads hit as ``working_set_hit`` says for the kernel's
+    footprint. For kernels that revisit any of their data at any time (roi_align's feature map);
+    matmul's loop nest says what is live between two reads of a panel, so it asks
+    ``working_set_hit`` per re-read instead.
     """
     if total_read_bytes <= 0:
         return 0.0
     rereads = max(0.0, 1.0 - unique_read_bytes / total_read_bytes)
-    if footprint_bytes > hw.l2_bytes:
-        rereads *= hw.l2_bytes / footprint_bytes
-    return rereads
+    return rereads * working_set_hit(float(hw.l2_bytes), float(footprint_bytes))
+
+
+@njit(cache=True)
+def working_set_hit(l2_bytes, window_bytes):
+    """Chance that a re-read hits L2 when ``window_bytes`` of distinct data were touched (chip-wide)
+    since the last read of the same bytes: 1 while that working set fits in L2, else the part of
+    it L2 holds (a cache that keeps a random share of an oversized working set, not an LRU cliff
+    to 0)."""
+    if window_bytes <= l2_bytes:
+        return 1.0
+    return l2_bytes / window_bytes
 
 
 def hbm_streams(hw: HardwareProfile, active_cores: int, hbm_bytes: float, lower_bound_cycles: float) -> float:

@@ -51,7 +51,8 @@ State = namedtuple(
     "State",
     ["pipe_free", "busy", "path_bytes", "qfree", "qdepth", "qhead", "counts", "trace", "ntrace", "lost"],
 )
-# counts: [0] useful MACs, [1] padded MACs, [2] vector repeats, [3] scalar ops, [4] ops issued
+# counts: [0] useful MACs, [1] padded MACs, [2] vector repeats, [3] scalar ops, [4] ops issued,
+# [5] and [6] a kernel's own tallies (matmul's traffic pass: bytes re-read, and those expected to hit L2)
 # lost: [0] operations a full trace did not record, [1] the earliest start among them (inf: none)
 
 
@@ -69,7 +70,7 @@ def new_state(trace_capacity: int = 0) -> State:
         np.zeros((MAX_QUEUES, MAX_DEPTH)),
         np.ones(MAX_QUEUES, dtype=np.int64),
         np.zeros(MAX_QUEUES, dtype=np.int64),
-        np.zeros(5),
+        np.zeros(7),
         np.zeros((trace_capacity, TRACE_COLS)) if trace_capacity > 0 else None,
         np.zeros(1, dtype=np.int64),
         np.array([0.0, math.inf]),
