@@ -64,6 +64,13 @@ def run(argv: list[str] | None = None) -> int:
     except (OutputError, StorageError, RunError) as exc:
         print(f"autotile: error: {exc}", file=sys.stderr)
         return 1
+    except RuntimeError as exc:
+        if "no locator available" not in str(exc):
+            raise
+        # Numba's cache needs a writable folder; autotile.jitcache found none, not even a temporary one
+        print("autotile: error: Numba found no writable folder for the compiled kernels' cache; "
+              "set NUMBA_CACHE_DIR to one", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
         print("autotile: interrupted", file=sys.stderr)
         return getattr(exc, "exit_code", 130)
