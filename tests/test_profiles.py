@@ -185,3 +185,18 @@ def test_every_bundled_profile_is_inside_the_bounds_with_room():
         hw = load_profile(name)
         assert CORES.hi >= 8 * hw.vector_cores and REPEAT_BYTES.hi >= 8 * hw.vector_bytes_per_repeat
         assert MAX_REPEAT.hi >= 64 * hw.vector_max_repeat
+
+
+@pytest.mark.parametrize("text, says", [
+    ("op: copy\nhardware: ascend910b2\n", "1:1: schema: expected 'autotile.hardware/1', got none: not a hardware "
+                                          "profile (a study spec, by its op: key)"),
+    ("schema: autotile.table/1\n", "1:9: schema: expected 'autotile.hardware/1', got 'autotile.table/1': not a "
+                                   "hardware profile"),
+    ("name: x\n", "1:1: schema: expected 'autotile.hardware/1', got none: not a hardware profile"),
+])
+def test_a_file_that_is_not_a_profile_is_named_so(tmp_path, run_cli, text, says):
+    """``hw show`` given a study spec said ``tiny.yaml:1:1: op: unknown key, did you mean copy?``."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    code, _, err = run_cli("hw", "show", str(path))
+    assert code == 2 and err == f"autotile: error: {path}:{says}\n"

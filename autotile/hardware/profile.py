@@ -373,14 +373,26 @@ def _vector_ops(r: _Reader) -> dict:
     return vector
 
 
+def _check_schema(doc: Located) -> None:
+    """The schema line first: another kind of file (a study spec given to ``hw show``) is named
+    as such, not reported by its first key a profile lacks (``op: unknown key``)."""
+    schema = doc.value.get("schema")
+    if schema == SCHEMA:
+        return
+    got = "none" if schema is None else repr(schema)
+    what = "" if isinstance(schema, str) and schema.startswith("autotile.hardware/") else (
+        ": not a hardware profile" + (" (a study spec, by its op: key)" if "op" in doc.value else ""))
+    line, col = doc.where(("schema",)) if schema is not None else (1, 1)
+    raise InputError(f"expected {SCHEMA!r}, got {got}{what}", file=doc.file, line=line, col=col, field="schema")
+
+
 def parse_profile(doc: Located) -> HardwareProfile:
     """Validate a loaded profile document and build the profile."""
     r = _Reader(doc)
     if not isinstance(doc.value, dict):
         raise InputError("expected a hardware profile mapping", file=doc.file, line=1, col=1)
+    _check_schema(doc)
     top = r.mapping((), ["schema", "name", "chip", "memory", "align", "copy", "cube", "vector", "scalar"], ["description"])
-    if top["schema"] != SCHEMA:
-        raise doc.error(("schema",), f"expected {SCHEMA!r}, got {top['schema']!r}")
     name = top["name"]
     if not isinstance(name, str) or not name:
         raise doc.error(("name",), "expected a profile name")
