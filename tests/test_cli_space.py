@@ -81,7 +81,8 @@ def test_bad_command_line_values(run_cli):
 def test_missing_spec_file(run_cli, tmp_path):
     missing = str(tmp_path / "nope.yaml")
     code, _, err = run_cli("space", missing)
-    assert (code, err) == (2, f"autotile: error: {missing}: file not found\n")
+    assert (code, err) == (2, f"autotile: error: {missing}: file not found; bundled studies, by name: elementwise, "
+                              "global_sum, matmul, matmul_small, resize, roi_align, sigmoid, weighted_sum\n")
 
 
 _ROI = ("op: roi_align\nshapes: [{n: 1, c: 16, h: 16, w: 16, rois: 8, pooled_h: 2, pooled_w: 2}]\nparams:\n"

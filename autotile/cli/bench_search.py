@@ -14,7 +14,9 @@ HELP = "benchmark samplers on a spec: best found vs the optimum, per budget, med
 def add_arguments(p) -> None:
     from autotile.tune.benchsearch import DEFAULT_BUDGETS, DEFAULT_SAMPLERS, WITHIN
 
-    p.add_argument("spec", type=given("a spec file"), help="a replay spec (optimum from the measurements) or a small simulator spec")
+    p.add_argument("spec", type=given("a spec file"),
+                   help="a replay spec (optimum from the measurements) or a small simulator spec "
+                        "(a file, or a bundled study's name)")
     p.add_argument("--samplers", default=",".join(DEFAULT_SAMPLERS),
                    help=f"comma-separated (default {','.join(DEFAULT_SAMPLERS)})")
     p.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),

@@ -25,7 +25,7 @@ SLOW_S = 0.5  # a simulation estimated longer runs in a child process that SIGIN
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", type=given("a spec file"), help="a spec file, e.g. studies/matmul.yaml")
+    p.add_argument("spec", type=given("a spec file"), help="a spec file, or a bundled study's name (e.g. matmul)")
     p.add_argument("--shape", required=True, action=Once, help="e.g. m=1024,n=2048,k=512 (one shape)")
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--unit", help="default: the spec's first unit")

@@ -11,7 +11,7 @@ HELP = "show the raw and feasible size of a spec's search space"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", type=given("a spec file"), help="the study spec (YAML)")
+    p.add_argument("spec", type=given("a spec file"), help="the study spec (YAML), or a bundled study's name (e.g. matmul)")
     p.add_argument("--shape", action=Once, help="one shape instead of the spec's, e.g. m=1024,n=2048,k=512")
     p.add_argument("--dtype", help="one dtype instead of the spec's")
     p.add_argument("--unit", help="one unit instead of the spec's")

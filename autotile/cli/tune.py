@@ -14,7 +14,8 @@ HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and u
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", nargs="+", type=given("a spec file"), help="spec files, e.g. studies/matmul.yaml (several: a queue)")
+    p.add_argument("spec", nargs="+", type=given("a spec file"),
+                   help="spec files, or bundled studies by name, e.g. matmul (several: a queue)")
     p.add_argument("--trials", type=int, help="budget of distinct feasible configurations per study")
     p.add_argument("--sampler", help="tpe, random, cmaes, gp, nsga2, portfolio or exhaustive (default: the spec's)")
     p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")

@@ -19,6 +19,7 @@ from autotile.kernels.registry import OPS, OpInfo, OptionError
 from autotile.space.expr import CAP, FUNCTIONS, Expr, ExprError, Scope, compile_expr
 from autotile.space.params import ChoiceParam, IntParam, Param, plain
 from autotile.space.spec import Budget, Constraint, Derived, Spec
+from autotile.space.studies import spec_file
 from autotile.yamlsrc import Located, dotted, load_file, suggest
 
 TOP_KEYS = (
@@ -37,12 +38,13 @@ MAX_SHAPES = 10_000
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Load and strictly validate the spec file at ``path``.
+    """Load and strictly validate the spec file at ``path``, or the bundled study a bare name
+    names when no such file exists (``matmul``; see :mod:`autotile.space.studies`).
 
-    >>> load_spec("studies/matmul.yaml").op.name  # doctest: +SKIP
+    >>> load_spec("matmul").op.name  # doctest: +SKIP
     'matmul'
     """
-    return _Parser(load_file(path)).spec()
+    return _Parser(load_file(spec_file(path))).spec()
 
 
 def load_spec_text(text: str, file: str, *, embedded: bool = False) -> Spec:
