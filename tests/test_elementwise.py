@@ -1,6 +1,7 @@
 """elementwise: exact match with the reference on tails; Vector beats Scalar above ~1 KB."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,3 +58,22 @@ def test_relu_keeps_nan():
     x = np.array([np.nan, -np.inf, np.inf, -0.0, -1.0, 2.0] + [1.0] * 10, dtype=np.float32)
     y = EW.execute((x,), {"tile_len": 16, "buffer_num": 1, "cores": 1}, "fp32", HW, options={"kind": "relu"})
     assert np.isnan(y[0]) and list(y[1:6]) == [0.0, np.inf, 0.0, 0.0, 2.0] and not np.signbit(y[3])
+
+
+def test_bf16_is_converted_to_fp32_around_the_arithmetic():
+    """bf16 VADDs were costed as fp16 ones (the profile's only other signature): identical
+    cycles. On chip, one core: a VCONV per input (128 bf16 a repeat), the fp32 op (64 lanes) and
+    a VCONV back (64 a repeat), 4094 cycles for n = 65536 where fp16 takes 1025."""
+    from autotile.sim.costs import vector_table
+
+    n, ON = 65536, {"data": "on_chip"}
+    p = {"tile_len": 4096, "buffer_num": 2, "cores": 1}
+    cyc = {d: EW.simulate({"n": n}, p, d, HW, options=ON).cycles for d in ("fp16", "fp32", "bf16")}
+    tiles = n // 4096
+    per = lambda op, sig, reps: max(HW.vector[op][sig].min_cycles,  # noqa: E731
+                                    HW.vector[op][sig].startup + HW.vector[op][sig].per_repeat * reps)
+    conv = tiles * (2 * per("vconv", "bf16_fp32", 4096 // 128) + per("vconv", "fp32_bf16", 4096 // 64))
+    assert cyc["bf16"] == pytest.approx(cyc["fp32"] + conv, abs=1.0)
+    assert cyc["bf16"] > 3 * cyc["fp16"]
+    with pytest.raises(KeyError):
+        vector_table(HW, [("vadd", "bf16_bf16_bf16")])

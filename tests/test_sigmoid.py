@@ -135,3 +135,18 @@ def test_bf16_output_off_by_one_and_a_half_percent_fails(unit):
     assert _verify(S.execute, "bf16", unit).passed
     v = _verify(high, "bf16", unit)
     assert not v.passed, v
+
+
+def test_bf16_vector_converts_128_elements_a_repeat_and_holds_an_fp32_tile():
+    """A VCONV bf16 -> fp32 repeat reads 256 bytes (128 elements, the calibration's rows); it was
+    issued at fp32's 64, twice its cost. The fp32 tile the math runs on counts in UB."""
+    n = 4096
+    p = {"tile_len": n, "buffer_num": 1, "cores": 1, "variant": "exact"}
+    on = {"data": "on_chip"}
+    b, f = (S.simulate({"n": n}, p, d, HW, options=on).cycles for d in ("bf16", "fp32"))
+    vc = HW.vector["vconv"]
+    conv = (vc["bf16_fp32"].startup + vc["bf16_fp32"].per_repeat * n / 128
+            + vc["fp32_bf16"].startup + vc["fp32_bf16"].per_repeat * n / 64)
+    assert b == pytest.approx(f + conv, abs=1.0)
+    r = S.simulate({"n": n}, p, "bf16", HW, options=on)
+    assert r.buffers["ub"]["used"] == 2 * n * 2 + 4 * n

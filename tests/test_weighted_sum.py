@@ -222,3 +222,17 @@ def test_msprof_ratios_name_the_core_the_unit_runs_on(unit, core):
         assert r.msprof[f"{other}_{pipe}_ratio"] == 0.0
     if unit != "vector":  # one vector core issues no scalar work here
         assert r.msprof[f"{core}_scalar_ratio"] > 0
+
+
+def test_bf16_vector_multiplies_and_accumulates_in_fp32():
+    """bf16 VMULs were costed as fp16 ones (948 cycles at n = 4096, fp16 947): x and w are now
+    converted to fp32 (VCONV, 128 a repeat) and multiplied there (64 lanes); an fp16
+    accumulator is refused for bf16 input, as for fp32 input (no VCONV was costed for it)."""
+    n = 4096
+    p = {"tile_len": 4096, "buffer_num": 1, "cores": 1, "reduction": "tree", "acc_dtype": "fp32"}
+    cyc = {d: W.simulate({"n": n}, p, d, HW, options=ON).cycles for d in ("fp16", "fp32", "bf16")}
+    conv = 2 * (HW.vector["vconv"]["bf16_fp32"].startup + HW.vector["vconv"]["bf16_fp32"].per_repeat * n / 128)
+    assert cyc["bf16"] == pytest.approx(cyc["fp32"] + conv, abs=1.0)
+    for dtype in ("bf16", "fp32"):
+        r = W.simulate({"n": n}, {**p, "acc_dtype": "fp16"}, dtype, HW)
+        assert not r.feasible and "acc_dtype=fp16" in r.reason

@@ -105,20 +105,38 @@ class HardwareProfile:
             "clock_ghz": self.clock_ghz,
         }
 
+    def vector_compute_dtype(self, dtype: str) -> str:
+        """The dtype the Vector unit does ``dtype``'s arithmetic in: ``dtype`` itself when the
+        profile costs a VADD in it, else fp32 when it costs the VCONVs to and from fp32 (the
+        910B's vector converts bf16 but has no bf16 arithmetic), else ``dtype`` (no arithmetic).
+
+        >>> load_profile("ascend910b2").vector_compute_dtype("bf16")
+        'fp32'
+        """
+        if _sig3(dtype) in self.vector.get("vadd", {}):
+            return dtype
+        conv = self.vector.get("vconv", {})
+        if f"{dtype}_fp32" in conv and f"fp32_{dtype}" in conv:
+            return "fp32"
+        return dtype
+
     def peak_flops(self, unit: str, dtype: str) -> float:
         """Whole-chip peak FLOP/s (2 per MAC) of ``unit`` for ``dtype``: the fastest rate any of
         its arithmetic instructions sustains, so no kernel can exceed it.
 
         The vector peak is the best of ``VECTOR_FLOPS`` over the profile's costs (on the 910B2 a
         VADDS or VMULS repeat, ~1 cycle; a VMLA takes 6, so a peak taken from it was a third of
-        what simple instructions reach). The scalar peak is one add or multiply per cycle and core.
+        what simple instructions reach), in the dtype the arithmetic runs in
+        (``vector_compute_dtype``): bf16 reaches the fp32 rate, 64 lanes a repeat, not twice
+        fp16's. The scalar peak is one add or multiply per cycle and core.
         """
         if unit == "cube":
             return 2.0 * self.cube.macs_per_cycle[dtype] * self.cube_cores * self.clock_ghz * 1e9
         if unit == "vector":
-            lanes = self.vector_bytes_per_repeat // max(1, _dtype_bytes(dtype))
+            cd = self.vector_compute_dtype(dtype)
+            lanes = self.vector_bytes_per_repeat // max(1, _dtype_bytes(cd))
             rates = [flops / cost.per_repeat for op, flops in VECTOR_FLOPS.items()
-                     if (cost := self.vector.get(op, {}).get(_sig3(dtype))) is not None and cost.per_repeat > 0]
+                     if (cost := self.vector.get(op, {}).get(_sig3(cd))) is not None and cost.per_repeat > 0]
             per_lane = max(rates) if rates else 2.0  # no arithmetic costed for this dtype: one multiply-add a cycle
             return per_lane * lanes * self.vector_cores * self.clock_ghz * 1e9
         if unit == "scalar":

@@ -137,15 +137,34 @@ def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add,
 # Python side
 
 
-def vtable(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
-    """``vector_table`` for a kernel's instructions. Profiles read from files have every op in
-    ``KERNEL_VECTOR_OPS``; one built in code may not, which is an InputError naming the op."""
-    for op, _ in ops:
+def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray:
+    """``vector_table`` for a kernel's instructions (``None``: a row this configuration never
+    issues, left at zero). Profiles read from files have every op in ``KERNEL_VECTOR_OPS``; one
+    built in code may not, and no profile need cost every signature: either is an InputError
+    naming what is missing."""
+    used = [(i, o) for i, o in enumerate(ops) if o is not None]
+    for op, _sig in (o for _, o in used):
         _known(op, KERNEL_VECTOR_OPS, "vector op")
         if op not in hw.vector:
             raise InputError(f"hardware profile {hw.name} has no cost for vector op {op!r}, which this kernel "
                              "needs: add it under vector.ops", file=hw.path, field=f"vector.ops.{op}")
-    return vector_table(hw, ops)
+    out = np.zeros((max(1, len(ops)), 4))
+    out[:, 3] = -1  # op code (trace names): none for a row never issued
+    if used:
+        try:
+            out[[i for i, _ in used]] = vector_table(hw, [o for _, o in used])
+        except KeyError as exc:
+            op, sig = exc.args[1:3]
+            raise InputError(f"hardware profile {hw.name} has no cost for vector op {op} in {sig} "
+                             f"(has {', '.join(hw.vector[op])}), which this kernel needs: add it under "
+                             f"vector.ops.{op}", file=hw.path, field=f"vector.ops.{op}") from None
+    return out
+
+
+def compute_dtype(hw: HardwareProfile, dtype: str) -> str:
+    """The dtype the Vector does ``dtype``'s arithmetic in (``vector_compute_dtype``): fp32 for
+    bf16 on the 910B, whose vector converts bf16 (VCONV) but has no bf16 arithmetic."""
+    return hw.vector_compute_dtype(dtype)
 
 
 def scalar_cost(hw: HardwareProfile, name: str) -> float:

@@ -3,7 +3,10 @@
 The op kind is an option (spec ``inputs: {kind: add|mul|relu}``, default add), not a tiling
 param: it changes what is computed, not how. Tiles of ``tile_len`` elements per input in UB with
 ``buffer_num`` slots (copy-in on MTE2, one vector instruction, copy-out on MTE3); ``cores``
-splits n. The Scalar loop loads each input element, does one ALU op and stores the result.
+splits n. A dtype the Vector has no arithmetic for (bf16 on the 910B) is converted to fp32
+(a VCONV per input), computed in fp32 and converted back (VCONV): fp32's 24 bits round a sum or
+product of two bf16 values so that rounding it again to bf16 gives the correctly rounded result.
+The Scalar loop loads each input element, does one ALU op and stores the result.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ Q_IN, Q_OUT = 0, 1
 
 @njit(cache=True)
 def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per_elem, onchip, execute,
-         a, b, y, start, kind, code):
-    """One core's y = op(a, b) over [start, start+L); returns the end time."""
+         a, b, y, start, kind, code, out_code):
+    """One core's y = op(a, b) over [start, start+L); returns the end time.
+
+    The vector instructions are ``vcost``'s rows in order, row k over ``lanes[k]`` elements a
+    repeat; the arithmetic rounds to ``code``, the result to ``out_code``."""
     E.set_queue(st, Q_IN, depth)
     E.set_queue(st, Q_OUT, depth)
     t = 0.0
@@ -45,7 +51,9 @@ def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per
         if scalar_unit:
             t = E.scalar(st, cost, ln, per_elem, ready)
         else:
-            t = C.vrun(st, cost, vcost, 0, ln, lanes, ready)
+            t = ready
+            for r in range(len(lanes)):
+                t = C.vrun(st, cost, vcost, r, ln, lanes[r], t)
         E.release(st, Q_IN, slot, t)
         done = t if onchip else C.gm_out(st, cost, ln * in_bytes, t)
         E.release(st, Q_OUT, oslot, t if onchip else st.pipe_free[E.MTE3])
@@ -53,9 +61,9 @@ def core(st, cost, vcost, lanes, L, tile, depth, nin, in_bytes, scalar_unit, per
             for i in range(ln):
                 k = start + ti * tile + i
                 if kind == ADD:
-                    y[k] = C.rnd(a[k] + b[k], code)
+                    y[k] = C.rnd(C.rnd(a[k] + b[k], code), out_code)
                 elif kind == MUL:
-                    y[k] = C.rnd(a[k] * b[k], code)
+                    y[k] = C.rnd(C.rnd(a[k] * b[k], code), out_code)
                 else:  # max(x, 0): NaN propagates (as np.maximum, torch.relu); -0.0 gives +0.0
                     y[k] = a[k] if a[k] > 0.0 or a[k] != a[k] else 0.0
         t = max(t, done)
@@ -71,6 +79,8 @@ def check(shape, params, dtype, hw, unit, kind):
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nin = KINDS[kind][0]
     used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * C.BYTES[dtype] // 32) * 32)
+    if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # an fp32 work tile per input
+        used += nin * C.align(p["tile_len"] * 4, 32)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
@@ -79,27 +89,41 @@ def check(shape, params, dtype, hw, unit, kind):
     return p, bufs
 
 
+def _vector_program(vop: str, nin: int, dtype: str, cd: str, hw: HardwareProfile, scalar_unit: bool):
+    """(cost rows, lanes per row) of one tile's vector instructions, computing in ``cd``: the op
+    alone, or a VCONV of each input to ``cd`` (a repeat reads 256 bytes of the source), the op,
+    and a VCONV back (``cd``'s lanes)."""
+    if scalar_unit:
+        return np.zeros((1, 3)), np.zeros(0, dtype=np.int64)
+    body = [(vop, "_".join([cd] * (nin + 1)))]
+    lanes = [C.lanes(cd, hw)]
+    if cd != dtype:
+        body = [("vconv", f"{dtype}_{cd}")] * nin + body + [("vconv", f"{cd}_{dtype}")]
+        lanes = [C.lanes(dtype, hw)] * nin + lanes + [C.lanes(cd, hw)]
+    return C.vtable(hw, body), np.array(lanes, dtype=np.int64)
+
+
 def _run(shape, p, dtype, hw, unit, kind, onchip, execute=False, a=None, b=None, trace_capacity=0):
     nin, vop, sop = KINDS[kind]
     classes = C.split(shape["n"], p["cores"], 16)
     active = sum(c for c, _, _ in classes)  # the cores the split gives work: they share HBM
     # reads and writes stream together and share HBM: nin input tiles per output tile
     cost = cost_vector(hw, dtype, active_cores=active, write_share=None if onchip else 1.0 / (nin + 1))
-    sig = f"{dtype}_{dtype}_{dtype}" if nin == 2 else f"{dtype}_{dtype}"
     scalar_unit = unit == "scalar"
-    vcost = np.zeros((1, 3)) if scalar_unit else C.vtable(hw, [(vop, sig)])
+    cd = dtype if scalar_unit else C.compute_dtype(hw, dtype)
+    vcost, lanes = _vector_program(vop, nin, dtype, cd, hw, scalar_unit)
     per = C.scalar_per_elem(hw, (("load", nin), (sop, 1), ("store", 1))) if scalar_unit else 0.0
     a = np.zeros(1) if a is None else a
     b = a if b is None else b
     y = np.zeros_like(a)
     runs, traces = [], []
-    args = (cost, vcost, C.lanes(dtype, hw))
+    args = (cost, vcost, lanes)
     for count, L, start in classes:
         st = C.new_state(trace_capacity)
         for extra in range(count if execute else 1):
             core(st if extra == 0 else C.new_state(0), *args, L, p["tile_len"], p["buffer_num"], nin,
                  C.BYTES[dtype], scalar_unit, per, onchip, execute, a, b, y, start + extra * L,
-                 tuple(KINDS).index(kind), C.CODES[dtype])
+                 tuple(KINDS).index(kind), C.CODES[cd], C.CODES[dtype])
         runs.append(CoreRun.from_state(st, count))
         traces.append((count, E.recorded(st)))
     return runs, y, traces

@@ -153,7 +153,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
 
 
 def _vcost(hw, dtype, acc):
-    return C.vtable(hw, [("vdup", f"{acc}_{acc}"), ("vconv", f"{dtype}_{acc}"), ("vadd", f"{acc}_{acc}_{acc}"),
+    return C.vtable(hw, [("vdup", f"{acc}_{acc}"), ("vconv", f"{dtype}_{acc}") if acc != dtype else None, ("vadd", f"{acc}_{acc}_{acc}"),
                          ("vcadd", f"{acc}_{acc}")])
 
 

@@ -91,8 +91,9 @@ def _run(shape, p, dtype, hw, execute=False, a=None, b=None, trace_capacity=0):
     ntiles = -(-M // p["tile_m"])
     per = -(-ntiles // p["cores"]) * p["tile_m"]
     starts = list(range(0, M, per))
-    vcost = C.vtable(hw, [("vconv", f"{dtype}_fp32"), ("vdup", "fp32_fp32"), ("vaxpy", "fp32_fp32_fp32"),
-                          ("vconv", f"fp32_{dtype}")])
+    conv = dtype != "fp32"  # fp16 and bf16 in and out through fp32 (VCONV)
+    vcost = C.vtable(hw, [("vconv", f"{dtype}_fp32") if conv else None, ("vdup", "fp32_fp32"),
+                          ("vaxpy", "fp32_fp32_fp32"), ("vconv", f"fp32_{dtype}") if conv else None])
     a = np.zeros((1, 1)) if a is None else a
     b = np.zeros((1, 1)) if b is None else b
     c = np.zeros((M, N) if execute else (1, 1))

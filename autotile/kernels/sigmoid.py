@@ -127,13 +127,15 @@ def core(st, cost, vcost, nvops, lanes, L, tile, depth, in_bytes, scalar_unit, p
 
 def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
     """(cost rows, lanes per row) of the vector instruction sequence for one tile."""
-    cd = "fp32" if dtype == "bf16" else dtype
+    cd = C.compute_dtype(hw, dtype)  # bf16 on the 910B: fp32
     s3, s2 = f"{cd}_{cd}_{cd}", f"{cd}_{cd}"
     body = ([("vmuls", s3), ("vexp", s2), ("vadds", s3), ("vrec", s2)] if variant == "exact" else
             [("vmaxs", s3), ("vmins", s3), ("vmul", s3), ("vmuls", s3), ("vadds", s3), ("vmul", s3), ("vadds", s3)])
-    if dtype == "bf16":
-        body = [("vconv", "bf16_fp32"), *body, ("vconv", "fp32_bf16")]
-    lanes = np.array([C.lanes(cd, hw)] * len(body), dtype=np.int64)
+    lanes = [C.lanes(cd, hw)] * len(body)
+    if cd != dtype:  # a VCONV repeat reads 256 bytes of its source: 128 bf16 in, 64 fp32 out
+        body = [("vconv", f"{dtype}_{cd}"), *body, ("vconv", f"{cd}_{dtype}")]
+        lanes = [C.lanes(dtype, hw), *lanes, C.lanes(cd, hw)]
+    lanes = np.array(lanes, dtype=np.int64)
     return C.vtable(hw, body), lanes
 
 
@@ -144,6 +146,8 @@ def check(shape, params, dtype, hw, unit):
     used = 2 * p["buffer_num"] * -(-p["tile_len"] * nb // 32) * 32
     if unit == "scalar" and p["variant"].startswith("lut"):
         used += LUT_SIZE * 4
+    if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # the fp32 tile the math runs on
+        used += C.align(p["tile_len"] * 4, 32)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
@@ -165,7 +169,7 @@ def _run(shape, p, dtype, hw, unit, onchip, execute=False, x=None, trace_capacit
     else:
         vcost, lanes = _vector_program(p["variant"], dtype, hw)
         per = 0.0
-        code = C.CODES["fp32" if dtype == "bf16" else dtype]
+        code = C.CODES[C.compute_dtype(hw, dtype)]
     x = np.zeros(1) if x is None else x
     y = np.zeros_like(x)
     table = lut_table()

@@ -5,7 +5,9 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
 * vector: tiles of ``tile_len`` elements of x and w in UB (``buffer_num`` slots); VMUL then either
   a VADD into a tile-wide accumulator (``reduction="tree"``: at the end a VADD tree over the
   accumulator's repeats and one in-repeat VCADD) or a VMLA into it (``reduction="vmla"``).
-  ``acc_dtype`` fp32 converts the fp16 products (VCONV) and accumulates in fp32.
+  ``acc_dtype`` fp32 converts the fp16 products (VCONV) and accumulates in fp32; fp16 accumulates
+  fp16 input only. A dtype the Vector has no arithmetic for (bf16 on the 910B) is converted to
+  fp32 first, x and w both (VCONV), and multiplied and accumulated in fp32.
 * scalar: the plain loop on the S pipe (2 loads issuing beside a mul and an add per element),
   tiles copied into UB.
 * cube: ``cube_form="trace"`` maps both vectors onto [16 x n/16] fractals (block-wise, so a
@@ -46,13 +48,16 @@ Q_IN = 0
 SETUP_OPS = 4  # scalar ops that set up the Mmad's fractal view (K, strides, pad)
 
 # vector cost rows
-V_MUL, V_CONV, V_ADD, V_MLA, V_CADD = range(5)
+V_MUL, V_CONV, V_ADD, V_MLA, V_CADD, V_CONV_IN = range(6)
 
 
 @njit(cache=True)
-def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, vmla, conv,
+def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, vmla, conv, conv_in,
                 onchip, execute, x, w, start, in_code, acc_code, acc):
-    """One core's weighted sum of x[start:start+L]; returns (partial, time it is usable in UB)."""
+    """One core's weighted sum of x[start:start+L]; returns (partial, time it is usable in UB).
+
+    ``conv_in``: x and w are converted to fp32 (VCONV) and the products made in fp32
+    (``in_code``), 64 lanes a repeat."""
     E.set_queue(st, Q_IN, depth)
     ntile = (L + tile - 1) // tile
     width = min(tile, L)
@@ -63,10 +68,13 @@ def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, 
         ready = free
         if not onchip:
             ready = max(C.gm_in(st, cost, ln * in_bytes, free), C.gm_in(st, cost, ln * in_bytes, free))
+        if conv_in:
+            ready = C.vrun(st, cost, vcost, V_CONV_IN, ln, in_lanes, ready)
+            ready = C.vrun(st, cost, vcost, V_CONV_IN, ln, in_lanes, ready)
         if vmla and ti > 0:
-            t = C.vrun(st, cost, vcost, V_MLA, ln, acc_lanes if conv else in_lanes, ready)
+            t = C.vrun(st, cost, vcost, V_MLA, ln, acc_lanes if conv or conv_in else in_lanes, ready)
         else:
-            t = C.vrun(st, cost, vcost, V_MUL, ln, in_lanes, ready)
+            t = C.vrun(st, cost, vcost, V_MUL, ln, acc_lanes if conv_in else in_lanes, ready)
             if conv:
                 t = C.vrun(st, cost, vcost, V_CONV, ln, in_lanes, t)
             if ti > 0:
@@ -172,12 +180,16 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
     nb = C.BYTES[dtype]
     if unit in ("vector", "scalar"):
         p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
-        if unit == "vector":
-            p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
         accb = C.BYTES[p["acc_dtype"]]
         used = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
         if unit == "vector":
-            used += C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
+            p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
+            if p["acc_dtype"] == "fp16" and dtype != "fp16":
+                raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: the Vector accumulates {dtype} in fp32")
+            if C.compute_dtype(hw, dtype) != dtype:  # x and w converted: two fp32 tiles, the products in one
+                used += 2 * C.align(p["tile_len"] * 4, 32) + C.align(p["tile_len"] * accb, 32)
+            else:
+                used += C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
         bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
@@ -225,10 +237,15 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
     acc_code = C.CODES[acc_dtype]
     accb = 4 if unit == "cube" else C.BYTES[acc_dtype]
     if unit == "vector":
-        sig_in = f"{dtype}_{dtype}_{dtype}"
-        conv = acc_dtype == "fp32" and dtype != "fp32"
-        vcost = C.vtable(hw, [("vmul", sig_in), ("vconv", f"{dtype}_fp32"), ("vadd", f"{acc_dtype}_{acc_dtype}_{acc_dtype}"),
-                              ("vmla", f"{dtype}_{dtype}_{acc_dtype}"), ("vcadd", f"{acc_dtype}_{acc_dtype}")])
+        cd = C.compute_dtype(hw, dtype)  # bf16: multiplied in fp32 after a VCONV of x and w
+        conv_in = cd != dtype
+        conv = acc_dtype != cd  # the products converted to the accumulator's type
+        in_code = C.CODES[cd]
+        a3 = f"{acc_dtype}_{acc_dtype}_{acc_dtype}"
+        rows = [("vmul", f"{cd}_{cd}_{cd}"), ("vconv", f"{cd}_{acc_dtype}") if conv else None, ("vadd", a3),
+                ("vmla", f"{cd}_{cd}_{acc_dtype}") if p["reduction"] == "vmla" else None,
+                ("vcadd", f"{acc_dtype}_{acc_dtype}"), ("vconv", f"{dtype}_{cd}") if conv_in else None]
+        vcost = C.vtable(hw, rows)
     vcadd = C.vtable(hw, [("vcadd", f"{acc_dtype}_{acc_dtype}")]) if p["cores"] > 1 and unit == "vector" else np.zeros((1, 3))
     runs, traces, parts, ends = [], [], [], []
     for count, L, start in classes:
@@ -236,7 +253,7 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
         if unit == "vector":
             acc = np.zeros(min(p["tile_len"], L))
             val, t = vector_core(st, cost, vcost, L, p["tile_len"], p["buffer_num"], C.lanes(dtype, hw),
-                                 C.lanes(acc_dtype, hw), nb, p["reduction"] == "vmla", conv, onchip, execute,
+                                 C.lanes(acc_dtype, hw), nb, p["reduction"] == "vmla", conv, conv_in, onchip, execute,
                                  x, w, start, in_code, acc_code, acc)
         elif unit == "scalar":
             val, t = scalar_core(st, cost, L, p["tile_len"], p["buffer_num"], nb, sc_elem,

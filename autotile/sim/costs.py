@@ -127,20 +127,16 @@ def vector_table(hw: HardwareProfile, ops: list[tuple[str, str]]) -> np.ndarray:
     kernel uses; the code (index in ``VECTOR_OP_NAMES``, -1 for an op outside it) lets a trace
     name the instruction.
 
-    A signature the profile lacks falls back to the same op's signature with the same source
-    dtype, then to any signature of that op (documented approximation, never silent for ops
-    the profile lacks entirely: that is a KeyError).
+    Exact signatures only: a missing one is a KeyError(message, op, sig), never another
+    signature's cost (bf16 VADDs were costed as fp16 ones that way, though the 910B's vector has
+    no bf16 arithmetic and the kernels now convert bf16 to fp32).
     """
     out = np.zeros((max(1, len(ops)), 4))
     for i, (op, sig) in enumerate(ops):
-        if op not in hw.vector:
-            raise KeyError(f"hardware profile {hw.name} has no cost for vector op {op!r}")
-        table = hw.vector[op]
-        vc = table.get(sig)
+        vc = hw.vector.get(op, {}).get(sig)
         if vc is None:
-            src = sig.split("_")[0]
-            same = [v for s, v in table.items() if s.split("_")[0] == src]
-            vc = same[0] if same else next(iter(table.values()))
+            what = f"vector op {op!r}" if op not in hw.vector else f"vector op {op} in {sig}"
+            raise KeyError(f"hardware profile {hw.name} has no cost for {what}", op, sig)
         code = VECTOR_OP_NAMES.index(op) if op in VECTOR_OP_NAMES else -1
         out[i] = (vc.startup, vc.per_repeat, vc.min_cycles, code)
     return out
