@@ -36,7 +36,11 @@ def test_derived_profiles_label_borrowed_costs():
     b2 = load_profile("ascend910b2")
     for name in ("ascend910b4", "ascend910", "ascend310p3"):
         p = load_profile(name)
-        assert p.cube == b2.cube and p.vector == b2.vector
+        drop = set() if "bf16" in p.dtypes else {"bf16"}  # the 910A and 310P have no bf16
+        assert p.cube.macs_per_cycle == {d: v for d, v in b2.cube.macs_per_cycle.items() if d not in drop}
+        assert (p.cube.issue_cycles, p.cube.latency_cycles) == (b2.cube.issue_cycles, b2.cube.latency_cycles)
+        assert p.vector == {op: {s: c for s, c in t.items() if not drop & set(s.split("_"))}
+                            for op, t in b2.vector.items()}
         note = p.notes["cube.issue_cycles"]
         assert "910B" in note and ("ASSUMPTION" in note or "same AI Core" in note)
 
@@ -200,3 +204,34 @@ def test_a_file_that_is_not_a_profile_is_named_so(tmp_path, run_cli, text, says)
     path.write_text(text)
     code, _, err = run_cli("hw", "show", str(path))
     assert code == 2 and err == f"autotile: error: {path}:{says}\n"
+
+
+# -- dtypes a chip lacks ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ascend910", "ascend310p3"])
+def test_chips_without_bf16_refuse_it_located(tmp_path, run_cli, name):
+    """The 910A and 310P compute fp16 and int8 only: their profiles gave the cube bf16 at 4096
+    MACs a cycle, so a bf16 matmul on them simulated as if it existed. A spec asking for bf16
+    there is now a located error, a direct simulation an infeasible reason."""
+    from autotile.kernels import elementwise, matmul
+
+    hw = load_profile(name)
+    assert "bf16" not in hw.dtypes and "bf16" not in hw.cube.macs_per_cycle
+    spec = (bundled_path("ascend910b2").parents[2] / "studies" / "matmul.yaml").read_text()
+    spec = re.sub(r"(?m)^hardware:.*$", f"hardware: {name}", spec)
+    spec = re.sub(r"(?m)^dtypes:.*$", "dtypes: [fp16, bf16]", spec)
+    path = _profile(tmp_path, spec, "s.yaml")
+    code, _, err = run_cli("space", path)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{path}:" in err and f"dtypes[1]: {name} has no bf16" in err, err
+    shape = {"m": 64, "n": 64, "k": 64}
+    r = matmul.simulate(shape, matmul.default_params(shape, "fp16", hw), "bf16", hw)
+    assert not r.feasible and "no bf16" in r.reason
+    r = elementwise.simulate({"n": 4096}, {"tile_len": 512, "buffer_num": 2, "cores": 2}, "bf16", hw)
+    assert not r.feasible and "no bf16" in r.reason
+
+
+def test_cube_dtypes_other_than_fp16_are_optional(tmp_path):
+    hw = load_profile(_profile(tmp_path, re.sub(r"\n    int8: \{value: 8192.*", "", B2)))
+    assert "int8" not in hw.cube.macs_per_cycle and hw.dtype_problem("cube", "int8")
+    assert hw.dtype_problem("cube", "fp16") is None

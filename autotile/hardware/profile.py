@@ -27,7 +27,7 @@ from autotile.yamlsrc import Located, load_file, suggest
 SCHEMA = "autotile.hardware/1"
 DEFAULT_PROFILE = "ascend910b2"
 COPY_PATHS = ("gm_ub", "ub_gm", "gm_l1", "gm_l0a", "gm_l0b", "l1_l0a", "l1_l0b", "l0c_gm", "l0c_l1", "ub_ub")
-CUBE_DTYPES = ("fp16", "bf16", "fp32", "int8")
+CUBE_DTYPES = ("fp16", "bf16", "fp32", "int8")  # fp16 required; a chip without one of the others leaves it out
 BUFFERS = ("l1", "l0a", "l0b", "l0c", "ub")
 
 
@@ -104,6 +104,23 @@ class HardwareProfile:
             "vector_cores": self.vector_cores,
             "clock_ghz": self.clock_ghz,
         }
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes the chip holds: its cube's (``macs_per_cycle``) and those in any vector
+        signature. The 910A and 310P have no bf16, so their profiles name it nowhere."""
+        sigs = {d for table in self.vector.values() for sig in table for d in sig.split("_")}
+        return tuple(d for d in ("fp32", "fp16", "bf16", "int8") if d in self.cube.macs_per_cycle or d in sigs)
+
+    def dtype_problem(self, unit: str, dtype: str) -> str | None:
+        """Why ``unit`` of this chip cannot compute in ``dtype`` (None when it can): the chip
+        lacks the dtype, or the cube has no rate for it."""
+        if dtype not in self.dtypes:
+            return f"{self.name} has no {dtype} (its dtypes: {', '.join(self.dtypes)})"
+        if unit == "cube" and dtype not in self.cube.macs_per_cycle:
+            return (f"the cube of {self.name} has no {dtype} rate (cube.macs_per_cycle: "
+                    f"{', '.join(self.cube.macs_per_cycle)})")
+        return None
 
     def vector_compute_dtype(self, dtype: str) -> str:
         """The dtype the Vector unit does ``dtype``'s arithmetic in: ``dtype`` itself when the
@@ -433,9 +450,9 @@ def parse_profile(doc: Located) -> HardwareProfile:
             r.const(("copy", p, "latency_cycles"), CYCLES),
         )
     r.mapping(("cube",), ["macs_per_cycle", "issue_cycles", "latency_cycles"])
-    r.mapping(("cube", "macs_per_cycle"), list(CUBE_DTYPES))
+    macs = r.mapping(("cube", "macs_per_cycle"), ["fp16"], CUBE_DTYPES[1:])
     cube = CubeCosts(
-        {d: r.const(("cube", "macs_per_cycle", d), MACS, int) for d in CUBE_DTYPES},
+        {d: r.const(("cube", "macs_per_cycle", d), MACS, int) for d in CUBE_DTYPES if d in macs},
         r.const(("cube", "issue_cycles"), CYCLES),
         r.const(("cube", "latency_cycles"), CYCLES),
     )

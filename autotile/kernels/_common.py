@@ -161,6 +161,13 @@ def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray
     return out
 
 
+def check_dtype(hw: HardwareProfile, unit: str, dtype: str) -> None:
+    """InfeasibleConfig when ``unit`` of ``hw`` cannot compute in ``dtype`` (bf16 on the 910A)."""
+    problem = hw.dtype_problem(unit, dtype)
+    if problem:
+        raise InfeasibleConfig(problem)
+
+
 def compute_dtype(hw: HardwareProfile, dtype: str) -> str:
     """The dtype the Vector does ``dtype``'s arithmetic in (``vector_compute_dtype``): fp32 for
     bf16 on the 910B, whose vector converts bf16 (VCONV) but has no bf16 arithmetic."""

@@ -78,6 +78,9 @@ def slices(nbytes: int, block_dim: int) -> list[tuple[int, int]]:
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling; returns (int params, buffers) or raises InfeasibleConfig."""
+    problem = hw.dtype_problem("vector", dtype)
+    if problem:
+        raise InfeasibleConfig(problem)
     p = _ints(params)
     if p["block_dim"] > hw.vector_cores:
         raise InfeasibleConfig(f"block_dim={p['block_dim']} exceeds the {hw.vector_cores} vector cores of {hw.name}")

@@ -76,6 +76,7 @@ def kind_of(options: dict | None) -> str:
 
 
 def check(shape, params, dtype, hw, unit, kind):
+    C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nin = KINDS[kind][0]
     used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * C.BYTES[dtype] // 32) * 32)

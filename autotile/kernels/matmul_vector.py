@@ -67,6 +67,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[d
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
     if dtype not in DTYPES:
         raise InfeasibleConfig(f"the vector matmul supports {DTYPES}, not {dtype}")
+    C.check_dtype(hw, "vector", dtype)
     p = C.ints(params, PARAMS)
     M, N, K = shape["m"], shape["n"], shape["k"]
     nb = C.BYTES[dtype]

@@ -140,6 +140,7 @@ def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
 
 
 def check(shape, params, dtype, hw, unit):
+    C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     p["variant"] = C.choice(params, "variant", VARIANTS[unit])
     nb = C.BYTES[dtype]

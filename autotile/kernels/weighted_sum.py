@@ -176,6 +176,7 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+    C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
     if unit in ("vector", "scalar"):

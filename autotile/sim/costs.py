@@ -115,7 +115,8 @@ def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
         c[3 * i + 2] = cp.latency_cycles
     c[E.C_CUBE_ISSUE] = hw.cube.issue_cycles
     c[E.C_CUBE_LAT] = hw.cube.latency_cycles
-    c[E.C_CUBE_MACS] = hw.cube.macs_per_cycle.get(dtype, hw.cube.macs_per_cycle["fp16"])
+    # a dtype the cube has no rate for never reaches an Mmad (kernels refuse it: dtype_problem)
+    c[E.C_CUBE_MACS] = hw.cube.macs_per_cycle.get(dtype, 0.0)
     c[E.C_SCALAR] = hw.scalar["add"]
     c[E.C_VEC_BYTES] = hw.vector_bytes_per_repeat
     c[E.C_VEC_MAXREP] = hw.vector_max_repeat

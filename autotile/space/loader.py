@@ -158,10 +158,13 @@ class _Parser:
         units = (self.names_list(("units",), top["units"], op.units, "unit", f" for {op.name}")
                  if "units" in top else op.units[:1])
         for i, d in enumerate(dtypes):
+            at = ("dtypes", i) if isinstance(top.get("dtypes"), list) else ("dtypes",)
             if not any(op.supports(u, d) for u in units):
-                at = ("dtypes", i) if isinstance(top.get("dtypes"), list) else ("dtypes",)
                 raise self.err(at, f"no unit of this spec computes {op.name} in {d} "
                                    f"(units: {', '.join(units)}; add one that does, or drop {d})")
+            problems = [hw.dtype_problem(u, d) for u in units if op.supports(u, d)]
+            if all(problems):
+                raise self.err(at, f"{problems[0]}: drop {d} or choose another hardware")
         shapes = self.shapes(op, top["shapes"])
         backend = self.one_of(("backend",), top.get("backend", "simulator"), BACKENDS, "backend")
         ns = namespaces(op, hw, backend)

@@ -57,6 +57,9 @@ class Space:
             has = dict(spec.op.unit_dtypes)[unit]
             raise InputError(f"dtype: the {spec.op.name} kernel on {unit} computes in {', '.join(has)}, "
                              f"not {dtype}")
+        problem = spec.hardware.dtype_problem(unit, dtype)
+        if problem:
+            raise InputError(f"dtype: {problem}")
         shape = {d: shape[d] for d in dims}
         return cls(spec, shape, dtype, unit, *unit_rules(spec, unit))
 
