@@ -235,3 +235,11 @@ def test_cube_dtypes_other_than_fp16_are_optional(tmp_path):
     hw = load_profile(_profile(tmp_path, re.sub(r"\n    int8: \{value: 8192.*", "", B2)))
     assert "int8" not in hw.cube.macs_per_cycle and hw.dtype_problem("cube", "int8")
     assert hw.dtype_problem("cube", "fp16") is None
+
+
+@pytest.mark.parametrize("cmd", [("crossover", "weighted_sum"), ("decide", "weighted_sum", "--shape", "n=300")])
+def test_crossover_and_decide_refuse_a_dtype_the_chip_lacks(run_cli, cmd):
+    """crossover weighted_sum --hw ascend910 --dtype bf16 answered with null crossovers (every
+    simulation infeasible) instead of saying the chip has no bf16."""
+    code, _, err = run_cli(*cmd, "--hw", "ascend910", "--dtype", "bf16")
+    assert code == 2 and err.count("\n") == 1 and "--dtype: ascend910 has no bf16" in err, err

@@ -50,6 +50,8 @@ def run(args) -> int:
 
     given_dir(args.models)
     hw = load_profile(args.hw)
+    if args.dtype not in hw.dtypes:
+        raise InputError(f"--dtype: {hw.name} has no {args.dtype} (its dtypes: {', '.join(hw.dtypes)})")
     args.small_unit, args.large_unit = _units(args)
     args.options = options
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}

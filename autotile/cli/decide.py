@@ -38,6 +38,8 @@ def run(args) -> int:
                          f"GM); use --data gm")
     _has_selector(args.op)
     hw = load_profile(args.hw)
+    if args.dtype not in hw.dtypes:
+        raise InputError(f"--dtype: {hw.name} has no {args.dtype} (its dtypes: {', '.join(hw.dtypes)})")
     sel = store.load_selector(args.op, hw, store.given_dir(args.models))
     unit, cycles = sel.decide(shape, args.dtype, args.data)
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,

@@ -230,7 +230,7 @@ def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, plac
         lo, hi = PLACEMENTS[data]
         for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
             for dtype in dtypes:
-                for unit in info.units:
+                for unit in (u for u in info.units if not hw.dtype_problem(u, dtype)):
                     cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)
                     if math.isfinite(cycles):
                         rows.append(Row(op, {"n": n}, dtype, unit, params, float(cycles), "sim", data))

@@ -149,7 +149,8 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     rows = []
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
-            for unit in (u for u in spec.units if spec.op.supports(u, dtype)):
+            for unit in (u for u in spec.units if spec.op.supports(u, dtype)
+                         and not spec.hardware.dtype_problem(u, dtype)):  # the spec may be on another chip
                 space = spec.space(s, dtype, unit)
                 sample = D.config_rows(space, configs, seed=seed + i)
                 rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds)
@@ -250,7 +251,7 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
         spec = _with_hw(spec, hw)
     if kind == "units":
         mod = registry.implementation(op)
-        dtypes = registry.get(op).dtypes
+        dtypes = tuple(d for d in registry.get(op).dtypes if d in hw.dtypes)  # no bf16 on the 910A
         meta = {"kind": "units", "op": op, "fingerprint": fp, "dtypes": list(dtypes), "units": list(mod.UNITS),
                 "placements": {k: list(D.PLACEMENTS[k]) for k in registry.get(op).placements}}
 
