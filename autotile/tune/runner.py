@@ -329,7 +329,6 @@ def _unique_complete(study: optuna.Study) -> int:
 
 def _prime_cache(study: optuna.Study, evaluator: Evaluator) -> None:
     """Put the values of trials already in the storage into the duplicate cache (resume)."""
-
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         key = t.user_attrs.get(CONFIG_ATTR)
         values = t.user_attrs.get("values")
@@ -354,7 +353,6 @@ def infeasible_reasons(reasons: list, top: int = 3) -> list[dict]:
 
 def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapsed: float) -> StudyOutcome:
     """Counts, best configurations and history of a study from its storage."""
-
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     out = StudyOutcome(name=plan.name, trials=len(trials), complete=len(complete),
