@@ -215,6 +215,13 @@ def check_dtype(spec, dtype: str | None) -> None:
                          f"{', '.join(spec.dtypes)}" + suggest(dtype, spec.dtypes))
 
 
+def check_chip_dtype(hw, dtype: str) -> None:
+    """A --dtype the chip holds (the 910A and 310P have no bf16), else one line naming its dtypes."""
+    problem = hw.dtype_problem(None, dtype)
+    if problem:
+        raise InputError(f"--dtype: {problem}")
+
+
 def spec_inputs(spec) -> dict:
     """The files a loaded spec was read from, by how an error names them: the spec itself, its
     hardware profile and (replay) its measurements; an output must be none of them."""

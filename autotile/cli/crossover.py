@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import print_json
+from autotile.cli.common import check_chip_dtype, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -50,8 +50,7 @@ def run(args) -> int:
 
     given_dir(args.models)
     hw = load_profile(args.hw)
-    if args.dtype not in hw.dtypes:
-        raise InputError(f"--dtype: {hw.name} has no {args.dtype} (its dtypes: {', '.join(hw.dtypes)})")
+    check_chip_dtype(hw, args.dtype)
     args.small_unit, args.large_unit = _units(args)
     args.options = options
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import Once, parse_shape, print_json
+from autotile.cli.common import Once, check_chip_dtype, parse_shape, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -38,8 +38,7 @@ def run(args) -> int:
                          f"GM); use --data gm")
     _has_selector(args.op)
     hw = load_profile(args.hw)
-    if args.dtype not in hw.dtypes:
-        raise InputError(f"--dtype: {hw.name} has no {args.dtype} (its dtypes: {', '.join(hw.dtypes)})")
+    check_chip_dtype(hw, args.dtype)
     sel = store.load_selector(args.op, hw, store.given_dir(args.models))
     unit, cycles = sel.decide(shape, args.dtype, args.data)
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,

@@ -106,8 +106,9 @@ def format_summary(summary: dict, out: Path) -> str:
             lines.append(f"  {shape} {r['dtype']} {r['unit']}: {r.get('reason')}")
             continue
         speed = f"{r['speedup_vs_baseline']:.2f}x vs baseline" if r.get("speedup_vs_baseline") else "no baseline"
-        if r.get("speedup_vs_baseline") and trade(r, summary.get("objectives")):  # a speedup may cost accuracy
-            speed += f" at {trade(r, summary.get('objectives'))}"
+        traded = trade(r, summary.get("objectives")) if r.get("speedup_vs_baseline") else ""
+        if traded:  # a speedup may cost accuracy
+            speed += f" at {traded}"
         ver = "verified" if r.get("verified") else (
             "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \

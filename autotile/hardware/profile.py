@@ -112,9 +112,9 @@ class HardwareProfile:
         sigs = {d for table in self.vector.values() for sig in table for d in sig.split("_")}
         return tuple(d for d in ("fp32", "fp16", "bf16", "int8") if d in self.cube.macs_per_cycle or d in sigs)
 
-    def dtype_problem(self, unit: str, dtype: str) -> str | None:
-        """Why ``unit`` of this chip cannot compute in ``dtype`` (None when it can): the chip
-        lacks the dtype, or the cube has no rate for it."""
+    def dtype_problem(self, unit: str | None, dtype: str) -> str | None:
+        """Why ``unit`` of this chip (None: the chip as a whole) cannot compute in ``dtype`` (None
+        when it can): the chip lacks the dtype, or the cube has no rate for it."""
         if dtype not in self.dtypes:
             return f"{self.name} has no {dtype} (its dtypes: {', '.join(self.dtypes)})"
         if unit == "cube" and dtype not in self.cube.macs_per_cycle:
