@@ -168,6 +168,18 @@ def check_dtype(hw: HardwareProfile, unit: str, dtype: str) -> None:
         raise InfeasibleConfig(problem)
 
 
+def converted(body: list, dtype: str, cd: str, hw: HardwareProfile, inputs: int = 1) -> tuple[list, list]:
+    """(rows, lanes per row) of a tile's vector instructions ``body``, which compute in ``cd``:
+    ``body`` alone, or, when ``dtype`` is not ``cd`` (bf16 on the 910B), a VCONV of each of
+    ``inputs`` to ``cd`` before it and one back after (a VCONV repeat reads 256 bytes of its
+    source: 128 bf16 in, 64 fp32 out)."""
+    width = [lanes(cd, hw)] * len(body)
+    if cd == dtype:
+        return list(body), width
+    return ([("vconv", f"{dtype}_{cd}")] * inputs + list(body) + [("vconv", f"{cd}_{dtype}")],
+            [lanes(dtype, hw)] * inputs + width + [lanes(cd, hw)])
+
+
 def compute_dtype(hw: HardwareProfile, dtype: str) -> str:
     """The dtype the Vector does ``dtype``'s arithmetic in (``vector_compute_dtype``): fp32 for
     bf16 on the 910B, whose vector converts bf16 (VCONV) but has no bf16 arithmetic."""

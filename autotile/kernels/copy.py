@@ -18,6 +18,7 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
+from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
@@ -78,9 +79,7 @@ def slices(nbytes: int, block_dim: int) -> list[tuple[int, int]]:
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling; returns (int params, buffers) or raises InfeasibleConfig."""
-    problem = hw.dtype_problem("vector", dtype)
-    if problem:
-        raise InfeasibleConfig(problem)
+    C.check_dtype(hw, "vector", dtype)
     p = _ints(params)
     if p["block_dim"] > hw.vector_cores:
         raise InfeasibleConfig(f"block_dim={p['block_dim']} exceeds the {hw.vector_cores} vector cores of {hw.name}")

@@ -96,11 +96,7 @@ def _vector_program(vop: str, nin: int, dtype: str, cd: str, hw: HardwareProfile
     and a VCONV back (``cd``'s lanes)."""
     if scalar_unit:
         return np.zeros((1, 3)), np.zeros(0, dtype=np.int64)
-    body = [(vop, "_".join([cd] * (nin + 1)))]
-    lanes = [C.lanes(cd, hw)]
-    if cd != dtype:
-        body = [("vconv", f"{dtype}_{cd}")] * nin + body + [("vconv", f"{cd}_{dtype}")]
-        lanes = [C.lanes(dtype, hw)] * nin + lanes + [C.lanes(cd, hw)]
+    body, lanes = C.converted([(vop, "_".join([cd] * (nin + 1)))], dtype, cd, hw, inputs=nin)
     return C.vtable(hw, body), np.array(lanes, dtype=np.int64)
 
 

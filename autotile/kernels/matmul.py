@@ -280,9 +280,7 @@ def buffers(params: dict, dtype: str, hw: HardwareProfile) -> dict:
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling for a shape; returns (int params, buffers) or raises InfeasibleConfig."""
-    problem = hw.dtype_problem("cube", dtype)
-    if problem:
-        raise InfeasibleConfig(problem)
+    C.check_dtype(hw, "cube", dtype)
     p = _ints(params)
     dt = get_dtype(dtype)
     if p["base_k"] % dt.c0 and p["base_k"] < shape["k"]:

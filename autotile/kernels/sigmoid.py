@@ -131,12 +131,8 @@ def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
     s3, s2 = f"{cd}_{cd}_{cd}", f"{cd}_{cd}"
     body = ([("vmuls", s3), ("vexp", s2), ("vadds", s3), ("vrec", s2)] if variant == "exact" else
             [("vmaxs", s3), ("vmins", s3), ("vmul", s3), ("vmuls", s3), ("vadds", s3), ("vmul", s3), ("vadds", s3)])
-    lanes = [C.lanes(cd, hw)] * len(body)
-    if cd != dtype:  # a VCONV repeat reads 256 bytes of its source: 128 bf16 in, 64 fp32 out
-        body = [("vconv", f"{dtype}_{cd}"), *body, ("vconv", f"{cd}_{dtype}")]
-        lanes = [C.lanes(dtype, hw), *lanes, C.lanes(cd, hw)]
-    lanes = np.array(lanes, dtype=np.int64)
-    return C.vtable(hw, body), lanes
+    body, lanes = C.converted(body, dtype, cd, hw)
+    return C.vtable(hw, body), np.array(lanes, dtype=np.int64)
 
 
 def check(shape, params, dtype, hw, unit):
