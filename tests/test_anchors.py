@@ -48,7 +48,7 @@ def test_tuned_best_at_least_the_default(rows):
 # published band, well above the careful-engineer default.
 WITNESS = {"base_m": 128, "base_n": 128, "base_k": 128, "db_l0a": 2, "db_l0b": 2, "db_l0c": 2,
            "depth_a1": 6, "depth_b1": 2, "iterate_order": "m_first", "single_core_m": 128,
-           "single_core_n": 768, "step_ka": 3, "step_kb": 1, "step_m": 1, "step_n": 1}
+           "single_core_n": 768, "single_core_k": 512, "step_ka": 3, "step_kb": 1, "step_m": 1, "step_n": 1}
 
 
 def test_space_holds_a_tiling_in_the_published_band(hw):

@@ -36,6 +36,7 @@ params:
   base_k: {type: int, low: 16, high: 64, multiple_of: 16}
   single_core_m: {type: int, low: base_m, high: "align_up(shape.m, base_m)", multiple_of: base_m}
   single_core_n: {type: int, low: base_n, high: "align_up(shape.n, base_n)", multiple_of: base_n}
+  single_core_k: {type: int, low: base_k, high: "align_up(shape.k, base_k)", multiple_of: base_k}
   step_m: {type: int, low: 1, high: 2}
   step_ka: {type: int, low: 1, high: 2}
   depth_a1: {type: int, low: "step_m * step_ka", high: "2 * step_m * step_ka", step: "step_m * step_ka"}

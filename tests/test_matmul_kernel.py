@@ -94,8 +94,8 @@ def test_tail_classes_cover_all_cores(hw):
     shape = {"m": 1000, "n": 1000, "k": 1000}
     p = mm.default_params(shape, "fp16", hw) | {"single_core_m": 256, "single_core_n": 192}
     classes = mm.core_classes(shape, p)
-    assert sum(c for c, _, _ in classes) == 4 * 6
-    assert sum(c * r * k for c, r, k in classes) == 1000 * 1000
+    assert sum(c for c, _, _, _ in classes) == 4 * 6
+    assert sum(c * r * k for c, r, k, _ in classes) == 1000 * 1000
 
 
 def test_double_buffering_overlaps_copies(hw):
@@ -176,7 +176,7 @@ def test_the_blocks_own_hit_shares_add_up_to_the_chip_wide_one(hw, m):
     p, _ = mm.check(shape, QA_TILING, "fp16", hw)
     dt = mm.get_dtype("fp16")
     classes = mm.core_classes(shape, p)
-    first = sum(count * mm.first_touch_bytes(shape, p, dt, sm, sn) for count, sm, sn in classes)
+    first = sum(count * mm.first_touch_bytes(shape, p, dt, sm, sn, sk) for count, sm, sn, sk in classes)
     assert first == pytest.approx((m * 363 + 363 * 1942) * 2, rel=1e-12)
     res = mm.simulate(shape, QA_TILING, "fp16", hw)
     assert res.bytes["l2_hit"] == pytest.approx(res.bytes["gm_read"] - first, rel=1e-9)

@@ -281,7 +281,7 @@ def test_matmul_study_loads():
     names = [p.name for p in spec.params]
     for field in ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb",
                   "depth_a1", "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order",
-                  "single_core_m", "single_core_n"):
+                  "single_core_m", "single_core_n", "single_core_k"):
         assert field in names
     assert spec.budget.trials == 150 and spec.seed == 0 and spec.sampler == "portfolio"
     assert spec.objectives == ("cycles",) and spec.backend == "simulator"
@@ -643,6 +643,7 @@ params:
   iterate_order: {type: fixed, value: m_first}
   single_core_m: {type: fixed, value: 64}
   single_core_n: {type: fixed, value: 64}
+  single_core_k: {type: fixed, value: 64}
 budget: {trials: 3}
 """
 

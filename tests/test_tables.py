@@ -364,9 +364,9 @@ def test_region_is_the_spec_and_kernel_checks_where_the_tiling_does_not_get_slow
     for e, r in zip(look.table.entries, look.regions):
         p, t = e.params, e.shape
         panel = p["base_k"] * max(p["step_ka"], p["step_kb"])
-        keeps = all(shape[d] >= t[d] or t[d] <= p[f"single_core_{d}"] for d in "mn") and (
+        keeps = all(shape[d] >= t[d] or t[d] <= p[f"single_core_{d}"] for d in "mnk") and (
             k >= t["k"] if t["k"] > panel else k <= panel)
-        feasible = look.reason(shape, e.params, e.dtype, e.unit) is None
+        feasible = look.reason(shape, look.served(e, shape), e.dtype, e.unit) is None
         assert r.contains((m, n, k)) == (feasible and keeps), e.shape
 
 

@@ -107,7 +107,9 @@ def test_ascendc_header_fills_tcubetiling(built):
     fields = [f for f, _ in TCUBE] + ["unit"]  # matmul has two units: the entry's follows TCubeTiling
     fill = ascendc_fill(d, "Matmul", 3, fields)
     queries = [tuple(e["shape"].values()) + (e["dtype"],) for e in doc["entries"]]
-    queries += [(1010, 1020, 1200, "fp16"), (40000, 2048, 4096, "fp16")]
+    # entries that split K (singleCoreK < K, usedCoreNum counting the K ranges) are among them
+    assert any(e["params"]["single_core_k"] < e["shape"]["k"] for e in doc["entries"])
+    queries += [(1010, 1020, 1200, "fp16"), (64, 128, 4500, "fp16"), (40000, 2048, 4096, "fp16")]
     stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for m, n, k, dt in queries)
     out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
@@ -117,13 +119,13 @@ def test_ascendc_header_fills_tcubetiling(built):
         assert names.rstrip(",").split(",") == fields  # TCubeTiling's order, usedCoreNum to dbL0C, then unit
         block_dim, got = int(values[0]), dict(zip(fields, map(int, values[1:]), strict=True))
         p = look.find({"m": m, "n": n, "k": k}, dt).params
-        want = {"M": m, "N": n, "Ka": k, "Kb": k, "singleCoreK": k,
+        want = {"M": m, "N": n, "Ka": k, "Kb": k, "singleCoreK": min(k, p["single_core_k"]),
                 "singleCoreM": p["single_core_m"], "singleCoreN": p["single_core_n"],
                 "baseM": p["base_m"], "baseN": p["base_n"], "baseK": p["base_k"],
                 "depthA1": p["depth_a1"], "depthB1": p["depth_b1"], "stepM": p["step_m"], "stepN": p["step_n"],
                 "stepKa": p["step_ka"], "stepKb": p["step_kb"], "dbL0A": p["db_l0a"], "dbL0B": p["db_l0b"],
                 "dbL0C": p["db_l0c"], "iterateOrder": 0 if p["iterate_order"] == "m_first" else 1,
-                "usedCoreNum": -(-m // p["single_core_m"]) * -(-n // p["single_core_n"]),
+                "usedCoreNum": -(-m // p["single_core_m"]) * -(-n // p["single_core_n"]) * -(-k // p["single_core_k"]),
                 "shareL0CSize": p["base_m"] * p["base_n"] * 4 * p["db_l0c"], "isBias": 0, "batchM": 1,
                 "unit": 0}  # AUTOTILE_MATMUL_UNIT_CUBE
         assert {f: got[f] for f in want} == want

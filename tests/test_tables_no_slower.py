@@ -22,14 +22,14 @@ from autotile.tune.evaluate import make_evaluator
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = {  # studies/matmul.yaml, budget 150, seed 5
-    (1024, 2048, 512): dict(base_m=128, base_n=128, base_k=64, single_core_m=384, single_core_n=256, step_m=1,
-                            step_n=1, step_ka=4, step_kb=4, depth_a1=8, depth_b1=8, db_l0a=2, db_l0b=2, db_l0c=2,
+    (1024, 2048, 512): dict(base_m=128, base_n=128, base_k=64, single_core_m=384, single_core_n=256, single_core_k=512,
+                            step_m=1, step_n=1, step_ka=4, step_kb=4, depth_a1=8, depth_b1=8, db_l0a=2, db_l0b=2, db_l0c=2,
                             iterate_order="m_first"),
-    (1000, 1000, 1000): dict(base_m=176, base_n=128, base_k=48, single_core_m=352, single_core_n=128, step_m=1,
-                             step_n=1, step_ka=6, step_kb=3, depth_a1=12, depth_b1=6, db_l0a=2, db_l0b=2, db_l0c=1,
+    (1000, 1000, 1000): dict(base_m=176, base_n=128, base_k=48, single_core_m=352, single_core_n=128, single_core_k=1008,
+                             step_m=1, step_n=1, step_ka=6, step_kb=3, depth_a1=12, depth_b1=6, db_l0a=2, db_l0b=2, db_l0c=1,
                              iterate_order="n_first"),
-    (128, 4096, 4096): dict(base_m=128, base_n=208, base_k=64, single_core_m=128, single_core_n=208, step_m=1,
-                            step_n=1, step_ka=3, step_kb=3, depth_a1=6, depth_b1=6, db_l0a=2, db_l0b=2, db_l0c=1,
+    (128, 4096, 4096): dict(base_m=128, base_n=208, base_k=64, single_core_m=128, single_core_n=208, single_core_k=4096,
+                            step_m=1, step_n=1, step_ka=3, step_kb=3, depth_a1=6, depth_b1=6, db_l0a=2, db_l0b=2, db_l0c=1,
                             iterate_order="m_first"),
 }
 VECTOR = {  # studies/matmul_small.yaml on the vector unit, budget 60, seed 5

@@ -133,7 +133,8 @@ def test_ascendc_fills_vector_entries(mixed, tmp_path):
             assert (got["tileM"], got["bufferNum"], got["cores"]) == (p["tile_m"], p["buffer_num"], p["cores"])
             assert all(got[f] == NA for f, _ in TCUBE if f not in SHAPE_FIELDS), got
         else:
-            assert block_dim == got["usedCoreNum"] == -(-m // p["single_core_m"]) * -(-n // p["single_core_n"])
+            assert block_dim == got["usedCoreNum"] == (-(-m // p["single_core_m"]) * -(-n // p["single_core_n"])
+                                                      * -(-k // p["single_core_k"]))
             assert (got["baseM"], got["singleCoreN"]) == (p["base_m"], p["single_core_n"])
             assert (got["tileM"], got["bufferNum"], got["cores"]) == (NA, NA, NA)
 

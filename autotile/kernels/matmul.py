@@ -1,8 +1,10 @@
 """Matmul C = A @ B on the cube, tiled like Ascend C's TCubeTiling.
 
 A is M x K and B is K x N, row-major in GM. Each of ``usedCoreNum = ceil(M/single_core_m) *
-ceil(N/single_core_n)`` cube cores computes one single_core_m x single_core_n block of C over the
-whole K. Inside a core the loop nest is the one an Ascend C matmul runs:
+ceil(N/single_core_n) * ceil(K/single_core_k)`` cube cores computes one single_core_m x
+single_core_n block of C over one single_core_k range of K (all of K unless K is split).
+Inside a core the loop nest is the one
+an Ascend C matmul runs:
 
 * GM -> L1 (MTE2): panels of step_m base blocks of A by step_ka base_k slices (and step_n x
   step_kb for B); L1 holds depth_a1 / (step_m * step_ka) such panels (1 = single, 2 = double
@@ -12,6 +14,21 @@ whole K. Inside a core the loop nest is the one an Ascend C matmul runs:
 * Mmad (M): accumulates into an L0C block (db_l0c slots), paying for whole fractals;
 * L0C -> GM (FIX): the finished base_m x base_n block, converted to the output dtype.
 
+Split K (singleCoreK < K) is combined the way an Ascend C split-K kernel does it with atomics
+(SetAtomicAdd before FixPipe's write, in mix mode, each cube core with its vector cores):
+
+1. the vector cores zero the fp32 target (C itself for fp32, int32 C for int8, else an M x N fp32
+   workspace), each an equal share of it, while the cube cores load and multiply; a SyncAll
+   (costed as two GM round trips) follows, so no add lands on memory not yet zeroed;
+2. each cube core's FixPipe adds its fp32 partial blocks into the target with atomic adds, done
+   in L2 as read-add-write, at half the L2 write rate (an estimate; no atomic rate is published);
+3. fp16 / bf16 only: after the slowest core and another SyncAll, the vector cores each read their
+   share of the workspace, VCONV it to the output dtype and write C (the result is rounded once,
+   not per partial, which is why the adds are not done in fp16 in C).
+
+The atomic adds land in whatever order the cores finish, so real hardware sums the partials of
+fp32 in a run-to-run varying order; execute mode sums them in K-range order, one of those.
+
 The same loop nest runs in count mode (operations go to the simulator only) and in execute mode
 (it also does the arithmetic: fp16/bf16 inputs, fp32 accumulation in L0C, C rounded to the input
 dtype; int8 to int32), so the simulated trace belongs to a kernel that computes ``A @ B``.
@@ -20,6 +37,7 @@ dtype; int8 to int32), so the simulated trace belongs to a kernel that computes 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -42,6 +60,9 @@ ORDERS = ("m_first", "n_first")
 Q_L0A, Q_L0B, Q_L0C = 0, 1, 2
 MODE_COUNT, MODE_TRAFFIC, MODE_EXECUTE = 0, 1, 2
 MAX_L1_SLOTS = 4
+ZERO_TILE = 32768  # bytes of zeros one UB -> GM copy writes (a UB tile filled once)
+CAST_TILE = 8192  # fp32 elements per tile of the cast pass (in and out double buffered: 96 KiB of UB)
+Q_CAST = 3
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -103,7 +124,7 @@ def since_last_use(o, i, step, inner, by_inner):
 
 @njit(cache=True)
 def core(st, cost, ip, mode, a, b, acc):
-    """Run one core's block (sm x sn over all K); the state holds the timing.
+    """Run one core's block (sm x sn over its K range); the state holds the timing.
 
     ``ip`` packs the integer arguments (see ``pack``): one array instead of twenty arguments
     keeps the Python-to-Numba call cheap, which matters at thousands of configurations/s.
@@ -114,19 +135,32 @@ def core(st, cost, ip, mode, a, b, acc):
     pass also tallies the panels loaded again (``counts[5]``) and the bytes of them expected to
     hit L2 (``counts[6]``): a panel read again ``dt`` base blocks after a block last needed it
     (``since_last_use``) hits as the chip-wide working set of those blocks (``reuse_window``)
-    fits the ``ip[23]`` bytes of L2.
+    fits the ``ip[23]`` bytes of L2. With K split (``ip[25]`` ranges; this one starts at ``ip[24]``)
+    the vector side first writes its ``ip[26]`` bytes of zeros (MTE3), and FixPipe's first add
+    waits for them and ``ip[27]`` cycles of SyncAll.
     """
     sm, sn, K, bm, bn, bk = ip[0], ip[1], ip[2], ip[3], ip[4], ip[5]
     step_m, step_n, step_ka, step_kb, slots_a, slots_b = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11]
     db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes = ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18]
     m0, n0 = ip[19], ip[20]
     nbm, nbn, l2 = ip[21], ip[22], float(ip[23])
+    k0, nbk, zero_bytes, sync = ip[24], ip[25], ip[26], float(ip[27])
     traffic = mode == MODE_TRAFFIC
     execute = mode == MODE_EXECUTE
     E.reset(st)
     E.set_queue(st, Q_L0A, db_a)
     E.set_queue(st, Q_L0B, db_b)
     E.set_queue(st, Q_L0C, db_c)
+    # split K: the vector side zeroes its share of the fp32 target while the cube loads and
+    # computes; after a SyncAll every core's FixPipe may add into it
+    zeroed = 0.0
+    if zero_bytes > 0 and not traffic:
+        left = zero_bytes
+        while left > 0:
+            piece = min(left, ZERO_TILE)
+            zeroed = E.copy(st, cost, E.UB_GM, float(piece), 0.0)
+            left -= piece
+        zeroed += sync
     mt = (sm + bm - 1) // bm
     nt = (sn + bn - 1) // bn
     kt = (K + bk - 1) // bk
@@ -145,7 +179,7 @@ def core(st, cost, ip, mode, a, b, acc):
     inner = nt if n_first else mt
     a_strip = float(bm * K * in_bytes)
     b_strip = float(K * bn * in_bytes)
-    c_tile = float(nbm * nbn * bm * bn * out_bytes)
+    c_tile = float(nbm * nbn * nbk * bm * bn * out_bytes)
     for o in range(outer):
         for i in range(inner):
             if n_first:
@@ -180,7 +214,7 @@ def core(st, cost, ip, mode, a, b, acc):
                         st.path_bytes[E.GM_L1] += rows * burst
                         dt = since_last_use(o, i, step_m, inner, n_first == 0)
                         if dt > 0:
-                            w = reuse_window(dt, n_first, mt, nt, nbm, nbn, a_strip, b_strip, c_tile)
+                            w = reuse_window(dt, n_first, mt, nt, nbm * nbk, nbn * nbk, a_strip, b_strip, c_tile)
                             st.counts[5] += rows * burst
                             st.counts[6] += rows * burst * working_set_hit(l2, w)
                     else:
@@ -203,7 +237,7 @@ def core(st, cost, ip, mode, a, b, acc):
                         st.path_bytes[E.GM_L1] += rows * burst
                         dt = since_last_use(o, i, step_n, inner, n_first != 0)
                         if dt > 0:
-                            w = reuse_window(dt, n_first, mt, nt, nbm, nbn, a_strip, b_strip, c_tile)
+                            w = reuse_window(dt, n_first, mt, nt, nbm * nbk, nbn * nbk, a_strip, b_strip, c_tile)
                             st.counts[5] += rows * burst
                             st.counts[6] += rows * burst * working_set_hit(l2, w)
                     else:
@@ -229,34 +263,55 @@ def core(st, cost, ip, mode, a, b, acc):
                 E.release(st, Q_L0A, qa, st.pipe_free[E.M])
                 E.release(st, Q_L0B, qb, st.pipe_free[E.M])
                 if execute:
-                    _gemm_acc(acc, a, b, mi * bm, ni * bn, ki * bk, tm, tn, tk, m0 + mi * bm, n0 + ni * bn)
+                    _gemm_acc(acc, a, b, mi * bm, ni * bn, k0 + ki * bk, tm, tn, tk, m0 + mi * bm, n0 + ni * bn)
             out_tile = float(tm * ((tn * out_bytes + 31) // 32) * 32)
             if traffic:
                 st.path_bytes[E.L0C_GM] += out_tile
                 continue
             # --- L0C -> GM through FixPipe
-            E.copy(st, cost, E.L0C_GM, out_tile, last)
+            E.copy(st, cost, E.L0C_GM, out_tile, max(last, zeroed))
             E.release(st, Q_L0C, cslot, st.pipe_free[E.FIX])
+
+
+@njit(cache=True)
+def cast_pass(st, cost, vcost, elems, out_bytes, start):
+    """One vector core's share of the cast after the last SyncAll: ``elems`` fp32 values of the
+    workspace read into UB, VCONVed (``vcost`` row 0; a repeat reads 256 bytes, 64 fp32) and
+    written to C in ``out_bytes``, tile by tile, double buffered. Returns when the last lands."""
+    E.set_queue(st, Q_CAST, 2)
+    t = start
+    done = 0
+    while done < elems:
+        n = min(CAST_TILE, elems - done)
+        slot, free = E.alloc(st, Q_CAST)
+        ready = C.gm_in(st, cost, n * 4, max(free, start))
+        conv = C.vrun(st, cost, vcost, 0, n, 64, ready)
+        t = C.gm_out(st, cost, n * out_bytes, conv)
+        E.release(st, Q_CAST, slot, t)
+        done += n
+    return t
 
 
 # ---------------------------------------------------------------------------------------
 # Python side: validation, buffers, core classes, chip-level assembly
 
 
-def _ints(params: dict) -> dict:
+def _ints(params: dict, k: int) -> dict:
+    """The params as ints (iterate_order checked); an absent ``single_core_k`` is K (no split), as
+    in tilings written before it existed."""
     p = {}
-    for k in PARAMS:
-        v = params[k]
-        if k == "iterate_order":
+    for key in PARAMS:
+        v = params.get(key, k) if key == "single_core_k" else params[key]
+        if key == "iterate_order":
             if v not in ORDERS:
                 raise InfeasibleConfig(f"iterate_order={v!r}, expected one of {ORDERS}")
         elif type(v) is not int:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
-                raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
+                raise InfeasibleConfig(f"{key}={v!r}, expected a positive integer")
             v = int(v)
-        if k != "iterate_order" and v < 1:
-            raise InfeasibleConfig(f"{k}={v!r}, expected a positive integer")
-        p[k] = v
+        if key != "iterate_order" and v < 1:
+            raise InfeasibleConfig(f"{key}={v!r}, expected a positive integer")
+        p[key] = v
     return p
 
 
@@ -278,13 +333,21 @@ def buffers(params: dict, dtype: str, hw: HardwareProfile) -> dict:
     return {k: {"used": used[k], "capacity": caps[k]} for k in used}
 
 
+def splits(shape: dict, p: dict) -> tuple[int, int, int]:
+    """Core blocks along M, N and K: usedCoreNum is their product."""
+    return tuple(_cdiv(shape[d], min(p[f"single_core_{d}"], shape[d])) for d in DIMS)
+
+
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling for a shape; returns (int params, buffers) or raises InfeasibleConfig."""
     C.check_dtype(hw, "cube", dtype)
-    p = _ints(params)
+    p = _ints(params, shape["k"])
     dt = get_dtype(dtype)
     if p["base_k"] % dt.c0 and p["base_k"] < shape["k"]:
         raise InfeasibleConfig(f"base_k={p['base_k']} is not a multiple of C0={dt.c0} for {dtype}")
+    if p["single_core_k"] < shape["k"] and p["single_core_k"] % p["base_k"]:
+        raise InfeasibleConfig(f"single_core_k={p['single_core_k']} is not a multiple of base_k={p['base_k']} "
+                               "(each core's K range starts on a base_k step)")
     bufs = buffers(p, dtype, hw)
     C.check_capacity(bufs)
     for step, ks in ((p["step_m"] * p["step_ka"], "depth_a1"), (p["step_n"] * p["step_kb"], "depth_b1")):
@@ -292,68 +355,75 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[d
         if depth % step or not 1 <= depth // step <= MAX_L1_SLOTS:
             raise InfeasibleConfig(
                 f"{ks}={depth} must be 1 to {MAX_L1_SLOTS} times the L1 panel of {step} base blocks")
-    used = _cdiv(shape["m"], p["single_core_m"]) * _cdiv(shape["n"], p["single_core_n"])
+    used = math.prod(splits(shape, p))
     if used > hw.cube_cores:
         raise InfeasibleConfig(f"usedCoreNum={used} exceeds the {hw.cube_cores} cube cores of {hw.name}")
     return p, bufs
 
 
-def core_classes(shape: dict, p: dict) -> list[tuple[int, int, int]]:
-    """(count, block rows, block cols) of the distinct core blocks: full blocks and tails."""
-    M, N = shape["m"], shape["n"]
-    scm, scn = min(p["single_core_m"], M), min(p["single_core_n"], N)
-    nbm, nbn = _cdiv(M, scm), _cdiv(N, scn)
-    rows = {scm: nbm - 1, M - (nbm - 1) * scm: 1} if M % scm else {scm: nbm}
-    cols = {scn: nbn - 1, N - (nbn - 1) * scn: 1} if N % scn else {scn: nbn}
-    out = []
-    for r, cr in rows.items():
-        for c, cc in cols.items():
-            if cr * cc:
-                out.append((cr * cc, r, c))
-    return out
+def _pieces(total: int, block: int) -> dict:
+    """{size: count} of the blocks of ``block`` that cover ``total``: full ones and the tail."""
+    n = _cdiv(total, block)
+    return {block: n - 1, total - (n - 1) * block: 1} if total % block else {block: n}
 
 
-_STATE = None
+def core_classes(shape: dict, p: dict) -> list[tuple[int, int, int, int]]:
+    """(count, block rows, block cols, K range) of the distinct core blocks: full blocks and tails."""
+    rows, cols, ks = (_pieces(shape[d], min(p[f"single_core_{d}"], shape[d])) for d in DIMS)
+    return [(cr * cc * ck, r, c, k) for r, cr in rows.items() for c, cc in cols.items() for k, ck in ks.items()
+            if cr * cc * ck]
+
+
+_STATES: list = []
 _EMPTY2 = np.zeros((1, 1), dtype=np.float32)
 
 
-def _state(trace_capacity=0):
-    global _STATE
+def _state(trace_capacity=0, slot=0):
+    """A state to run a core class in: a fresh one with a trace, else reused slot ``slot`` (each
+    class of a split-K run keeps its own until the cast pass is appended)."""
     if trace_capacity:
         return E.new_state(trace_capacity)
-    if _STATE is None:
-        _STATE = E.new_state(0)
-    return _STATE  # ``core`` resets it
+    while len(_STATES) <= slot:
+        _STATES.append(E.new_state(0))
+    return _STATES[slot]  # ``core`` resets it
 
 
-def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0) -> np.ndarray:
+def out_bytes_of(dt, split_k: bool) -> int:
+    """Bytes of one element FixPipe writes: fp32 partials when K is split (int32 for int8)."""
+    return 4 if split_k or dt.name == "int8" else dt.bytes
+
+
+def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0, sk=None, k0=0, zero_bytes=0, sync=0) -> np.ndarray:
     """The integer arguments of ``core`` for one core block, in its order (``l2``: the L2 bytes the
-    traffic pass weighs re-reads against)."""
+    traffic pass weighs re-reads against; ``sk``/``k0``: its K range, all of K by default;
+    ``zero_bytes``/``sync``: its share of the zero-init and the SyncAll after it, split K only)."""
+    nbm, nbn, nbk = splits(shape, p)
+    sk = min(p["single_core_k"], shape["k"]) if sk is None else sk
     slots_a = p["depth_a1"] // (p["step_m"] * p["step_ka"])
     slots_b = p["depth_b1"] // (p["step_n"] * p["step_kb"])
-    out_bytes = 4 if dt.name == "int8" else dt.bytes
-    return np.array([sm, sn, shape["k"], p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
+    return np.array([sm, sn, sk, p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
                      p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
-                     int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes, m0, n0,
-                     _cdiv(shape["m"], min(p["single_core_m"], shape["m"])),
-                     _cdiv(shape["n"], min(p["single_core_n"], shape["n"])), l2], dtype=np.int64)
+                     int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes_of(dt, nbk > 1), m0, n0,
+                     nbm, nbn, l2, k0, nbk, zero_bytes, sync], dtype=np.int64)
 
 
-def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0, l2=0):
-    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0, l2), mode, a, b, acc)
+def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0, l2=0,
+              sk=None, k0=0, zero_bytes=0, sync=0):
+    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0, l2, sk, k0, zero_bytes, sync), mode, a, b, acc)
 
 
-def first_touch_bytes(shape: dict, p: dict, dt, sm: int, sn: int) -> float:
+def first_touch_bytes(shape: dict, p: dict, dt, sm: int, sn: int, sk: int | None = None) -> float:
     """A core's share of the first touches of the data it reads (the HBM misses L2 cannot avoid).
 
-    The sm x K rows of A it reads are read by every core of its block row (ceil(N / single_core_n)
-    cores) and the K x sn columns of B by every core of its block column (ceil(M / single_core_m));
-    they run side by side, so each takes an equal share of those first touches. Over all cores
-    the shares add up to the unique bytes of A and B, so the chip-wide hit share is unchanged.
+    The sm x sk block of A it reads (its rows over its K range, all of K without a K split) is
+    read by every core of its block row in that K range (ceil(N / single_core_n) cores) and the
+    sk x sn block of B by every core of its block column (ceil(M / single_core_m)); they run side
+    by side, so each takes an equal share of those first touches. Over all cores the shares add
+    up to the unique bytes of A and B, so the chip-wide hit share is unchanged.
     """
-    nbm = _cdiv(shape["m"], min(p["single_core_m"], shape["m"]))
-    nbn = _cdiv(shape["n"], min(p["single_core_n"], shape["n"]))
-    return (sm * shape["k"] / nbn + shape["k"] * sn / nbm) * dt.bytes
+    nbm, nbn, _ = splits(shape, p)
+    sk = min(p["single_core_k"], shape["k"]) if sk is None else sk
+    return (sm * sk / nbn + sk * sn / nbm) * dt.bytes
 
 
 def wave_bytes(shape: dict, p: dict, dt) -> float:
@@ -362,11 +432,41 @@ def wave_bytes(shape: dict, p: dict, dt) -> float:
 
     Those cores read a panel at about the same time, so one of them misses and the others hit
     L2 as long as this working set fits; it is each block row's A panels plus each block
-    column's B panels (at most L1 times the cores, a few MiB).
+    column's B panels, per K range (at most L1 times the cores, a few MiB).
     """
-    nbm = _cdiv(shape["m"], min(p["single_core_m"], shape["m"]))
-    nbn = _cdiv(shape["n"], min(p["single_core_n"], shape["n"]))
-    return float((nbm * p["depth_a1"] * p["base_m"] + nbn * p["depth_b1"] * p["base_n"]) * p["base_k"] * dt.bytes)
+    nbm, nbn, nbk = splits(shape, p)
+    return float(nbk * (nbm * p["depth_a1"] * p["base_m"] + nbn * p["depth_b1"] * p["base_n"]) * p["base_k"]
+                 * dt.bytes)
+
+
+def sync_cycles(hw: HardwareProfile) -> int:
+    """Cycles of a SyncAll: each core posts its arrival to GM and waits to read everyone's, about
+    two GM round trips (the profile's GM write and read latencies; an estimate, not measured)."""
+    return int(round(hw.copy["ub_gm"].latency_cycles + hw.copy["gm_ub"].latency_cycles))
+
+
+def vector_per_cube(hw: HardwareProfile) -> int:
+    """Vector cores that run beside each cube core (2 on the split 910B, 1 on coupled chips)."""
+    return max(1, hw.vector_cores // hw.cube_cores)
+
+
+_VCAST: dict = {}
+
+
+def _cast_table(hw: HardwareProfile, dtype: str) -> np.ndarray:
+    key = (id(hw), dtype)
+    hit = _VCAST.get(key)
+    if hit is None or hit[0] is not hw:
+        hit = _VCAST[key] = (hw, C.vtable(hw, [("vconv", f"fp32_{dtype}")]))
+    return hit[1]
+
+
+def atomic_cost(cost: np.ndarray, hw: HardwareProfile) -> np.ndarray:
+    """``cost`` with FixPipe's GM writes at the atomic-add rate: L2 reads each line, adds and writes
+    it back, so a core adds at most half its L2 write rate (an estimate: no atomic rate is published)."""
+    c = cost.copy()
+    c[3 * E.L0C_GM] = min(c[3 * E.L0C_GM], hw.l2_write_bytes_per_cycle / 2)
+    return c
 
 
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
@@ -384,6 +484,10 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     with that share and the HBM split over active cores, and between the reads and FixPipe's
     writes, which stream while the next blocks load, unless the whole footprint fits in L2: then
     C stays there (written back after the kernel) and the reads have HBM to themselves.
+
+    With K split (see the module docstring) each core also zeroes its share of the fp32 target,
+    FixPipe adds at the atomic rate (``atomic_cost``), and for fp16/bf16 every core's vector
+    side casts its share of the workspace once the slowest core has finished and a SyncAll.
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
@@ -400,10 +504,17 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
             infeasible("matmul", unit, dtype, shape, params, exc.reason)
     dt = get_dtype(dtype)
     classes = core_classes(shape, p)
-    active = sum(c for c, _, _ in classes)
+    active = sum(c for c, _, _, _ in classes)
+    split_k = splits(shape, p)[2] > 1
+    cast = split_k and dt.name in ("fp16", "bf16")  # the fp32 workspace is cast to C afterwards
     unique = (shape["m"] * shape["k"] + shape["k"] * shape["n"]) * dt.bytes
     out_bytes = 4 if dt.name == "int8" else dt.bytes
-    footprint = unique + shape["m"] * shape["n"] * out_bytes
+    mn = shape["m"] * shape["n"]
+    workspace = mn * 4 if cast else 0
+    footprint = unique + mn * out_bytes + workspace
+    vpc = vector_per_cube(hw)
+    # each vector core zeroes (and later casts) an equal share of the fp32 target
+    share = _cdiv(mn, active * vpc) if split_k else 0
     # pass 1: traffic only (bytes and MACs do not depend on timing)
     cost = cost_vector(hw, dtype, active_cores=active, l2_hit=0.0)
     total_read = total_write = 0.0
@@ -411,12 +522,12 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     own_hit = []  # per class: the L2 hit share of its own reads
     total_hit = 0.0
     shared = working_set_hit(float(hw.l2_bytes), wave_bytes(shape, p, dt))
-    for count, sm, sn in classes:
+    for count, sm, sn, sk in classes:
         st = _state()
-        _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC, l2=hw.l2_bytes)
+        _run_core(st, cost, shape, p, dt, sm, sn, MODE_TRAFFIC, l2=hw.l2_bytes, sk=sk)
         read = st.path_bytes[E.GM_L1]
         first = read - st.counts[5]  # its first loads of each panel
-        hits = st.counts[6] + max(0.0, first - first_touch_bytes(shape, p, dt, sm, sn)) * shared
+        hits = st.counts[6] + max(0.0, first - first_touch_bytes(shape, p, dt, sm, sn, sk)) * shared
         own_hit.append(min(1.0, hits / read) if read > 0 else 0.0)
         total_hit += count * hits
         total_read += count * read
@@ -424,6 +535,10 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         lower = max(lower, st.counts[1] / cost[E.C_CUBE_MACS],
                     st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
                     st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
+    if split_k:  # the zero-init's writes, and the cast's reads (of a workspace L2 holds) and writes
+        total_write += mn * 4 + mn * out_bytes * cast
+        total_read += workspace
+        total_hit += workspace * working_set_hit(float(hw.l2_bytes), float(workspace))
     hit = min(1.0, total_hit / total_read) if total_read > 0 else 0.0  # chip-wide: the classes' hits summed
     hbm_read = total_read * (1.0 - hit)
     # FixPipe writes land in L2; while the whole footprint fits there they are written back to
@@ -435,18 +550,30 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
                  "hbm_load": hbm_load(hw, active, streams, hbm_read + hbm_write, lower)}
     else:  # the load only weighs a split: left out, one cached cost vector per (streams, hit)
         split = {}
-    runs, traces = [], []
-    for (count, sm, sn), own in zip(classes, own_hit):
+    sync = sync_cycles(hw) if split_k else 0
+    states = []
+    for i, ((_, sm, sn, sk), own) in enumerate(zip(classes, own_hit)):
         cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=own, **split)
-        st = _state(trace_capacity)
-        _run_core(st, cost, shape, p, dt, sm, sn)
-        runs.append(CoreRun.from_state(st, count))
-        if want_traces:
-            traces.append((count, sm, sn, E.recorded(st)))
+        st = _state(trace_capacity, slot=i)
+        _run_core(st, atomic_cost(cost, hw) if split_k else cost, shape, p, dt, sm, sn, sk=sk,
+                  zero_bytes=share * 4, sync=sync)
+        states.append(st)
+    if cast:  # after the slowest core's last atomic add and a SyncAll
+        start = max(float(st.pipe_free.max()) for st in states) + sync
+        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=working_set_hit(float(hw.l2_bytes),
+                                                                                   float(workspace)), **split)
+        for st in states:
+            cast_pass(st, cost, _cast_table(hw, dtype), share, dt.bytes, start)
+    runs = [CoreRun.from_state(st, count) for st, (count, *_) in zip(states, classes)]
+    if split_k and vpc > 1:  # a state holds one vector core's share: its pair's bytes count too
+        runs = [replace(r, path_bytes=tuple(b * vpc if i in (E.GM_UB, E.UB_GM) else b
+                                            for i, b in enumerate(r.path_bytes))) for r in runs]
+    traces = [(count, sm, sn, sk, E.recorded(st)) for st, (count, sm, sn, sk) in zip(states, classes)] \
+        if want_traces else []
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
     res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),
-                   must_move_bytes=float(unique + (footprint - unique if hbm_write > 0 else 0.0)), l2_hit=hit,
+                   must_move_bytes=float(unique + (mn * out_bytes if hbm_write > 0 else 0.0)), l2_hit=hit,
                    buffers=bufs, writes_in_l2=hbm_write == 0.0)
     return (res, traces) if want_traces else res
 
@@ -456,7 +583,9 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     """Run the tiled kernel in execute mode on every core's block; returns C.
 
     ``a``/``b`` hold values representable in ``dtype`` (see ``make_inputs``); accumulation is
-    fp32 (int32 for int8) in L0C and C is rounded to the output dtype like FixPipe does.
+    fp32 (int32 for int8) in L0C and C is rounded to the output dtype like FixPipe does. With K
+    split, each core's partial block (fp32 / int32) is added onto the zeroed target in the order
+    of the K ranges, as the atomic adds could land, and rounded to the output dtype once.
     """
     if unit == "vector":
         return matmul_vector.execute(inputs, params, dtype, hw)
@@ -471,17 +600,21 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     b_ = np.ascontiguousarray(b, dtype=acc_t)
     c = np.zeros((M, N), dtype=acc_t)
     cost = cost_vector(hw, dtype)
-    scm, scn = min(p["single_core_m"], M), min(p["single_core_n"], N)
+    scm, scn, sck = (min(p[f"single_core_{d}"], shape[d]) for d in DIMS)
     for bi in range(_cdiv(M, scm)):
         for bj in range(_cdiv(N, scn)):
             m0, n0 = bi * scm, bj * scn
             sm, sn = min(scm, M - m0), min(scn, N - n0)
-            acc = np.zeros((sm, sn), dtype=acc_t)
-            _run_core(_state(), cost, shape, p, dt, sm, sn, MODE_EXECUTE, a_, b_, acc, m0, n0)
-            c[m0:m0 + sm, n0:n0 + sn] = acc
+            for bk in range(_cdiv(K, sck)):
+                k0 = bk * sck
+                acc = np.zeros((sm, sn), dtype=acc_t)
+                _run_core(_state(), cost, shape, p, dt, sm, sn, MODE_EXECUTE, a_, b_, acc, m0, n0,
+                          sk=min(sck, K - k0), k0=k0)
+                c[m0:m0 + sm, n0:n0 + sn] += acc  # in acc_t: an fp32 (int32) atomic add
     return dtype_emul.to_output(c, dtype)
 
 
+SPLIT_MARGIN = 0.7  # the default splits K only when that is estimated at least 30% faster
 VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_shape)
 
 
@@ -489,7 +622,9 @@ def verify_shape(shape: dict, params: dict) -> dict:
     """A shape small enough to execute quickly that keeps this tiling's structure.
 
     It keeps up to two core blocks in M and in N (a full one and the tail one, so the tail
-    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail.
+    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail; a
+    split K keeps two K ranges (a full one and the tail) where that stays near ``VERIFY_MACS``,
+    so the partial sums are verified too.
     """
     M, N, K = shape["m"], shape["n"], shape["k"]
     if M * N * K <= VERIFY_MACS or "single_core_m" not in params:  # vector tilings are for tiny shapes
@@ -499,9 +634,13 @@ def verify_shape(shape: dict, params: dict) -> dict:
         n = _cdiv(total, block)
         return total if n <= 2 else block + (total - (n - 1) * block)
 
+    m, n = keep(M, params["single_core_m"]), keep(N, params["single_core_n"])
+    sck = params.get("single_core_k", K)
+    if sck < K and m * n * keep(K, sck) <= 4 * VERIFY_MACS:
+        return {"m": m, "n": n, "k": keep(K, sck)}
     panel = params["base_k"] * max(params["step_ka"], params["step_kb"])
     k = K if K <= 2 * panel + params["base_k"] else 2 * panel + (K % params["base_k"] or params["base_k"])
-    return {"m": keep(M, params["single_core_m"]), "n": keep(N, params["single_core_n"]), "k": k}
+    return {"m": m, "n": n, "k": k}
 
 
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
@@ -560,7 +699,9 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     2. Core split: the fastest estimated grid of whole-base-block core blocks (``step_cycles``
        per K step of one base block, times the steps of the largest core block), then the most
        cores, the larger base block, the smallest largest block (least imbalance) and squarer
-       blocks. A 64 x 64 base block is tried too; it wins only where it spreads the work over
+       blocks. Where the M x N grid leaves cores idle, K is split over them too (whole base_k
+       steps) when that estimate, plus what the combine adds (``split_cycles``), is faster:
+       64x64x65536 fp16 ran on one core (142k cycles) and runs on 24 (23k). A 64 x 64 base block is tried too; it wins only where it spreads the work over
        enough more cores to pay for its lower cube use (ranking by cores first picked 64 x 64 on
        910B4's 20 cores for 1024x2048x512: 21.1 us against 12.8 us with 128 x 128 on 16).
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
@@ -575,7 +716,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     M, N, K = shape["m"], shape["n"], shape["k"]
     bk = {1: 128, 2: 64, 4: 32}[dt.bytes]
     bk = min(bk, _align(K, dt.c0 if dt.c0 > 16 else 16))
-    best = None
+    kt = _cdiv(K, bk)
+    best = split = None
     for base in (128, 64):
         bm, bn = min(base, _align(M, 16)), min(base, _align(N, 16))
         step = step_cycles(hw, dt, bm, bn, bk)
@@ -588,18 +730,53 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                 blocks = _cdiv(min(scm, M), bm) * _cdiv(min(scn, N), bn)
                 key = (blocks * step, -used, -bm * bn, min(scm, M) * min(scn, N), abs(scm - scn))
                 if best is None or key < best[0]:
-                    best = (key, bm, bn, scm, scn)
-    _, bm, bn, scm, scn = best
-    kt = _cdiv(K, bk)
-    step_k = min(4, kt)
+                    best = (key, bm, bn, scm, scn, kt * bk, blocks * kt * step)  # all of K
+                for ck in range(2, min(hw.cube_cores // used, kt) + 1):
+                    sck = _cdiv(kt, ck) * bk
+                    nbk = _cdiv(K, sck)
+                    est = blocks * _cdiv(sck, bk) * step + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn)
+                    if split is None or (est, -used * nbk) < split[0]:
+                        split = ((est, -used * nbk), bm, bn, scm, scn, sck)
+    # HBM bounds every split: where it binds, more cores do not help
+    floor = (M * K + K * N) * dt.bytes / hw.hbm_bytes_per_cycle
+    if split is not None and max(split[0][0], floor) < SPLIT_MARGIN * best[-1]:
+        best = split
+    _, bm, bn, scm, scn, sck = best[:6]
+    step_k = min(4, _cdiv(min(sck, K), bk))
     return {
         "base_m": bm, "base_n": bn, "base_k": bk,
         "step_m": 1, "step_n": 1, "step_ka": step_k, "step_kb": step_k,
         "depth_a1": 2 * step_k, "depth_b1": 2 * step_k,
         "db_l0a": 2, "db_l0b": 2, "db_l0c": 2,
         "iterate_order": "m_first",
-        "single_core_m": scm, "single_core_n": scn,
+        "single_core_m": scm, "single_core_n": scn, "single_core_k": sck,
     }
+
+
+def split_cycles(hw: HardwareProfile, dt, M: int, N: int, cores: int, block: int) -> float:
+    """Estimated cycles a K split over ``cores`` adds to the K loop of a core block of ``block``
+    elements, erring high: its atomic adds at their rate as if none overlapped the loop, the GM
+    latency of its first load and of its last add, the SyncAll after the zero-init (whose writes
+    overlap the loop) and, for fp16/bf16, a second SyncAll and the cast of each vector core's share
+    of the workspace, its reads and writes at their per-core rates. The no-split estimate leaves
+    its own writes out, so a split must win by more than they take."""
+    t = block * 4 / (hw.l2_write_bytes_per_cycle / 2) + hw.copy["gm_l1"].latency_cycles \
+        + hw.copy["l0c_gm"].latency_cycles + sync_cycles(hw)
+    if dt.name in ("fp16", "bf16"):
+        share = _cdiv(M * N, cores * vector_per_cube(hw))
+        t += sync_cycles(hw) + share * 4 / hw.copy["gm_ub"].bytes_per_cycle \
+            + share * dt.bytes / hw.copy["ub_gm"].bytes_per_cycle
+    return t
+
+
+def served(params: dict, tuned: dict, shape: dict) -> dict:
+    """The params a table entry tuned for shape ``tuned`` runs with at ``shape``: a tiling that did
+    not split K (single_core_k at least the tuned K, or absent) keeps K whole at any K, as its
+    tuner chose; one that split K keeps its single_core_k (a longer K gets more ranges)."""
+    sck = params.get("single_core_k")
+    if sck is None or sck < tuned["k"] or "base_k" not in params:
+        return params
+    return params | {"single_core_k": _align(shape["k"], params["base_k"])}
 
 
 def shape_of(inputs: tuple) -> dict:

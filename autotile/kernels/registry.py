@@ -146,7 +146,7 @@ OPS: dict[str, OpInfo] = {
                "matmul", "C = A @ B, A MxK and B KxN row-major in GM",
                (("cube", ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "depth_a1",
                           "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m",
-                          "single_core_n")),
+                          "single_core_n", "single_core_k")),
                 ("vector", ("tile_m", "buffer_num", "cores"))),
                unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),)),
         OpInfo("copy", ("n",), ("vector",), ("int8", "fp16", "bf16", "fp32"),

@@ -159,7 +159,8 @@ def _gm_panels(outer_res: bool, inner_all: bool, inner_res: bool, o_t: int, i_t:
 
 
 def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, hw: dict | None = None) -> dict:
-    """Closed-form work of one full core block of the TCubeTiling loop nest (see kernels.matmul).
+    """Closed-form work of one full core block (over its K range) of the TCubeTiling loop nest (see
+    kernels.matmul).
 
     Besides bytes and fractals: copy counts (each GM copy pays an issue cost, the first one a
     latency), per-pipe busy estimates with the profile's rates (``hw``: ``hw_constants``), the
@@ -173,23 +174,24 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     p = params
     bm, bn, bk = int(p["base_m"]), int(p["base_n"]), int(p["base_k"])
     scm, scn = min(int(p["single_core_m"]), M), min(int(p["single_core_n"]), N)
+    sck = min(int(p.get("single_core_k", K)), K)  # a core's K range (absent: all of K)
     sm_, sn_, ska, skb = int(p["step_m"]), int(p["step_n"]), int(p["step_ka"]), int(p["step_kb"])
     slots_a = max(1, int(p["depth_a1"]) // (sm_ * ska))
     slots_b = max(1, int(p["depth_b1"]) // (sn_ * skb))
-    cm, cn = _cdiv(M, scm), _cdiv(N, scn)
-    cores = cm * cn
+    cm, cn, ck = _cdiv(M, scm), _cdiv(N, scn), _cdiv(K, sck)
+    cores = cm * cn * ck
     mt, fm = _blocks(scm, bm, 16)
     nt, fn = _blocks(scn, bn, 16)
-    kt, fk = _blocks(K, bk, c0)
+    kt, fk = _blocks(sck, bk, c0)
     kag, kbg = _cdiv(kt, ska), _cdiv(kt, skb)
     mg, ng = _cdiv(mt, sm_), _cdiv(nt, sn_)
     n_first = p.get("iterate_order") == "n_first"
     # GM -> L1 panels: A rows x (K slice bytes, each row 32-byte aligned), B K rows x group columns
-    kfull, krem = divmod(K, ska * bk)
+    kfull, krem = divmod(sck, ska * bk)
     a_cols = kfull * _al(ska * bk * nb, 32) + (_al(krem * nb, 32) if krem else 0)
     ga, gb = _groups(scm, bm, sm_), _groups(scn, bn, sn_)
     a_op = (scm * a_cols, a_cols * sum(c * b * e for c, (b, e) in ga), mg * kag, mt * kag)
-    b_op = (K * sum(c * _al(e * nb, 32) for c, (_, e) in gb), K * sum(c * b * _al(e * nb, 32) for c, (b, e) in gb),
+    b_op = (sck * sum(c * _al(e * nb, 32) for c, (_, e) in gb), sck * sum(c * b * _al(e * nb, 32) for c, (b, e) in gb),
             ng * kbg, nt * kbg)
     if n_first:  # the outer loop walks the m blocks (A), the inner the n blocks (B)
         a_bytes, a_loads, b_bytes, b_loads = _gm_panels(kag <= slots_a, ng * kbg <= slots_b, kbg <= slots_b,
@@ -201,7 +203,7 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     fractals = (fm // 16) * (fn // 16) * (fk // c0)
     l0a = nt * fm * fk * nb
     l0b = mt * fk * fn * nb
-    ob = 4 if dt.name == "int8" else nb
+    ob = 4 if dt.name == "int8" or ck > 1 else nb  # split K: fp32 partials
     nfull, nrem = divmod(scn, bn)
     out = scm * (nfull * _al(bn * ob, 32) + (_al(nrem * ob, 32) if nrem else 0))  # FixPipe rows, 32 B aligned
     gm = a_bytes + b_bytes
@@ -239,7 +241,7 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     tail_n = N - (cn - 1) * scn
     f = {"mm.cores": float(cores), "mm.cores.frac": cores / cube_cores, "mm.blocks.log2": _lg(mt * nt),
          "mm.steps.log2": _lg(steps), "mm.kt.log2": _lg(kt), "mm.fractals.log2": _lg(fractals),
-         "mm.pad_waste": fractals * 16 * 16 * c0 / max(1, scm * scn * K) - 1.0,
+         "mm.pad_waste": fractals * 16 * 16 * c0 / max(1, scm * scn * sck) - 1.0, "mm.k_split": float(ck),
          "mm.gm_a.log2": _lg(a_bytes), "mm.gm_b.log2": _lg(b_bytes), "mm.gm.log2": _lg(gm),
          "mm.gm_total.log2": _lg(total_read), "mm.l0.log2": _lg(l0a + l0b), "mm.out.log2": _lg(out),
          "mm.loads.log2": _lg(loads), "mm.bytes_per_load.log2": _lg(gm / max(1, loads)),

@@ -39,7 +39,7 @@ def region_mismatches(table, limit: int = 5) -> list[str]:
     for e, r in zip(look.table.entries, look.regions):
         for x in sorted(probes):
             shape = dict(zip(look.table.dims, x))
-            if r.contains(x) and (why := look.reason(shape, e.params, e.dtype, e.unit)) is not None:
+            if r.contains(x) and (why := look.reason(shape, look.served(e, shape), e.dtype, e.unit)) is not None:
                 out.append(f"entry {e.shape} {e.dtype}: its region holds {shape} but {why}")
                 if len(out) >= limit:
                     return out

@@ -8,7 +8,9 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 For a matmul spec whose cube unit declares every param TCubeTiling is built from (see
 :func:`fills_tcube`) the struct is TCubeTiling's fields (int32, in TCubeTiling's order,
 usedCoreNum to dbL0C). Fields the tuner does not choose are fixed: no bias, no transLength,
-shareMode 0, batch 1, no UB caching of L1; shareL1Size / shareL0CSize are the bytes the tiling
+shareMode 0, batch 1, no UB caching of L1; singleCoreK is K for an entry that did not split K
+at its tuned shape (it keeps K whole at any K), else single_core_k (usedCoreNum counts the K
+ranges too); shareL1Size / shareL0CSize are the bytes the tiling
 uses there; iterateOrder is 0 (M first) or 1 (N first) whatever the C enum's codes (they follow
 the spec's choices). Then ``unit`` and one field per param TCubeTiling has no place for (the
 vector kernel's). On an entry of another unit than cube only usedCoreNum and the shape (M, N,
@@ -31,11 +33,14 @@ from autotile.tables.cnames import Names, Scope, ident, int_choices
 from autotile.tables.ctext import comment
 from autotile.tables.schema import Table
 
-# TCubeTiling field -> C expression over x (the shape), p (the entry's params), dbytes
+# the entry did not split K at its tuned shape: it keeps K whole at any K (kernels.matmul.served)
+WHOLE_K = "(p->single_core_k >= e->shape[2])"
+# TCubeTiling field -> C expression over x (the shape), p (the entry's params), e (the entry), dbytes
 TCUBE = (
     ("usedCoreNum", "used"),
     ("M", "x[0]"), ("N", "x[1]"), ("Ka", "x[2]"), ("Kb", "x[2]"),
-    ("singleCoreM", "p->single_core_m"), ("singleCoreN", "p->single_core_n"), ("singleCoreK", "x[2]"),
+    ("singleCoreM", "p->single_core_m"), ("singleCoreN", "p->single_core_n"),
+    ("singleCoreK", f"{WHOLE_K} ? x[2] : p->single_core_k"),
     ("baseM", "p->base_m"), ("baseN", "p->base_n"), ("baseK", "p->base_k"),
     ("depthA1", "p->depth_a1"), ("depthB1", "p->depth_b1"),
     ("stepM", "p->step_m"), ("stepN", "p->step_n"),
@@ -55,7 +60,8 @@ SHAPE_FIELDS = ("usedCoreNum", "M", "N", "Ka", "Kb")  # filled for every unit; t
 CUBE_PARAMS = tuple(dict.fromkeys(name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e or "")))
 ORDERS = ("m_first", "n_first")  # iterate_order's values, iterateOrder 0 and 1
 CUBE_USED = ("((x[0] + p->single_core_m - 1) / p->single_core_m) * "
-             "((x[1] + p->single_core_n - 1) / p->single_core_n)")
+             "((x[1] + p->single_core_n - 1) / p->single_core_n) * "
+             f"({WHOLE_K} ? 1 : (x[2] + p->single_core_k - 1) / p->single_core_k)")
 
 
 def camel(name: str) -> str:

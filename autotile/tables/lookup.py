@@ -105,6 +105,12 @@ class Lookup:
             return exact(e.shape)
         return region_of(self.table.op, e.unit, e.shape, e.params, e.dtype, self.table.hardware)
 
+    def served(self, e, shape: dict) -> dict:
+        """Entry ``e``'s params as they run at ``shape``: the kernel's ``served`` where it has one
+        (matmul keeps K whole at any K for a tiling that did not split it), else as stored."""
+        serve = getattr(self.kernel, "served", None)
+        return serve(dict(e.params), dict(e.shape), shape) if serve else dict(e.params)
+
     # -- feasibility ---------------------------------------------------------------------
     def reason(self, shape: dict, params: dict, dtype: str, unit: str) -> str | None:
         """None if ``params`` is feasible for ``shape``, else why not (spec, then kernel)."""
@@ -128,11 +134,11 @@ class Lookup:
             if e.dtype != dtype or not r.contains(key):
                 continue
             d = distance(key, tuple(e.shape.values()))
-            if d < best_d and self.reason(shape, e.params, dtype, e.unit) is None:
+            if d < best_d and self.reason(shape, self.served(e, shape), dtype, e.unit) is None:
                 best, best_d = i, d
         if best is not None:
             e = self.table.entries[best]
-            return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, dict(e.params),
+            return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
                          dict(e.shape), best, best_d)
         skipped = []
         if self.model is not None:

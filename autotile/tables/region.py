@@ -16,9 +16,10 @@ its own shape only, and an entry Python refuses even there gets an empty region.
 Regions are per (op, unit): entries of one table may run on different units with different params.
 
 * ``matmul`` on ``cube``: the L0/L1 capacity rules do not depend on the shape; what does is the
-  core count, ``ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores``, and the lower ends
-  of the spec's shape-dependent domains (``base_m <= align_up(m, 16)``, ``single_core_m <=
-  align_up(m, base_m)``, ``step_ka <= ceil(k / base_k)``, ...), which become ``lo``.
+  core count, ``ceil(m/single_core_m) * ceil(n/single_core_n) * ceil(k/single_core_k) <= cube
+  cores`` (the last factor 1 for a tiling that did not split k), and the lower ends of the spec's
+  shape-dependent domains (``base_m <= align_up(m, 16)``, ``single_core_m <= align_up(m, base_m)``,
+  ``single_core_k <= align_up(k, base_k)``, ``step_ka <= ceil(k / base_k)``, ...), which become ``lo``.
 * ``matmul`` on ``vector``: ``tile_m <= m`` and ``cores <= ceil(m / tile_m)`` bound m from below;
   UB must hold B (k x n) twice plus the A / C tiles, which grows with n and k but is not a box, so
   the box stops at the largest multiple ``s * (n, k)`` of the tuned n and k that the kernel's
@@ -35,7 +36,9 @@ the tiling does per core what it did at the tuned shape, bounds C can check with
   idle or run a sliver: 300x600x200 on the tiling tuned for 1024x2048x512 used 3 of 24 cores,
   2.8x the default's cycles). Both may grow: that adds core blocks, none larger, up to the
   core limit.
-* cube, k: when one L1 k panel (``base_k * max(step_ka, step_kb)``) covered the tuned k, the
+* cube, k: a k the tuned shape split over several core K ranges does not shrink below its tuned
+  size either (as m and n); a tiling that kept k whole keeps it whole at any k (its
+  single_core_k is served as all of k). When one L1 k panel (``base_k * max(step_ka, step_kb)``) covered the tuned k, the
   tuner could not pick a longer one, so k stays within it (a 16x16x16 tiling, base_k 16, ran k=256
   at 3.5x the default's cycles); otherwise k does not shrink below its tuned size (the last
   panel's padding grows: k=250 on the 1000^3 tiling was 10% slower).
@@ -91,11 +94,16 @@ def _matmul_cube(shape: dict, params: dict, dtype: str, hw) -> Region:
     # the spec's domains, then no shrinking of a dim spread over several core blocks / k panels
     lo_m = max(1, bm - 15, scm - bm + 1, m if m > scm else 1)
     lo_n = max(1, bn - 15, scn - bn + 1, n if n > scn else 1)
-    lo_k = max(1, bk - c0k + 1, (max(p["step_ka"], p["step_kb"]) - 1) * bk + 1, k if k > panel_k else 1)
+    # a tiling that split k: k no smaller than tuned and within single_core_k's domain; one that
+    # did not (or from before single_core_k) keeps k whole at any k (see kernels.matmul.served)
+    sck = p.get("single_core_k", k)
+    split_k = sck < k
+    lo_k = max(1, bk - c0k + 1, (max(p["step_ka"], p["step_kb"]) - 1) * bk + 1, k if k > panel_k else 1,
+               k if split_k else 1)
     # one k panel held the tuned k: no longer k than that panel
     hi_k = panel_k if k <= panel_k else MAX_DIM
     lo, hi = {"m": lo_m, "n": lo_n, "k": lo_k}, {"m": MAX_DIM, "n": MAX_DIM, "k": hi_k}
-    split = {"m": scm, "n": scn, "k": 0}
+    split = {"m": scm, "n": scn, "k": sck if split_k else 0}
     dims = tuple(shape)
     return Region(tuple(lo[d] for d in dims), tuple(hi[d] for d in dims), tuple(split[d] for d in dims),
                   hw.cube_cores)
@@ -151,9 +159,11 @@ REGIONS: dict[tuple[str, str], Callable] = {("matmul", "cube"): _matmul_cube, ("
 
 RULES = {
     ("matmul", "cube"): "lo <= shape (from the spec's shape-dependent domains) and "
-                        "ceil(m/single_core_m) * ceil(n/single_core_n) <= cube cores; m and n no smaller "
-                        "than tuned where that spanned several core blocks; k no smaller than tuned where "
-                        "that spanned several L1 k panels (base_k * max(step_ka, step_kb)), else at most one panel",
+                        "ceil(m/single_core_m) * ceil(n/single_core_n) * ceil(k/single_core_k) <= cube cores "
+                        "(k kept whole by a tiling that did not split it); m, n and k no smaller than tuned "
+                        "where that spanned several core blocks; k no smaller "
+                        "than tuned where that spanned several L1 k panels (base_k * max(step_ka, step_kb)), else "
+                        "at most one panel",
     ("matmul", "vector"): "m >= tile_m and ceil(m/tile_m) >= cores; the busiest core's rows no more than at the "
                           "tuned m, and m no smaller than tuned where those were several tiles; n and k at most "
                           "the largest multiple of the tuned (n, k) whose B and tiles still fit in UB",

@@ -37,6 +37,9 @@ WRITTEN_FOR = {
             "single_core_n": {"type": "int", "high": "align_up(shape.n, base_n)", "multiple_of": "base_n",
                               "low": "align_up(ceil(shape.n / (hw.cube_cores // ceil(shape.m / single_core_m))), "
                                      "base_n)"},
+            "single_core_k": {"type": "int", "high": "align_up(shape.k, base_k)", "multiple_of": "base_k",
+                              "low": "align_up(ceil(shape.k / (hw.cube_cores // (ceil(shape.m / single_core_m) * "
+                                     "ceil(shape.n / single_core_n)))), base_k)"},
             "step_m": {"type": "int", "low": 1,
                        "high": f"min(8, single_core_m // base_m, {_L1_LEFT_A} // (base_m * base_k))"},
             "step_ka": {"type": "int", "low": 1,
@@ -56,7 +59,7 @@ WRITTEN_FOR = {
             "l0b_used": "base_k * base_n * dtype.bytes * db_l0b",
             "l0c_used": "base_m * base_n * dtype.acc_bytes * db_l0c",
             "l1_used": "(depth_a1 * base_m * base_k + depth_b1 * base_k * base_n) * dtype.bytes",
-            "cores_used": "ceil(shape.m / single_core_m) * ceil(shape.n / single_core_n)",
+            "cores_used": "ceil(shape.m / single_core_m) * ceil(shape.n / single_core_n) * ceil(shape.k / single_core_k)",
         },
         "constraints": [
             "l0a_used <= hw.l0a_bytes", "l0b_used <= hw.l0b_bytes", "l0c_used <= hw.l0c_bytes",
