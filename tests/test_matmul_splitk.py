@@ -149,3 +149,24 @@ def test_trace_holds_the_cast(hw):
     assert len(mte3) >= 2 and mte3[0, 1] == 0.0  # zeroing starts at once
     assert mte3[-1, 1] > fix[:, 2].max()  # the cast's writes come after the last atomic add
     assert res.cycles == pytest.approx(max(r[:, 2].max() for *_, r in traces), rel=1e-6)
+
+
+def test_a_spec_without_single_core_k_simulates_each_core_over_all_of_k(tmp_path, capsys):
+    """single_core_k is optional: a matmul spec from before split K (no such param) simulates and
+    tunes with K whole on every core; it was refused with 'missing single_core_k'."""
+    import json
+    from pathlib import Path
+
+    from autotile.cli import run as cli
+
+    text = (Path(__file__).parent / "data" / "mm_tiny.yaml").read_text()
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("  single_core_k:"))
+    end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("    "))
+    text = "".join(lines[:at] + lines[end:]).replace(" * ceil(shape.k / single_core_k)", "")
+    assert "single_core_k" not in text
+    (tmp_path / "old.yaml").write_text(text)
+    capsys.readouterr()
+    assert cli(["simulate", str(tmp_path / "old.yaml"), "--shape", "m=64,n=64,k=65536", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "single_core_k" not in got["params"] and got["block_dim"] == 1

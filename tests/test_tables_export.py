@@ -202,3 +202,50 @@ int main()
     r = subprocess.run(["g++", "-std=c++17", "-I.", "-fsyntax-only", "main.cc"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode != 0 and "another autotile matmul table" in r.stderr, r.stderr
+
+
+def test_a_spec_from_before_split_k_keeps_its_regions_and_tcubetiling(tmp_path, capsys):
+    """A matmul spec written before single_core_k (no such param, cores_used without K ranges)
+    still simulates, keeps the cube region in C and Python alike, and fills TCubeTiling with
+    singleCoreK = K. It was refused ('missing single_core_k'), and its tables lost both."""
+    from tablekit import SMALL_SPEC
+
+    lines = SMALL_SPEC.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("  single_core_k:"))
+    end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("    "))
+    text = "".join(lines[:at] + lines[end:])
+    assert text.count(" * ceil(shape.k / single_core_k)") == 1
+    (tmp_path / "spec.yaml").write_text(text.replace(" * ceil(shape.k / single_core_k)", ""))
+    doc = default_table(tmp_path / "spec.yaml")
+    assert all("single_core_k" not in e["params"] for e in doc["entries"])
+    write_table(tmp_path / "table.json", doc)
+    capsys.readouterr()
+    for fmt, out in (("c", "table.h"), ("ascendc", "tiling.h")):
+        assert cli(["export", str(tmp_path), "--format", fmt, "-o", str(tmp_path / out)]) == 0
+    assert "custom rules" not in capsys.readouterr().err
+    (tmp_path / "main.c").write_text(C_MAIN)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "main.c", "-o", "lookup", "-lm"],
+               tmp_path)
+    look, rng = Lookup(doc), random.Random(8)
+    tuned = [(tuple(e["shape"].values()), e["dtype"]) for e in doc["entries"]]
+    queries = tuned + [(tuple(max(1, int(v * 2 ** rng.uniform(-3, 3))) for v in s), dt)
+                       for s, dt in (rng.choice(tuned) for _ in range(800))]
+    stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for (m, n, k), dt in queries)
+    out = subprocess.run([str(tmp_path / "lookup")], input=stdin, capture_output=True, text=True,
+                         check=True).stdout
+    kinds = {}
+    for ((m, n, k), dt), line in zip(queries, out.splitlines(), strict=True):
+        py = look.find({"m": m, "n": n, "k": k}, dt)
+        kinds[py.match] = kinds.get(py.match, 0) + 1
+        want = (py.entry, int(py.match == "exact")) if py.match in ("exact", "nearest") else (-1, 0)
+        assert tuple(map(int, line.split())) == want, ((m, n, k), dt, py)
+    assert kinds.get("nearest", 0) >= 20, kinds  # the region serves shapes beside the tuned ones
+    fill = ascendc_fill(tmp_path, "Matmul", 3, ["singleCoreK", "usedCoreNum", "Ka"])
+    served = [(s, dt) for s, dt in queries if look.find(dict(zip("mnk", s)), dt).match in ("exact", "nearest")]
+    stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for (m, n, k), dt in served[:200])
+    out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
+    for ((m, n, k), dt), line in zip(served[:200], out.splitlines(), strict=True):
+        _, block_dim, single_k, used, ka = line.split()
+        p = look.find({"m": m, "n": n, "k": k}, dt).params
+        assert int(single_k) == int(ka) == k
+        assert int(used) == int(block_dim) == -(-m // p["single_core_m"]) * -(-n // p["single_core_n"])

@@ -92,6 +92,7 @@ class OpInfo:
     params: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, params its kernel reads)
     options: tuple[Option, ...] = ()  # the keys its ``inputs:`` mapping may hold
     unit_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, dtypes) where a unit has fewer
+    optional: tuple[str, ...] = ()  # params a kernel reads but a spec may leave out (the kernel's default then)
 
     def supports(self, unit: str, dtype: str) -> bool:
         """Whether the kernel on ``unit`` computes in ``dtype`` (``dtypes`` unless ``unit_dtypes`` narrows it)."""
@@ -120,8 +121,13 @@ class OpInfo:
 
     def needs(self, unit: str) -> tuple[str, ...]:
         """The params the kernel on ``unit`` reads (its ``default_params`` keys; the kernel
-        modules take their lists from here): a spec that simulates it must declare each one."""
+        modules take their lists from here): a spec that simulates it must declare each one
+        but the ``optional`` ones."""
         return dict(self.params).get(unit, ())
+
+    def required(self, unit: str) -> tuple[str, ...]:
+        """The params a spec simulating ``unit`` must declare: ``needs`` less ``optional``."""
+        return tuple(name for name in self.needs(unit) if name not in self.optional)
 
     @property
     def placements(self) -> tuple[str, ...]:
@@ -148,7 +154,8 @@ OPS: dict[str, OpInfo] = {
                           "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m",
                           "single_core_n", "single_core_k")),
                 ("vector", ("tile_m", "buffer_num", "cores"))),
-               unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),)),
+               unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),),
+               optional=("single_core_k",)),  # absent: all of K on each core (specs from before split K)
         OpInfo("copy", ("n",), ("vector",), ("int8", "fp16", "bf16", "fp32"),
                "copy", "out = x streamed GM -> UB -> GM (n elements; bytes for int8)",
                (("vector", ("block_dim", "tile_bytes", "depth")),)),

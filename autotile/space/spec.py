@@ -94,7 +94,7 @@ class Spec:
             return
         for u in (unit,) if unit else self.units:
             needs = self.op.needs(u)
-            missing = [name for name in needs if name not in self.param_names(u)]
+            missing = [name for name in self.op.required(u) if name not in self.param_names(u)]
             if missing:
                 raise InputError(f"missing {', '.join(missing)}, which the {self.op.name} kernel on {u} reads "
                                  "(declare each; {type: fixed, value: V} pins one)",

@@ -62,6 +62,24 @@ ORDERS = ("m_first", "n_first")  # iterate_order's values, iterateOrder 0 and 1
 CUBE_USED = ("((x[0] + p->single_core_m - 1) / p->single_core_m) * "
              "((x[1] + p->single_core_n - 1) / p->single_core_n) * "
              f"({WHOLE_K} ? 1 : (x[2] + p->single_core_k - 1) / p->single_core_k)")
+OPTIONAL = ("single_core_k",)  # a spec from before split K leaves it out: every entry keeps K whole
+
+
+def _splits_k(table: Table) -> bool:
+    """Whether the spec declares single_core_k (if not, singleCoreK is K and no K ranges are counted)."""
+    return "single_core_k" in table.spec.param_names("cube")
+
+
+def _tcube(table: Table) -> tuple[tuple[str, str | None], ...]:
+    """TCUBE for this table: without single_core_k, singleCoreK is the shape's K."""
+    if _splits_k(table):
+        return TCUBE
+    return tuple((f, "x[2]" if f == "singleCoreK" else e) for f, e in TCUBE)
+
+
+def _cube_used(table: Table) -> str:
+    """usedCoreNum's C expression (the K ranges counted only where the spec can split K)."""
+    return CUBE_USED if _splits_k(table) else CUBE_USED.rsplit(" * ", 1)[0]
 
 
 def camel(name: str) -> str:
@@ -129,11 +147,12 @@ def fills_tcube(table: Table) -> bool:
     if table.op != "matmul" or "cube" not in spec.units:
         return False
     names = spec.param_names("cube")
-    if any(name not in names for name in CUBE_PARAMS + ("iterate_order",)):
+    if any(name not in names for name in CUBE_PARAMS + ("iterate_order",) if name not in OPTIONAL):
         return False
     order = spec.param("iterate_order")
     return (order.kind != "int" and set(order.choices) <= set(ORDERS)
-            and all(spec.param(name).kind == "int" or int_choices(spec.param(name)) for name in CUBE_PARAMS))
+            and all(spec.param(name).kind == "int" or int_choices(spec.param(name))
+                    for name in CUBE_PARAMS if name in names))
 
 
 def _iterate_order(table: Table, n: Names) -> str:
@@ -151,7 +170,7 @@ def _fields(table: Table, n: Names) -> list[tuple[str, str]]:
     unit = [(scope.take("unit"), "e->unit")] if _multi_unit(table) else []
     params = table.spec.params
     if fills_tcube(table):
-        tcube = [(scope.take(f), e or _iterate_order(table, n)) for f, e in TCUBE]
+        tcube = [(scope.take(f), e or _iterate_order(table, n)) for f, e in _tcube(table)]
         out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in tcube]
         params = [p for p in params if p.name not in CUBE_PARAMS + ("iterate_order",)]
     else:
@@ -170,7 +189,7 @@ def _used(table: Table, n: Names) -> tuple[str, str]:
     per_unit = {}
     for u in table.spec.units:
         if u == "cube" and fills_tcube(table):
-            per_unit[u] = (CUBE_USED, "= usedCoreNum")
+            per_unit[u] = (_cube_used(table), "= usedCoreNum")
         elif "cores" in table.spec.param_names(u):
             per_unit[u] = ("p->cores", "the cores param")
         else:
