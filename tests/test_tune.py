@@ -260,6 +260,28 @@ def test_driver_uses_the_gate(monkeypatch, run_cli, tmp_path):
     assert r["params"] != r["rejected"][0]["params"]
 
 
+def test_a_study_whose_every_candidate_fails_verification_has_no_result_nor_table_entry(monkeypatch, run_cli, tmp_path):
+    """A kernel wrong on every tiling: the gate rejects all candidates. The study used to keep the
+    best of them (verified false) and the table served it; now it has no result, says why, and the
+    table has no entry for it."""
+    real = registry.implementation
+
+    class Wrong(_WrongFirst):
+        def execute(self, inputs, params, dtype, hw, **kw):
+            return mm.execute(inputs, params, dtype, hw, **kw).astype(np.float32) + 1.0
+
+    monkeypatch.setattr(registry, "implementation", lambda op: Wrong({}) if op == "matmul" else real(op))
+    out = tmp_path / "out"
+    code, stdout, _ = run_cli("tune", TINY, "--out", str(out), "--trials", "4")
+    assert code == 0
+    rs = _summary(out)["results"]
+    assert rs and all(r["params"] is None and r["cycles"] is None and not r["verified"] for r in rs)
+    assert all(r["rejected"] and r["reason"].startswith("FAILED verification") for r in rs)
+    assert json.loads((out / "table.json").read_text())["entries"] == []
+    assert stdout.count("FAILED verification") == len(rs)
+    assert "FAILED verification (no table entry)" in (out / "report.md").read_text()
+
+
 def test_bad_spec_and_bad_options_exit_2(run_cli, tmp_path):
     assert run_cli("tune", TINY, "--trials", "0")[0] == 2
     assert run_cli("tune", str(tmp_path / "missing.yaml"))[0] == 2

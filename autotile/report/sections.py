@@ -130,8 +130,12 @@ def highlights(data: ReportData) -> list[str]:
                        f"{count(len(bad), 'exported configuration')} NOT verified: "
                        + "; ".join(result_label(r) for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
-    if failed:
-        out.append(f"{count(len(failed), 'study')} found no feasible configuration.")
+    wrong = [r for r in failed if r.get("rejected")]  # every candidate failed the gate
+    if len(failed) > len(wrong):
+        out.append(f"{count(len(failed) - len(wrong), 'study')} found no feasible configuration.")
+    if wrong:
+        out.append(f"{count(len(wrong), 'study')} FAILED verification (no table entry): "
+                   + "; ".join(result_label(r) for r in wrong) + ".")
     return out
 
 
@@ -254,7 +258,7 @@ def best(data: ReportData) -> Section:
     none = [r for r in data.results if r.get("cycles") is None]
     if none:
         blocks.append(Table(["study", "reason"], [[result_label(r), r.get("reason", "-")] for r in none],
-                            caption="Studies without a feasible configuration"))
+                            caption="Studies without a result (no feasible configuration, or none passed verification)"))
     return Section("Best configurations", blocks, "best")
 
 
@@ -268,7 +272,7 @@ def _why_not(unit: str, r: dict | None, dtype: str, info) -> str:
     """Why ``unit`` has no cycles for a dtype: it does not compute it, found nothing feasible, or did
     not run (a unit without a study is not "without a feasible configuration")."""
     if r is not None:
-        return f"{unit} found no feasible configuration"
+        return f"{unit} FAILED verification" if r.get("rejected") else f"{unit} found no feasible configuration"
     if not info.supports(unit, dtype):
         return f"{unit} does not compute {dtype}"
     return f"{unit} did not run"

@@ -406,6 +406,13 @@ def no_feasible_reason(oc: runner.StudyOutcome) -> str:
     return text
 
 
+def failed_verification_reason(rejected: list) -> str:
+    """Why a study whose every verified candidate failed has no result (and no table entry)."""
+    which = "the one candidate" if len(rejected) == 1 else f"all {len(rejected)} best candidates"
+    return (f"FAILED verification: {which} tried disagreed with the reference (the first: "
+            f"{rejected[0][1].reason}); no table entry, so a lookup falls back for this shape")
+
+
 def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: Options) -> dict:
     """The summary record of one study, after the verification gate."""
     sp = plan.space
@@ -438,8 +445,11 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
         g = gate(kernel, sp.shape, candidates, sp.dtype, spec.hardware, unit=sp.unit, options=spec.inputs,
                  claimed=claimed)
         rejected = [{"params": p, **v.to_json()} for p, v in g.rejected]
-        if g.params is not None:
-            chosen, rank, ver = g.params, g.rank, g.verification
+        if g.params is None:  # a tiling that computed wrong results must not reach the table
+            rec.update(params=None, cycles=None, verified=False, rejected=rejected,
+                       reason=failed_verification_reason(g.rejected))
+            return rec
+        chosen, rank, ver = g.params, g.rank, g.verification
     res = make_evaluator(sp, plan.objectives).score(chosen).result
     params, values, number = oc.best[rank]
     rec.update(params=chosen, trial=number, values=values, cycles=res.cycles, time_us=res.time_us,
