@@ -314,4 +314,5 @@ def test_the_model_step_keeps_the_default_when_the_models_picks_are_slower(tmp_p
     assert "not faster than the default tiling" in got.warning
     out = got.to_json()
     assert out["match"] == "default" and set(out) == {"shape", "dtype", "matched_shape", "match", "unit", "params",
-                                                      "how", "warning"}
+                                                      "verified", "how", "warning"}
+    assert out["verified"] is False  # no table entry: nothing verified it

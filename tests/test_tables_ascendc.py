@@ -16,8 +16,7 @@ from autotile.tables.schema import write_table
 pytestmark = pytest.mark.skipif(not shutil.which("g++"), reason="needs g++")
 
 ORDER = "iterate_order: {type: categorical, choices: [m_first, n_first]}"
-DTYPES = ("fp16", "bf16", "fp32", "int8")  # matmul's dtype enum
-CUBE_FIELDS = [f for f, _ in TCUBE] + ["unit"]  # matmul has two units: the entry's follows TCubeTiling
+CUBE_FIELDS = [f for f, _ in TCUBE]  # a cube-only spec: no unit field after TCubeTiling's
 VECTOR_ONLY = """\
 op: matmul
 hardware: ascend910b2
@@ -41,7 +40,8 @@ def _fill(tmp_path, spec_text, fields, edit=None):
     write_table(tmp_path / "table.json", doc)
     assert cli(["export", str(tmp_path), "--format", "ascendc", "-o", str(tmp_path / "tiling.h")]) == 0
     fill = ascendc_fill(tmp_path, "Matmul", 3, fields)
-    stdin = "".join(f"{e['shape']['m']} {e['shape']['n']} {e['shape']['k']} {DTYPES.index(e['dtype'])}\n"
+    dtypes = doc["spec"]["content"]["dtypes"]  # the C enum's codes
+    stdin = "".join(f"{e['shape']['m']} {e['shape']['n']} {e['shape']['k']} {dtypes.index(e['dtype'])}\n"
                     for e in doc["entries"])
     out = subprocess.run([str(fill)], input=stdin, capture_output=True, text=True, check=True).stdout
     rows = []
@@ -77,12 +77,28 @@ def test_iterate_order_whatever_the_choice_order(tmp_path):
 
 def test_vector_only_matmul(tmp_path):
     """No cube unit, so no TCubeTiling: one field per dim and per param, as for other ops."""
-    fields = ["m", "n", "k", "unit", "tileM", "bufferNum", "cores"]
+    fields = ["m", "n", "k", "tileM", "bufferNum", "cores"]
     rows = _fill(tmp_path, VECTOR_ONLY, fields)
     header = (tmp_path / "tiling.h").read_text()
     assert "singleCoreM" not in header
     for e, block_dim, got in rows:
         p, s = e["params"], e["shape"]
-        assert got == {"m": s["m"], "n": s["n"], "k": s["k"], "unit": 1, "tileM": p["tile_m"],
+        assert got == {"m": s["m"], "n": s["n"], "k": s["k"], "tileM": p["tile_m"],
                        "bufferNum": p["buffer_num"], "cores": p["cores"]}
         assert block_dim == p["cores"]
+
+
+def test_vector_only_spec_with_cube_params_has_neither_cube_fields_nor_unit(tmp_path):
+    """A vector-only spec that still declares the cube's params (units: [cube]), as one copied
+    from the bundled matmul spec does: its TilingData had every cube field (always INT32_MIN) and a
+    unit field (matmul has two units, the spec one); the C params struct had the cube params too."""
+    cube = "".join(f"  {name}: {{type: fixed, value: 1, units: [cube]}}\n" for name in ("base_m", "base_n", "db_l0c"))
+    cube += "  iterate_order: {type: categorical, choices: [m_first, n_first], units: [cube]}\n"
+    rows = _fill(tmp_path, VECTOR_ONLY + cube, ["m", "n", "k", "tileM", "bufferNum", "cores"])
+    assert len(rows) == 2
+    tiling = (tmp_path / "tiling.h").read_text()
+    assert "baseM" not in tiling and "iterateOrder" not in tiling and "set_unit" not in tiling
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 0
+    header = (tmp_path / "t.h").read_text()
+    assert "base_m" not in header and "ITERATE_ORDER" not in header and "UNIT_CUBE" not in header
+    assert "AUTOTILE_MATMUL_UNIT_VECTOR = 0," in header and "AUTOTILE_MATMUL_BF16" not in header

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from tablekit import C_MAIN, ascendc_fill, compile_ok
@@ -87,7 +88,10 @@ def test_replay_table_needs_no_measurements_file(tmp_path, monkeypatch, capsys):
         assert json.loads(capsys.readouterr().out)["match"] == "exact"
         assert cli(["export", str(table), "--format", "c", "-o", "t.h"]) == 0
         assert cli(["export", str(table), "--format", "ascendc", "-o", "a.h"]) == 0
-        assert capsys.readouterr().err == ""
+        # nothing about the missing file: only that replayed entries are not verified
+        assert capsys.readouterr().err.splitlines() == [
+            "autotile: warning: 1 of 1 entries not verified (replayed measurements: no kernel to execute); "
+            "they carry verified: false (the C entry's verified = 0)"] * 2
         summary = json.loads((table / "summary.json").read_text())
         spec, why = recorded_spec(table, summary)
         assert spec is not None, why  # the report shows the run's spec
@@ -129,7 +133,12 @@ def test_op_replay_table_looks_up_and_exports(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli(["export", str(out), "--format", "c", "-o", "table.h"]) == 0
     assert cli(["export", str(out), "--format", "ascendc", "-o", "tiling.h"]) == 0
-    assert "warning" not in capsys.readouterr().err
+    # no kernel, so no default tiling: the headers said "use the default tiling then"
+    assert "default tiling then" not in Path("tiling.h").read_text()
+    assert "a replay table has no default tiling, only its tuned shapes" in Path("tiling.h").read_text()
+    assert "a replay table has no kernel, so no default tiling either" in Path("table.h").read_text()
+    err = capsys.readouterr().err  # replayed entries are not verified (no kernel): that alone is said
+    assert err.count("warning") == 2 and err.count("2 of 2 entries not verified (replayed measurements") == 2
     # the C header answers the tuned shapes and nothing else, like the Python lookup
     main = C_MAIN.replace("long long m, n, k;", "long long m;").replace(
         '"%lld %lld %lld %d", &m, &n, &k, &dtype) == 4', '"%lld %d", &m, &dtype) == 2').replace(

@@ -12,23 +12,39 @@ def add_arguments(p) -> None:
     p.add_argument("table", metavar="DIR", type=given("a folder or table file"), help="a tune output folder (holding table.json) or a table file")
     p.add_argument("--format", choices=("json", "c", "ascendc"), default="json", help="output format (default json)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write (atomically)")
+    p.add_argument("--prefix", metavar="NAME", help="c and ascendc: start the header's C names with NAME instead of "
+                   "autotile (NAME_<op>_lookup, NAME_<OP>_ENTRIES), so two tables of one op (two SoCs) fit in one "
+                   "translation unit")
+    p.add_argument("--op-type", metavar="NAME", help="ascendc: the OpType the TilingData registers under, also the "
+                   "prefix of its class and functions (default: the op's name in camel case, e.g. Matmul)")
 
 
 def run(args) -> int:
     import sys
 
-    from autotile.tables.export import custom_rules, export, region_mismatches
+    from autotile.errors import InputError
+    from autotile.tables.cnames import DEFAULT_PREFIX, prefix_problem
+    from autotile.tables.export import custom_rules, export, notices, region_mismatches
     from autotile.tables.schema import load_table
 
     nonempty(args.output, "-o")
+    for flag, value, formats in (("--prefix", args.prefix, ("c", "ascendc")), ("--op-type", args.op_type, ("ascendc",))):
+        if value is None:
+            continue
+        if args.format not in formats:
+            raise InputError(f"{flag}: applies to --format {' or '.join(formats)} only, not {args.format}")
+        if (want := prefix_problem(value)) is not None:
+            raise InputError(f"{flag}: expected {want}, got {value!r}")
     table = load_table(args.table)
     refuse_input("-o", args.output, {f"the table this export reads ({table.file})": table.file},
                  "write the export to another file")  # the atomic write would replace it
+    for text in notices(table):
+        print(f"autotile: warning: {text}", file=sys.stderr)
     if args.format in ("c", "ascendc"):
         if (text := custom_rules(table)) is not None:
             print(f"autotile: warning: {text}", file=sys.stderr)
         for text in region_mismatches(table):
             print(f"autotile: warning: C lookup region looser than the spec: {text}", file=sys.stderr)
-    path = export(table, args.format, args.output)
+    path = export(table, args.format, args.output, prefix=args.prefix or DEFAULT_PREFIX, op_type=args.op_type)
     print(f"wrote {path} ({args.format})")
     return 0

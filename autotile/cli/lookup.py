@@ -14,12 +14,16 @@ def add_arguments(p) -> None:
     p.add_argument("--models", metavar="DIR", help="the cache folder given to `autotile train -o` (a plain "
                    "`autotile train` writes to $AUTOTILE_CACHE, else ~/.cache/autotile): its cost model answers "
                    "shapes no tuned tiling fits. Without it no model is read, as for a kernel reading the table")
-    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params} (and how, and a warning when "
+    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params, verified} (verified: the table entry passed the "
+                   "verification gate; false for a model or default answer) (and how, and a warning when "
                                                           "the shape is outside the model's training shapes or the model's best was not faster than the default "
                                                           "tiling, for an answer of the model step)")
 
 
 def run(args) -> int:
+    import sys
+
+    from autotile.tables.export import simulator_drift
     from autotile.tables.lookup import lookup
     from autotile.tables.model_hook import regressor_hook
     from autotile.tables.schema import load_table
@@ -30,12 +34,15 @@ def run(args) -> int:
     # only a folder given here: the answer depends on the arguments alone, as run_with_table's does
     model = regressor_hook(table, given_dir(args.models)) if args.models is not None else None
     m = lookup(table, parse_shape(args.shape), args.dtype, model=model)
+    if (text := simulator_drift(table)) is not None:
+        print(f"autotile: warning: {text}", file=sys.stderr)
     if args.json:
         print_json(m.to_json())
         return 0
     shape = ",".join(f"{k}={v}" for k, v in m.shape.items())
     via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" if m.matched_shape else ""
-    print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}")
+    ver = (", verified" if m.verified else ", NOT verified") if m.entry is not None else ""
+    print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}{ver}")
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
     if m.how:
         print(f"  chosen as {m.how}")

@@ -105,30 +105,71 @@ def is_enum(param) -> bool:
     return param.kind != "int" and not int_choices(param)
 
 
+def spec_params(spec) -> list:
+    """The spec's params that one of its units has: a cube-only param of a vector-only spec gets no
+    field, enum or TilingData member (it would only ever hold the not-applicable value)."""
+    return [p for p in spec.params if p.units is None or any(u in p.units for u in spec.units)]
+
+
+DEFAULT_PREFIX = "autotile"
+_PREFIX = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*")
+
+
+def prefix_problem(name: str) -> str | None:
+    """Why ``name`` cannot start the exported C names (``--prefix``) or name the Ascend C op
+    (``--op-type``), or None: a C identifier starting with a letter, no ``__`` nor a trailing
+    ``_`` (reserved in C++ once ``_<op>`` follows), and not a keyword or a standard header's name."""
+    if not _PREFIX.fullmatch(name):
+        return "a C identifier (ASCII letters, digits and single underscores, starting with a letter)"
+    if reserved(name):
+        return "a name that is not a C / C++ keyword nor defined by a standard header"
+    return None
+
+
 class Names:
     """The C names of one table: the file-scope names (macros, enum constants, types, functions)
-    in one scope, the params struct's members in another."""
+    in one scope, the params struct's and the shape struct's members in another. ``prefix``
+    replaces ``autotile`` in every file-scope name (``<prefix>_<op>_lookup``,
+    ``<PREFIX>_<OP>_ENTRIES``), so tables of one op for two SoCs fit in one translation unit."""
 
-    def __init__(self, table):
+    def __init__(self, table, prefix: str = DEFAULT_PREFIX):
         spec = table.spec
         self.op = ident(table.op).lower()
         self.OP = self.op.upper()
-        pre, PRE = f"autotile_{self.op}_", f"AUTOTILE_{self.OP}_"
+        self.prefix = prefix
+        self.pre = pre = f"{prefix}_{self.op}_"
+        self.PRE = PRE = f"{prefix.upper()}_{self.OP}_"
         self.params_t, self.entry_t, self.lookup = pre + "params", pre + "entry", pre + "lookup"
+        self.shape_t, self.lookup_shape = pre + "shape", pre + "lookup_shape"
         self.entries, self.count, self.na = PRE + "ENTRIES", PRE + "NENTRIES", PRE + "NA"
+        self.unverified, self.verified_only = PRE + "NUNVERIFIED", PRE + "VERIFIED_ONLY"
         self.guard = PRE + "TABLE_H"  # the include guard of the C body
-        own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit")]
-        g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H")])
-        self._dtypes = {d: g.take(PRE + ident(d).upper()) for d in spec.op.dtypes}
-        self._units = {u: g.take(PRE + "UNIT_" + ident(u).upper()) for u in spec.op.units}
+        own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit", "shape",
+                                 "lookup_shape")]
+        g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H", "NUNVERIFIED",
+                                           "VERIFIED_ONLY", "HARDWARE", "HARDWARE_HASH", "SIMULATOR")])
+        self._dims = {d: g.take(PRE + "DIM_" + ident(d).upper()) for d in table.dims}
+        self._dtypes = {d: g.take(PRE + ident(d).upper()) for d in spec.dtypes}
+        self._units = {u: g.take(PRE + "UNIT_" + ident(u).upper()) for u in spec.units}
+        self.params = spec_params(spec)
         self._enums, self._choices = {}, {}
-        for p in filter(is_enum, spec.params):
+        for p in filter(is_enum, self.params):
             self._enums[p.name] = g.take(pre + ident(p.name).lower())
             for c in p.choices:
                 self._choices[p.name, type(c), c] = g.take(f"{PRE}{ident(p.name).upper()}_{ident(c).upper()}")
         self.globals = frozenset(g.taken)
         members = Scope(self.globals, members=True)
-        self._fields = {p.name: members.take(ident(p.name)) for p in spec.params}
+        self._fields = {p.name: members.take(ident(p.name)) for p in self.params}
+        dims = Scope(self.globals, members=True)
+        self._members = {d: dims.take(ident(d)) for d in table.dims}
+
+    def dim(self, d: str) -> str:
+        """The index macro of dim ``d`` in a lookup's ``x[]``."""
+        return self._dims[d]
+
+    def member(self, d: str) -> str:
+        """The shape struct's member holding dim ``d``."""
+        return self._members[d]
 
     def dtype(self, d: str) -> str:
         return self._dtypes[d]

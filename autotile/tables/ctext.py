@@ -1,9 +1,10 @@
 """User text made safe to put inside a generated C ``/* ... */`` comment.
 
-Spec descriptions, choice values, the spec path and the profile name end up in header comments.
+Spec descriptions, choice values, the spec path and the profile name end up in header comments,
+and the profile's name and hash in string literals (:func:`c_string`).
 A ``*/`` there ends the comment early and the rest is parsed as code; a ``/*`` makes gcc warn
 (-Wcomment), which -Werror builds reject; a newline breaks a one-line comment's layout. Both
-exporters pass every such text through :func:`comment` (the headers hold no user string literals).
+exporters pass every such text through :func:`comment`.
 """
 
 from __future__ import annotations
@@ -26,3 +27,22 @@ def comment(text) -> str:
     """
     s = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", str(text)))
     return _DELIMITER.sub(lambda m: m.group() + " ", s)
+
+
+def c_string(text) -> str:
+    """``text`` as a C string literal: printable ASCII kept (but ``"``, ``\\`` and ``?``, which
+    could start a trigraph, escaped), every other byte of its UTF-8 as a three-digit octal escape.
+
+    >>> c_string('a"b??=')
+    '"a\\"b\\?\\?="'
+    """
+    out = []
+    for b in str(text).encode("utf-8", "surrogatepass"):
+        c = chr(b)
+        if c in '"\\?':
+            out.append("\\" + c)
+        elif 0x20 <= b < 0x7f:
+            out.append(c)
+        else:
+            out.append(f"\\{b:03o}")
+    return '"' + "".join(out) + '"'

@@ -7,20 +7,22 @@ from pathlib import Path
 
 from autotile.atomic import write_text
 from autotile.tables import export_ascendc, export_c
+from autotile.tables.cnames import DEFAULT_PREFIX
 from autotile.tables.schema import load_table
 
 FORMATS = ("json", "c", "ascendc")
 
 
-def render(table, fmt: str) -> str:
-    """The text of ``table`` (a Table, path or dict) in ``fmt`` (json, c or ascendc)."""
+def render(table, fmt: str, *, prefix: str = DEFAULT_PREFIX, op_type: str | None = None) -> str:
+    """The text of ``table`` (a Table, path or dict) in ``fmt`` (json, c or ascendc). ``prefix``
+    starts the headers' C names (``autotile``); ``op_type`` is the Ascend C OpType (the op's name)."""
     table = load_table(table)
     if fmt == "json":
         return json.dumps(table.to_json(), indent=2) + "\n"
     if fmt == "c":
-        return export_c.render(table)
+        return export_c.render(table, prefix)
     if fmt == "ascendc":
-        return export_ascendc.render(table)
+        return export_ascendc.render(table, prefix, op_type)
     raise ValueError(f"unknown format {fmt!r}, expected one of {', '.join(FORMATS)}")
 
 
@@ -62,10 +64,45 @@ def custom_rules(table) -> str | None:
             f"but {why})")
 
 
-def export(source, fmt: str, out: str | Path) -> Path:
+def notices(table) -> list[str]:
+    """What a kernel reading ``table`` should know, one line each: no entries at all, entries that
+    were not verified, and cycles from another simulator than this autotile's."""
+    table = load_table(table)
+    out = []
+    if not table.entries:
+        out.append("the table has no entries (no study found a feasible configuration that passed "
+                   "verification): the headers' lookup always returns NULL")
+    elif (k := export_c.unverified_count(table)):
+        why = ("replayed measurements: no kernel to execute" if table.spec.backend == "replay"
+               else "tuned with --no-verify")
+        out.append(f"{k} of {len(table.entries)} entries not verified ({why}); they carry verified: false "
+                   f"(the C entry's verified = 0)")
+    if (text := simulator_drift(table)) is not None:
+        out.append(text)
+    return out
+
+
+def simulator_drift(table) -> str | None:
+    """One line when the table's cycles come from another simulator than the running one (or it
+    does not say which), else None. A replay table has no simulator."""
+    from autotile.sim.fingerprint import simulator_fingerprint
+
+    table = load_table(table)
+    if table.spec.backend == "replay":
+        return None
+    now = simulator_fingerprint()
+    if table.simulator == now:
+        return None
+    was = (f"was tuned with simulator {table.simulator}" if table.simulator else
+           "does not record its simulator (made before tables did)")
+    return (f"the table {was}, autotile {table.doc['autotile_version']}; this autotile's simulator is {now}: "
+            f"its cycles and picks may differ from a tune now; re-tune to refresh it")
+
+
+def export(source, fmt: str, out: str | Path, *, prefix: str = DEFAULT_PREFIX, op_type: str | None = None) -> Path:
     """Render and write atomically to ``out``.
 
     >>> export("results/matmul", "c", "matmul_tiling.h")  # doctest: +SKIP
     PosixPath('matmul_tiling.h')
     """
-    return write_text(out, render(source, fmt))
+    return write_text(out, render(source, fmt, prefix=prefix, op_type=op_type))

@@ -3,7 +3,9 @@
 The header embeds the C lookup of the ``c`` export, then declares the tiling data with
 ``BEGIN_TILING_DATA_DEF`` / ``TILING_DATA_FIELD_DEF`` / ``END_TILING_DATA_DEF`` /
 ``REGISTER_TILING_DATA_CLASS`` (from CANN's ``register/tilingdata_base.h``) in namespace
-``optiling``, and ``<Op>TilingFromTable(x, dtype, tiling, &blockDim)`` that fills it for a shape.
+``optiling``, and ``static inline <Op>TilingFromTable(x, dtype, tiling, &blockDim)`` that fills it
+for a shape. ``<Op>`` is the registered OpType: the op's name in camel case (``Matmul``), or the
+``op_type`` given (a custom op registers under its own, e.g. ``MatmulCustom``).
 
 For a matmul spec whose cube unit declares every param TCubeTiling is built from (see
 :func:`fills_tcube`) the struct is TCubeTiling's fields (int32, in TCubeTiling's order,
@@ -16,7 +18,7 @@ the spec's choices). Then ``unit`` and one field per param TCubeTiling has no pl
 vector kernel's). On an entry of another unit than cube only usedCoreNum and the shape (M, N,
 Ka, Kb) are filled: the cube-only fields are derived from cube params that entry does not have.
 Other ops, and matmul specs without those cube params (vector only), get one int32 field per
-dim, ``unit`` when the op has several units, then one per param, named in camel case and mangled
+dim, ``unit`` when the spec has several units, then one per param of the spec's units, named in camel case and mangled
 like the C names (:mod:`autotile.tables.cnames`) to stay legal and distinct. ``unit`` is the C header's
 enum ``autotile_<op>_unit``; a field that does not apply to the entry's unit holds
 ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import re
 
 from autotile.tables import export_c
-from autotile.tables.cnames import Names, Scope, ident, int_choices
+from autotile.tables.cnames import DEFAULT_PREFIX, Names, Scope, ident, int_choices
 from autotile.tables.ctext import comment
 from autotile.tables.schema import Table
 
@@ -93,15 +95,16 @@ def class_name(op: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in ident(op).split("_"))
 
 
-def render(table: Table) -> str:
-    """The whole Ascend C header."""
-    n = Names(table)
-    cls = class_name(table.op)
-    fields = _fields(table, n)
+def render(table: Table, prefix: str = DEFAULT_PREFIX, op_type: str | None = None) -> str:
+    """The whole Ascend C header: C names start with ``prefix`` (see export_c), the TilingData
+    registers under ``op_type`` (default: the op's name in camel case)."""
+    n = Names(table, prefix)
+    cls = op_type or class_name(table.op)
+    fields = _fields(table, n, cls)
     out = [export_c._banner(table, "ascendc"), "#pragma once", "",
-           '#include "register/tilingdata_base.h"', "", export_c.body(table), "namespace optiling {", ""]
+           '#include "register/tilingdata_base.h"', "", export_c.body(table, n), "namespace optiling {", ""]
     if _multi_unit(table):
-        out += ["/*", f" * unit: the entry's compute unit (enum autotile_{n.op}_unit). A field that does not apply",
+        out += ["/*", f" * unit: the entry's compute unit (enum {n.pre}unit). A field that does not apply",
                 f" * to that unit holds {n.na} (INT32_MIN), never a value or enum code.", " */"]
     out.append(f"BEGIN_TILING_DATA_DEF({cls}TilingData)")
     out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
@@ -109,18 +112,20 @@ def render(table: Table) -> str:
     dbytes = ""
     if fills_tcube(table):
         sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
-        cases = "".join(f"    case {n.dtype(d)}: return {sizes[d]};\n" for d in table.spec.op.dtypes if d in sizes)
+        cases = "".join(f"    case {n.dtype(d)}: return {sizes[d]};\n" for d in table.spec.dtypes if d in sizes)
         dbytes = (f"/* Bytes of one input element of dtype. */\n"
-                  f"inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
+                  f"static inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
                   f"    return 2;\n}}\n\n")
     used, used_doc = _used(table, n)
+    none = ("use the default tiling then" if table.spec.backend != "replay" else
+            "a replay table has no default tiling, only its tuned shapes")
     out.append(dbytes + f"""\
 /*
- * Fill tiling from the table for shape x (dims: {comment(', '.join(table.dims))}) and dtype
- * (enum autotile_{n.op}_dtype); sets *blockDim ({used_doc}) and returns 0.
- * Returns -1 and leaves both untouched when no entry fits: use the default tiling then.
+ * Fill tiling from the table for shape x (x[{n.PRE}DIM_*], in this order: {comment(', '.join(table.dims))})
+ * and dtype (enum {n.pre}dtype); sets *blockDim ({used_doc}) and returns 0.
+ * Returns -1 and leaves both untouched when no entry fits: {none}.
  */
-inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
+static inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
                                 uint32_t *blockDim)
 {{
     const {n.entry_t} *e = {n.lookup}(x, dtype, NULL);
@@ -137,7 +142,7 @@ inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {
 
 
 def _multi_unit(table: Table) -> bool:
-    return len(table.spec.op.units) > 1
+    return len(table.spec.units) > 1
 
 
 def fills_tcube(table: Table) -> bool:
@@ -162,13 +167,12 @@ def _iterate_order(table: Table, n: Names) -> str:
     return f"p->iterate_order == {n.choice('iterate_order', 'n_first')} ? 1 : 0"
 
 
-def _fields(table: Table, n: Names) -> list[tuple[str, str]]:
+def _fields(table: Table, n: Names, cls: str) -> list[tuple[str, str]]:
     """(field, C expression) in declaration order; params missing on a unit are NA in the entries.
     Field names are camel case, mangled like the C names (see cnames) to stay legal and unique."""
-    cls = class_name(table.op)
     scope = Scope(n.globals | {cls, f"{cls}TilingData", f"{cls}TilingFromTable", f"{cls}DtypeBytes"}, members=True)
     unit = [(scope.take("unit"), "e->unit")] if _multi_unit(table) else []
-    params = table.spec.params
+    params = n.params
     if fills_tcube(table):
         tcube = [(scope.take(f), e or _iterate_order(table, n)) for f, e in _tcube(table)]
         out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in tcube]

@@ -1,12 +1,14 @@
 """The ``c`` export: a self-contained C99 header with the entries and the lookup rule.
 
 Names are prefixed ``autotile_<op>_`` / ``AUTOTILE_<OP>_`` so headers of several ops can be
-included together; names from the spec (params, choices) are mangled into legal, distinct C
+included together (``prefix`` replaces ``autotile``: two tables of one op, say for two SoCs, in one
+translation unit); names from the spec (params, choices) are mangled into legal, distinct C
 identifiers (:mod:`autotile.tables.cnames`: ``int`` -> ``int_``, a clash gets ``_2``).
 Params become ``int32_t`` fields: integers as themselves, integer choices as themselves, other
 choices (text, bools, floats) as enum codes in the spec's choice order. The params struct has
-every unit's params; one the entry's unit does not have holds ``AUTOTILE_<OP>_NA`` (INT32_MIN),
-which no param takes (entries must fit int32 above it).
+the params of the spec's units; one the entry's unit does not have holds ``AUTOTILE_<OP>_NA``
+(INT32_MIN), which no param takes (entries must fit int32 above it). The dtype and unit enums
+list the spec's own. Each entry says whether it passed the verification gate (``verified``).
 The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions,
 the very ones the Python lookup requires (``Lookup.regions``, see :mod:`autotile.tables.region`),
 and returns NULL when no entry fits.
@@ -18,8 +20,8 @@ import hashlib
 
 from autotile import words
 from autotile.errors import InputError
-from autotile.tables.cnames import Names, is_enum
-from autotile.tables.ctext import comment
+from autotile.tables.cnames import DEFAULT_PREFIX, Names, is_enum
+from autotile.tables.ctext import c_string, comment
 from autotile.tables.region import describe_rule
 from autotile.tables.schema import Table
 
@@ -31,9 +33,9 @@ def encoded(param, value) -> int | str:
     return next(i for i, c in enumerate(param.choices) if c == value and type(c) is type(value))
 
 
-def render(table: Table) -> str:
-    """The whole header."""
-    return "\n".join([_banner(table, "c"), "#pragma once", "", body(table)])
+def render(table: Table, prefix: str = DEFAULT_PREFIX) -> str:
+    """The whole header; ``prefix`` starts every file-scope name (see the module doc)."""
+    return "\n".join([_banner(table, "c"), "#pragma once", "", body(table, Names(table, prefix))])
 
 
 def _banner(table: Table, fmt: str) -> str:
@@ -42,23 +44,30 @@ def _banner(table: Table, fmt: str) -> str:
         f"autotile tiling table for {table.op} ({fmt} export). Generated: do not edit, re-export.",
         f"  hardware: {d['hardware']['name']} (profile hash {d['hardware']['hash']})",
         f"  spec:     {d['spec']['path']} (hash {d['spec']['hash']})",
-        f"  autotile {d['autotile_version']}, table created {d['created']}, {words.count(len(table.entries), 'entry')}",
+        f"  autotile {d['autotile_version']}, table created {d['created']}, {words.count(len(table.entries), 'entry')}"
+        + (f" ({k} NOT verified)" if (k := unverified_count(table)) else ""),
+        f"  simulator: {table.simulator or ('none (replayed measurements)' if table.spec.backend == 'replay' else 'not recorded')}",
+        f"  dims: x[] = {{{', '.join(table.dims)}}} in this order (the order of a spec's shapes does not matter)",
     ]
     return "/*\n" + "\n".join(f" * {comment(s)}".rstrip() for s in lines) + "\n */"
 
 
-def body(table: Table) -> str:
+def unverified_count(table: Table) -> int:
+    """How many entries did not pass the verification gate (``--no-verify``, or replay)."""
+    return sum(1 for e in table.entries if not e.verified)
+
+
+def body(table: Table, n: Names) -> str:
     """Everything after ``#pragma once``: includes, enums, structs, entries, lookup.
 
     The Ascend C header embeds it too, so it has an include guard of its own (``#pragma once`` is
     per file): both headers of a table go in one translation unit. The guard's value is a hash of
     the body, so a second table of the same op is an ``#error``, not silently left out.
     """
-    n = Names(table)
     text = _body(table, n)
     guard, mark = n.guard, "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
     return (f"#ifndef {guard}\n#define {guard} {mark}\n\n{text}\n#elif {guard} != {mark}\n"
-            f'#error "another autotile {n.op} table is already included (one per op and translation unit)"\n'
+            f'#error "another {n.prefix} {n.op} table is already included (export one of them with another --prefix)"\n'
             f"#endif /* {guard} */\n")
 
 
@@ -70,27 +79,30 @@ def _body(table: Table, n: Names) -> str:
     dims = table.dims
     out = ["#include <math.h>", "#include <stddef.h>", "#include <stdint.h>", ""]
     out += _rule_comment(table, n, look.custom)
-    out.append(f"#define AUTOTILE_{n.OP}_NDIMS {len(dims)} /* {comment(', '.join(dims))} */")
+    out += _identity(table, n)
+    out += _dim_order(table, n)
     out.append(f"#define {n.count} {len(table.entries)}")
+    out.append(f"/* entries that did not pass the verification gate (tuned with --no-verify, or replayed); define "
+               f"{n.verified_only} before the include to make the lookup skip them */")
+    out.append(f"#define {n.unverified} {unverified_count(table)}")
     out.append("")
-    out.append("/* dtypes (a lookup's dtype argument) */")
-    out.append(f"enum autotile_{n.op}_dtype {{")
-    out += [f"    {n.dtype(d)} = {i}," for i, d in enumerate(spec.op.dtypes)]
-    out += ["};", "", "/* compute units */", f"enum autotile_{n.op}_unit {{"]
-    out += [f"    {n.unit(u)} = {i}," for i, u in enumerate(spec.op.units)]
+    out.append("/* dtypes (a lookup's dtype argument): the spec's; any other value finds no entry */")
+    out.append(f"enum {n.pre}dtype {{")
+    out += [f"    {n.dtype(d)} = {i}," for i, d in enumerate(spec.dtypes)]
+    out += ["};", "", "/* compute units */", f"enum {n.pre}unit {{"]
+    out += [f"    {n.unit(u)} = {i}," for i, u in enumerate(spec.units)]
     out += ["};", ""]
     out.append("/* A param the entry's unit does not have (INT32_MIN: no value nor enum code of a param). */")
     out += [f"#define {n.na} (-2147483647 - 1)", ""]
-    params = _all_params(table)
+    params = n.params
     for p in filter(is_enum, params):
         out.append(f"/* {comment(p.name)}: {comment(p.description or 'choice')} */")
         out.append(f"enum {n.enum(p.name)} {{")
         out += [f"    {n.choice(p.name, c)} = {i}," for i, c in enumerate(p.choices)]
         out += ["};", ""]
-    out.append(f"/* One tiling: a field per param of the spec (every unit's params; {n.na} where the "
-               "entry's unit has none). */")
+    out.append(f"/* One tiling: a field per param of the spec's units ({n.na} where the entry's unit has none). */")
     out.append(f"typedef struct {n.params_t} {{")
-    width = max(len(n.field(p.name)) for p in params) + 1
+    width = max((len(n.field(p.name)) for p in params), default=0) + 1
     for p in params:
         if not is_enum(p):
             note = p.description or ("one of " + ", ".join(str(c) for c in p.choices) if p.kind != "int" else "")
@@ -98,18 +110,21 @@ def _body(table: Table, n: Names) -> str:
             note = f"enum {n.enum(p.name)}"
         only = [u for u in spec.units if p.units is not None and u in p.units]
         if p.units is not None and len(only) < len(spec.units):
-            note = f"{note}; {', '.join(only) or 'no unit of this spec'} only".lstrip("; ")
+            note = f"{note}; {', '.join(only)} only".lstrip("; ")
         if n.field(p.name) != p.name:
             note = f"{p.name}; {note}".rstrip("; ")
         out.append((f"    int32_t {(n.field(p.name) + ';').ljust(width)}" + (f" /* {comment(note)} */" if note else "")).rstrip())
+    if not params:  # C99 has no empty struct
+        out.append("    int32_t none_; /* the spec has no params */")
     out += [f"}} {n.params_t};", ""]
     nd = len(dims)
     out += [
         "/* A tuned shape, its validity region and its tiling. */",
         f"typedef struct {n.entry_t} {{",
         f"    int64_t shape[{nd}];     /* {comment(', '.join(dims))} */",
-        f"    int32_t dtype;        /* enum autotile_{n.op}_dtype */",
-        f"    int32_t unit;         /* enum autotile_{n.op}_unit */",
+        f"    int32_t dtype;        /* enum {n.pre}dtype */",
+        f"    int32_t unit;         /* enum {n.pre}unit */",
+        "    int32_t verified;     /* 1: passed the verification gate; 0: not verified (--no-verify, or replay) */",
         f"    int64_t lo[{nd}];        /* region: lo[d] <= x[d] <= hi[d] */",
         f"    int64_t hi[{nd}];",
         f"    int64_t split[{nd}];     /* region: core block per dim (0: not split) */",
@@ -119,15 +134,45 @@ def _body(table: Table, n: Names) -> str:
         "",
     ]
     out += _entries(table, n, params, look.regions)
-    out += _lookup(n, nd)
+    out += _lookup(table, n, nd)
     return "\n".join(out) + "\n"
 
 
-def _all_params(table: Table):
-    return table.spec.params
+def _identity(table: Table, n: Names) -> list[str]:
+    """Macros naming what the table was tuned for: a kernel built for one SoC can check them."""
+    hw = table.doc["hardware"]
+    return [
+        "/* What the table was tuned for: the hardware profile (name, content hash) and the simulator. */",
+        f"#define {n.PRE}HARDWARE {c_string(hw['name'])}",
+        f"#define {n.PRE}HARDWARE_HASH {c_string(hw['hash'])}",
+        f"#define {n.PRE}SIMULATOR {c_string(table.simulator or '')}",
+        "",
+    ]
+
+
+def _dim_order(table: Table, n: Names) -> list[str]:
+    """The order of a lookup's ``x[]`` in words, as index macros and as a struct of named dims."""
+    dims = table.dims
+    order = ", ".join(f"x[{i}] = {d}" for i, d in enumerate(dims))
+    example = ", ".join(f".{n.member(d)} = {d.upper()}" for d in dims)
+    out = ["/*",
+           f" * DIM ORDER: a lookup's x[] holds the dims in this order: {comment(order)}.",
+           " * It is the table's order, whatever order a spec lists a shape's dims in. Index x[] with the",
+           f" * {n.PRE}DIM_* macros, or name the dims: {comment(f'{n.shape_t} s = {{{example}}};')}",
+           f" * then {n.lookup_shape}(&s, dtype, &exact).",
+           " */",
+           f"#define {n.PRE}NDIMS {len(dims)} /* {comment(', '.join(dims))} */"]
+    out += [f"#define {n.dim(d)} {i}" for i, d in enumerate(dims)]
+    out += ["", f"typedef struct {n.shape_t} {{"]
+    out += [f"    int64_t {n.member(d)};" for d in dims]
+    out += [f"}} {n.shape_t};", ""]
+    return out
 
 
 def _rule_comment(table: Table, n: Names, custom) -> list[str]:
+    fallback = ("the Python lookup then answers \"model\" or \"default\"); the caller falls back to its own "
+                "default tiling." if table.spec.backend != "replay" else
+                "a replay table has no kernel, so no default tiling either: it answers its tuned shapes only).")
     text = f"""\
 Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   1. Candidates are the entries of the queried dtype, in table order, whose validity region
@@ -136,8 +181,7 @@ Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
      {describe_rule(table.op, table.spec.units, custom)}.
   2. The candidate at the smallest distance sum over d of (log x[d] - log e[d])^2 (natural
      log, summed in dim order) wins; a tie goes to the earlier entry. Distance 0 is an exact match.
-  3. No candidate: the lookup returns NULL (the Python lookup then answers "model" or
-     "default"); the caller falls back to its own default tiling.
+  3. No candidate: the lookup returns NULL ({fallback}
 Needs <math.h> (link with -lm); compile without -ffast-math so distances round as in Python."""
     return ["/*"] + [f" * {comment(s)}".rstrip() for s in text.splitlines()] + [" */", ""]
 
@@ -146,10 +190,11 @@ def _entries(table: Table, n: Names, params, regions) -> list[str]:
     out = [f"/* params order: {comment(', '.join(p.name for p in params))} */"]
     count = max(1, len(table.entries))
     out.append(f"static const {n.entry_t} {n.entries}[{count}] = {{")
+    width = max(1, len(params))
     if not table.entries:
         zeros = ", ".join("0" for _ in table.dims)
         out.append(f"    /* no entries: a placeholder the lookup never reads ({n.count} is 0) */")
-        out.append(f"    {{{{{zeros}}}, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in params)}}}}},")
+        out.append(f"    {{{{{zeros}}}, 0, 0, 0, {{{zeros}}}, {{{zeros}}}, {{{zeros}}}, 0, {{{', '.join('0' for _ in range(width))}}}}},")
     for i, (e, r) in enumerate(zip(table.entries, regions)):
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
@@ -167,9 +212,9 @@ def _entries(table: Table, n: Names, params, regions) -> list[str]:
                                  f"not-applicable {n.na}), got {v}", file=table.file,
                                  field=f"entries[{i}].params.{p.name}")
             vals.append(n.choice(p.name, e.params[p.name]) if is_enum(p) else str(v))
-        out.append(f"    {{{{{_ints(e.shape.values())}}}, {n.dtype(e.dtype)}, {n.unit(e.unit)},")
+        out.append(f"    {{{{{_ints(e.shape.values())}}}, {n.dtype(e.dtype)}, {n.unit(e.unit)}, {int(e.verified)},")
         out.append(f"     {{{_ints(r.lo)}}}, {{{_ints(r.hi)}}}, {{{_ints(r.split)}}}, {r.max_blocks},")
-        out.append(f"     {{{', '.join(vals)}}}}},")
+        out.append(f"     {{{', '.join(vals or ['0'])}}}}},")
     out += ["};", ""]
     return out
 
@@ -178,10 +223,11 @@ def _ints(values) -> str:
     return ", ".join(str(int(v)) for v in values)
 
 
-def _lookup(n: Names, nd: int) -> list[str]:
+def _lookup(table: Table, n: Names, nd: int) -> list[str]:
+    fill = "\n".join(f"    x[{n.dim(d)}] = s->{n.member(d)};" for d in table.dims)
     return f"""\
 /* 1 when shape x lies in entry e's validity region. */
-static inline int autotile_{n.op}_fits(const {n.entry_t} *e, const int64_t x[{nd}])
+static inline int {n.pre}fits(const {n.entry_t} *e, const int64_t x[{nd}])
 {{
     int64_t blocks = 1;
     int d;
@@ -195,7 +241,7 @@ static inline int autotile_{n.op}_fits(const {n.entry_t} *e, const int64_t x[{nd
 }}
 
 /* Squared log-space distance from x to entry e's shape, summed in dim order. */
-static inline double autotile_{n.op}_distance(const {n.entry_t} *e, const int64_t x[{nd}])
+static inline double {n.pre}distance(const {n.entry_t} *e, const int64_t x[{nd}])
 {{
     double total = 0.0;
     int d;
@@ -207,9 +253,9 @@ static inline double autotile_{n.op}_distance(const {n.entry_t} *e, const int64_
 }}
 
 /*
- * The entry whose tiling to run for shape x (dims in the order of AUTOTILE_{n.OP}_NDIMS) and
- * dtype (enum autotile_{n.op}_dtype), or NULL when no entry fits (see the rule above).
- * When exact is not NULL it is set to 1 for an exact match and 0 otherwise.
+ * The entry whose tiling to run for shape x (x[{n.PRE}DIM_*]: see DIM ORDER above) and dtype
+ * (enum {n.pre}dtype; another value finds no entry), or NULL when no entry fits (see the rule
+ * above). When exact is not NULL it is set to 1 for an exact match and 0 otherwise.
  */
 static inline const {n.entry_t} *{n.lookup}(const int64_t x[{nd}], int dtype, int *exact)
 {{
@@ -224,9 +270,13 @@ static inline const {n.entry_t} *{n.lookup}(const int64_t x[{nd}], int dtype, in
     for (i = 0; i < {n.count}; ++i) {{
         const {n.entry_t} *e = &{n.entries}[i];
         double dist;
-        if (e->dtype != dtype || !autotile_{n.op}_fits(e, x))
+        if (e->dtype != dtype || !{n.pre}fits(e, x))
             continue;
-        dist = autotile_{n.op}_distance(e, x);
+#ifdef {n.verified_only}
+        if (!e->verified)
+            continue;
+#endif
+        dist = {n.pre}distance(e, x);
         if (best == NULL || dist < best_d) {{
             best = e;
             best_d = dist;
@@ -235,5 +285,13 @@ static inline const {n.entry_t} *{n.lookup}(const int64_t x[{nd}], int dtype, in
     if (best != NULL && exact != NULL)
         *exact = best_d == 0.0;
     return best;
+}}
+
+/* {n.lookup} with the dims named, so they cannot be passed in the wrong order. */
+static inline const {n.entry_t} *{n.lookup_shape}(const {n.shape_t} *s, int dtype, int *exact)
+{{
+    int64_t x[{nd}];
+{fill}
+    return {n.lookup}(x, dtype, exact);
 }}
 """.splitlines()

@@ -59,10 +59,12 @@ class Match:
     skipped: tuple[str, ...] = field(default=(), compare=False)  # why model/default were passed over
     how: str | None = field(default=None, compare=False)  # model: how it chose (ranked, simulated)
     warning: str | None = field(default=None, compare=False)  # model: the shape is outside its training
+    # the entry passed the verification gate (exact / nearest); a model or default answer is no entry
+    verified: bool = False
 
     def to_json(self) -> dict:
         out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
-               "match": self.match, "unit": self.unit, "params": self.params}
+               "match": self.match, "unit": self.unit, "params": self.params, "verified": self.verified}
         if self.how:
             out["how"] = self.how
         if self.warning:
@@ -139,7 +141,7 @@ class Lookup:
         if best is not None:
             e = self.table.entries[best]
             return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
-                         dict(e.shape), best, best_d)
+                         dict(e.shape), best, best_d, verified=e.verified)
         skipped = []
         if self.model is not None:
             got = self._from_model(shape, dtype, skipped)
@@ -153,9 +155,9 @@ class Lookup:
                 isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in shape.values()):
             raise InputError(f"shape: expected positive integers for {', '.join(dims)}, got {shape}")
         dtype = dtype or self.table.dtypes[0]
-        if dtype not in self.table.spec.op.dtypes:
-            raise InputError(f"dtype: unknown dtype {dtype!r} for {self.table.op}, expected one of "
-                             f"{', '.join(self.table.spec.op.dtypes)}")
+        if dtype not in self.table.dtypes:  # the spec's: another dtype of the op was never tuned
+            raise InputError(f"dtype: expected one of the table's dtypes {', '.join(self.table.dtypes)}, "
+                             f"got {dtype!r}")
         return {d: shape[d] for d in dims}, dtype
 
     def _from_model(self, shape, dtype, skipped) -> Match | None:

@@ -5,12 +5,15 @@ A table is JSON::
     {"schema": "autotile.table/1", "op": "matmul",
      "hardware": {"name", "hash", "profile": {...values...}},
      "spec": {"path", "hash", "content": {...spec.to_dict()...}}, "spec_hash",
-     "autotile_version", "created", "dims": ["m", "n", "k"],
+     "autotile_version", "simulator", "created", "dims": ["m", "n", "k"],
      "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
                   "verified", "study", "trial"}, ...]}
 
 One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
-% of peak, the verified flag and the study and trial it came from. The embedded profile and
+% of peak, the verified flag (false: tuned with ``--no-verify``, or replayed; a tiling that failed
+verification never enters) and the study and trial it came from. ``simulator`` is the
+fingerprint of the kernels and cost model that predicted the cycles (null for replay, absent
+from tables made before it was recorded). The embedded profile and
 spec make a table self-contained: lookup re-checks feasibility with them (see ``lookup``).
 :func:`load_table` validates everything and raises InputError naming the file and field.
 """
@@ -77,6 +80,11 @@ class Table:
         return spec_from_dict(self.doc["spec"]["content"], self.hardware, file=self.file)
 
     @property
+    def simulator(self) -> str | None:
+        """The fingerprint of the simulator that tuned the table (None: replay, or not recorded)."""
+        return self.doc.get("simulator")
+
+    @property
     def dtypes(self) -> tuple[str, ...]:
         """The spec's dtypes, the first being the default of lookups."""
         return tuple(self.spec.dtypes)
@@ -92,6 +100,8 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
     >>> table["entries"][0]["params"]["base_m"]  # doctest: +SKIP
     128
     """
+    from autotile.sim.fingerprint import simulator_fingerprint
+
     entries = []
     for r in summary["results"]:
         if not r.get("chosen") or r.get("params") is None:
@@ -109,6 +119,8 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
         "spec": {"path": str(spec.file), "hash": spec.content_hash(), "content": spec.to_dict()},
         "spec_hash": spec.content_hash(),
         "autotile_version": __version__,
+        # the studies' identity holds the same: a study of another simulator is never resumed
+        "simulator": None if spec.backend == "replay" else simulator_fingerprint(),
         "created": created or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "dims": list(spec.op.dims),
         "entries": entries,
@@ -222,6 +234,7 @@ def _validate(doc, file, check_hashes) -> Table:
     if not dtypes or not all(isinstance(d, str) for d in dtypes):
         raise c.fail("spec.content.dtypes", "expected a non-empty list of dtype names")
     c.get(doc, "autotile_version", "", str, "a version")
+    c.get(doc, "simulator", "", str, "a simulator fingerprint or null", optional=True)
     c.get(doc, "created", "", str, "an ISO time")
     dims = c.get(doc, "dims", "", list, "a list of dimension names")
     if not dims or not all(isinstance(d, str) for d in dims):
@@ -296,8 +309,8 @@ def _check_params(c: _Check, table: Table) -> None:
     seen = set()
     for i, e in enumerate(table.entries):
         f = f"entries[{i}]"
-        if e.dtype not in spec.op.dtypes:
-            raise c.fail(f"{f}.dtype", f"expected one of {', '.join(spec.op.dtypes)}, got {e.dtype!r}")
+        if e.dtype not in spec.dtypes:
+            raise c.fail(f"{f}.dtype", f"expected one of the spec's dtypes {', '.join(spec.dtypes)}, got {e.dtype!r}")
         if e.unit not in spec.units:
             raise c.fail(f"{f}.unit", f"expected one of the spec's units {', '.join(spec.units)}, got {e.unit!r}")
         key = (tuple(e.shape.values()), e.dtype)
