@@ -13,6 +13,7 @@ from tablekit import C_MAIN, ascendc_fill, compile_ok, default_table
 
 from autotile.cli import run as cli
 from autotile.sim.fingerprint import simulator_fingerprint
+from autotile.tables.lookup import Lookup
 from autotile.tables.schema import load_table, write_table
 
 needs_gcc = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")), reason="needs gcc and g++")
@@ -49,8 +50,12 @@ def test_unverified_entries_are_flagged_counted_and_can_be_skipped(unverified, c
         "e ? exact : 0);", "e ? exact : 0, e ? (int)e->verified : -1);"))
     query = "".join(f"{e['shape']['m']} {e['shape']['n']} {e['shape']['k']} {('fp16', 'fp32').index(e['dtype'])}\n"
                     for e in (e0, e2))
-    # "index exact verified": skipping entry 0, the lookup answers a verified neighbour (nearest)
-    for flag, want in (([], ["0 1 0", "2 1 1"]), (["-DAUTOTILE_MATMUL_VERIFIED_ONLY"], ["8 0 1", "2 1 1"])):
+    # "index exact verified": skipping entry 0, the lookup answers what the table of the verified
+    # entries alone answers (a verified neighbour whose region holds the shape, or none)
+    kept = [i for i, e in enumerate(doc["entries"]) if e["verified"]]
+    alone = Lookup(doc | {"entries": [doc["entries"][i] for i in kept]}).find(dict(e0["shape"]), e0["dtype"])
+    skip = f"{kept[alone.entry]} 0 1" if alone.match == "nearest" else "-1 0 -1"
+    for flag, want in (([], ["0 1 0", "2 1 1"]), (["-DAUTOTILE_MATMUL_VERIFIED_ONLY"], [skip, "2 1 1"])):
         compile_ok(C99 + flag + ["main.c", "-o", "lookup", "-lm"], d)
         out = subprocess.run([str(d / "lookup")], input=query, capture_output=True, text=True, check=True).stdout
         assert out.splitlines() == want, flag
