@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotile.tune.evaluate import config_key
 from autotile.tune.suggest import suggest
+from autotile.tune.trialseed import PerTrial
 
 PAIR_DRAWS = 16
 
@@ -84,7 +85,7 @@ class GreedyMutationSampler(BaseSampler):
         which the objective records a trial's configuration (the tuner's does), read for trials
         that ran instead of deriving it again."""
         self._seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else seed
-        self._random = optuna.samplers.RandomSampler(seed=seed)
+        self._random = PerTrial(lambda s: optuna.samplers.RandomSampler(seed=s), seed)
         self._space = space
         self._plans: dict[int, dict | None] = {}  # trial id -> {param: value} to propose
         self._configs: dict[tuple, object] = {}  # Optuna values -> configuration (memo)
@@ -157,6 +158,7 @@ class GreedyMutationSampler(BaseSampler):
 
     def after_trial(self, study, trial, state, values) -> None:
         self._plans.pop(trial._trial_id, None)
+        self._random.after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:
         self._seed = int(np.random.SeedSequence().entropy % 2**31)

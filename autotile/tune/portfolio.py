@@ -40,7 +40,8 @@ system attribute ``portfolio.member``.
 
 The bandit state is a function of the study history only (members recorded in the trials, their
 states and values, and the seed with the trial number for tie-breaks), so workers sharing a
-study and a resumed run compute the same credit. Members learn from every trial, whoever
+study and a resumed run compute the same credit; the members draw from (seed, trial number) too
+(``autotile.tune.trialseed``), so a resumed run proposes what an uninterrupted one does. Members learn from every trial, whoever
 proposed it: TPE reads the whole study, and every trial joins the genetic search's population.
 """
 
@@ -56,6 +57,8 @@ import numpy as np
 import optuna
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
+
+from autotile.tune.trialseed import PerTrial
 
 MEMBER_ATTR = "portfolio.member"
 ENQUEUED = "enqueued"  # trials with fixed parameters (baseline, warm starts): no member, no credit
@@ -169,7 +172,7 @@ class PortfolioSampler(BaseSampler):
         self._exploration = exploration
         self._genetic = genetic
         self._needs_numeric = tuple(needs_numeric)  # members that only model int/float params (CMA-ES)
-        self._fallback = optuna.samplers.RandomSampler(seed=seed)
+        self._fallback = PerTrial(lambda s: optuna.samplers.RandomSampler(seed=s), seed)
         self._ledger = _Ledger()
         self._ledger_study: int | None = None
         self._assigned: dict[int, str] = {}  # trial id -> member, this process's trials
@@ -326,6 +329,7 @@ class PortfolioSampler(BaseSampler):
         self._assigned[trial._trial_id] = name
         if self._genetic is not None:  # every trial joins the genetic search's population
             ga = self.members[self._genetic]
+            ga = getattr(ga, "template", ga)  # a PerTrial's sampler class and population size
             trial.system_attrs[ga._get_generation_key()] = ga.get_trial_generation(study, trial)
         self.members.get(name, self._fallback).before_trial(study, trial)
 
