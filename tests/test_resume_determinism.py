@@ -1,5 +1,5 @@
 """A run stopped (Ctrl-C) and resumed proposes, trial for trial, what one uninterrupted run with
-the same seed proposes: for every sampler, the baseline and warm starts."""
+the same seed proposes: for every sampler, the baseline, warm starts and the untried fill."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from tinyspecs import EW
 
 from autotile.kernels import registry
 from autotile.space import load_spec
@@ -76,7 +77,8 @@ def _run(plan, storage, stop_after=None):
 def _record(storage, name="s") -> list[tuple]:
     study = optuna.load_study(study_name=name, storage=storage)
     return [(t.number, t.state, t.params, t.values, t.user_attrs.get(runner.CONFIG_ATTR),
-             t.system_attrs.get(MEMBER_ATTR)) for t in study.get_trials(deepcopy=False)]
+             t.system_attrs.get(MEMBER_ATTR), "fixed_params" in t.system_attrs)  # queued
+            for t in study.get_trials(deepcopy=False)]
 
 
 def _check(plan, stops):
@@ -119,6 +121,31 @@ def test_the_portfolio_resumes_into_its_challengers_identically():
 def test_two_objectives_resume_identically():
     for sampler in ("nsga2", "portfolio", "tpe"):
         _check(_plan(TINY, sampler, 30, objectives=("cycles", "time_us")), stops=[3, 11])
+
+
+def test_the_fill_and_warm_starts_resume_identically():
+    """62 configurations, a budget of 60: the samplers repeat, so untried ones are queued."""
+    warm = ({"tile_m": 4, "buffer_num": 2, "cores": 4}, {"tile_m": 8, "buffer_num": 1, "cores": 2})
+    for sampler in ("tpe", "portfolio", "random"):
+        plan = _plan(SMALL, sampler, 60, warm=warm, shape=1, unit="vector")
+        want = _check(plan, stops=[2, 21, 5, 13, 30])
+        assert sum(w[6] for w in want) > 1 + len(warm)  # the baseline, warm starts and the fill
+
+
+# one param fixed: 68 configurations, 25 of them over the UB (pruned), so proposals repeat
+# infeasible ones and the nearest untried configuration is queued
+EW_68 = EW.replace("shapes: [{n: 4096}]", "shapes: [{n: 1048576}]").replace(
+    'cores: {type: int, low: 1, high: "min(hw.vector_cores, shape.n // 16)", pow2: true}',
+    "cores: {type: fixed, value: 1}")
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "nsga2"])
+def test_repeated_infeasible_proposals_resume_identically(sampler, write_spec):
+    """A repeat is told from the history, not from this process's cache (which a resumed run
+    fills only with the completed trials)."""
+    assert EW_68 != EW
+    want = _check(_plan(write_spec(EW_68), sampler, 40), stops=[4] * 10)
+    assert any(w[1] == optuna.trial.TrialState.PRUNED for w in want)
 
 
 def test_ctrl_c_and_the_same_command_again_end_as_one_run_would(run_cli, sigint_at, tmp_path, monkeypatch):

@@ -197,12 +197,11 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
     start = time.monotonic()
     cap = CAP_FACTOR * plan.budget
     goal = _goal(plan)
-    state = {"repeated": False, "queued": False}
+    state = {"queued": False}
 
     def objective(trial: optuna.Trial):
         params, reason = suggest(trial, plan.space)
         out = evaluator.score(params) if reason is None else Outcome(params, False, reason)
-        state["repeated"] = out.cached
         trial.set_user_attr(CONFIG_ATTR, config_key(out.params))
         if not out.feasible:
             trial.set_user_attr(REASON_ATTR, out.reason)
@@ -222,11 +221,14 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         done = _unique_complete(study)
         if progress is not None:
             progress(study, trial, done)
-        if _Stop.is_set() or done >= goal or len(study.get_trials(deepcopy=False)) >= cap:
+        trials = study.get_trials(deepcopy=False)
+        if done >= goal or len(trials) >= cap:
             study.stop()
-        elif plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s:
+        # what the history decides (a queued configuration) is done before a stop request or
+        # the timeout ends the run, so a resumed run finds it queued, as one run would
+        elif _repeated(trials, trial) and _exhausted_or_queue(study, plan, done, state):
             study.stop()
-        elif state["repeated"] and _exhausted_or_queue(study, plan, done, state):
+        elif _Stop.is_set() or (plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s):
             study.stop()
 
     # queued trials (baseline, warm start) run within n_trials, so they are not held yet
@@ -264,6 +266,15 @@ def _tried(trials) -> set:
     kernel (or a limit) found infeasible although they satisfy the spec."""
     return {t.user_attrs.get(CONFIG_ATTR) for t in trials
             if t.state == TrialState.COMPLETE or (t.state == TrialState.PRUNED and t.user_attrs.get(IN_SPACE_ATTR))}
+
+
+def _repeated(trials, trial) -> bool:
+    """``trial`` ran a configuration an earlier finished trial ran (as the study history says,
+    so a resumed run and workers sharing the study judge it alike)."""
+    key = trial.user_attrs.get(CONFIG_ATTR)
+    return key is not None and any(
+        t.number < trial.number and t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+        and t.user_attrs.get(CONFIG_ATTR) == key for t in trials)
 
 
 def _exhausted(trials, plan: StudyPlan) -> bool:
