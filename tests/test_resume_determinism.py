@@ -167,3 +167,39 @@ def test_ctrl_c_and_the_same_command_again_end_as_one_run_would(run_cli, sigint_
         want = _record(make_storage(None, tmp_path / "whole"), name)
         got = _record(make_storage(None, cut), name)
         assert [(g[0], g[2], g[3]) for g in got] == [(w[0], w[2], w[3]) for w in want], name
+
+
+def test_the_worker_that_takes_a_trial_does_not_change_what_it_proposes(tmp_path, monkeypatch):
+    """``--jobs``: a study run in turns by workers 1, 0 and 1 makes the trials worker 0 alone
+    makes (each worker drew from seed + its index)."""
+    real, stops = runner.run, []
+
+    def run(plan, storage, **kw):
+        return real(plan, storage, progress=lambda study, t, done: _stop_at(stops), **kw)
+
+    monkeypatch.setattr(runner, "run", run)
+
+    def work(out, worker, after=None):
+        stops[:] = [after]
+        opts = driver.Options(trials=20, sampler="portfolio", out=out, verify=False)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                driver._worker(str(TINY), opts, 0, worker)
+        finally:
+            runner._Stop.requested = False
+        return driver.plans(load_spec(str(TINY)), opts)[0].name
+
+    name = work(tmp_path / "one", 0)
+    for worker, after in ((1, 4), (0, 9), (1, None)):
+        work(tmp_path / "turns", worker, after)
+    want = _record(make_storage(None, tmp_path / "one"), name)
+    got = _record(make_storage(None, tmp_path / "turns"), name)
+    assert len(want) >= 20 and [g[:4] for g in got] == [w[:4] for w in want]
+
+
+def _stop_at(stops: list) -> None:
+    """Count a finished trial; request a stop when the count reaches ``stops[0]``."""
+    stops.append(None)
+    if len(stops) - 1 == stops[0]:
+        runner._Stop.request()

@@ -141,14 +141,15 @@ def interrupted_code() -> int:
 
 
 def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
-    """One worker process on one study (re-loads the spec: plans hold compiled expressions)."""
+    """One worker process on one study (re-loads the spec: plans hold compiled expressions);
+    ``worker`` tells the study's tasks apart (every worker has the plan's seed)."""
     if runner._Stop.is_set():  # stopped before this study started: leave it unrun
         return
     quiet_heartbeat_failures()
     spec = load_spec(spec_path)
     storage = make_storage(opts.storage, opts.out)
     plan = plans(spec, opts)[index]
-    runner.run(plan, storage, worker=worker)
+    runner.run(plan, storage)
 
 
 @dataclass

@@ -168,19 +168,22 @@ def _check_identity(study: optuna.Study, plan: StudyPlan) -> None:
         raise InputError(f"study {plan.name} in the storage was tuned with a different spec ({why})")
 
 
-def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, worker: int = 0,
-        progress=None) -> StudyOutcome:
+def run(plan: StudyPlan, storage, *, evaluator: Evaluator | None = None, progress=None) -> StudyOutcome:
     """Run (or resume) one study until its budget, its timeout or a stop request.
+
+    Every worker on a study has the plan's seed: its samplers draw from (seed, trial number)
+    (``autotile.tune.trialseed``), so workers never repeat each other's draws, and which worker
+    takes a trial does not change what it proposes.
 
     A failure of the storage itself (a database that went away) raises StorageError: every
     completed trial is already saved there, and running again resumes. A study another process
     deleted meanwhile raises StudyDeleted (a StorageError).
     """
-    from autotile.tune.samplers import make_sampler, offset_seed
+    from autotile.tune.samplers import make_sampler
 
     evaluator = evaluator or make_evaluator(plan.space, plan.objectives)
-    sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, offset_seed(plan.seed, worker),
-                                                    n_objectives=len(plan.objectives), space=plan.space))
+    sampler = storage_mod.OwnedSampler(make_sampler(plan.sampler, plan.seed, n_objectives=len(plan.objectives),
+                                                    space=plan.space))
     try:
         study = prepare(plan, storage, sampler)
         _prime_cache(study, evaluator)

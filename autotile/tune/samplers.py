@@ -16,7 +16,7 @@ SEEDS = 2**32  # numpy's and Optuna's samplers take seeds 0 .. SEEDS - 1
 
 
 def offset_seed(seed: int | None, offset: int) -> int | None:
-    """``seed + offset`` (a worker's or a benchmark run's seed), wrapped into the samplers' range:
+    """``seed + offset`` (a benchmark run's seed), wrapped into the samplers' range:
     unchanged while it fits, so recorded results stay reproducible, and distinct for offsets
     below 2**32.
 
