@@ -47,14 +47,21 @@ def _pow2(lo: int, hi: int) -> list[int]:
 def candidate_params(op: str, unit: str, n: int, hw: HardwareProfile, on_chip: bool) -> list[dict]:
     """The deterministic grid of tilings searched for one unit at size n."""
     tiles = sorted(set(_pow2(16, max(16, n)) + [-(-n // 16) * 16]))
-    max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
-    cores = [1] if on_chip else [c for c in sorted(set(_pow2(1, max_cores) + [max_cores])) if c <= max(1, n // 16)]
+    cores = core_counts(n, hw.cube_cores if unit == "cube" else hw.vector_cores, on_chip)
     cats = CATEGORICAL.get(op, {}).get(unit, {})
     out = []
     for t, b, c in itertools.product(tiles, (1, 2), cores):
         for combo in itertools.product(*cats.values()):
             out.append({"tile_len": t, "buffer_num": b, "cores": c, **dict(zip(cats, combo))})
     return out
+
+
+def core_counts(n: int, max_cores: int, on_chip: bool) -> list[int]:
+    """The core counts the grid tries at size n: powers of two and the whole chip, each with at
+    least one 16-element block (the split's granule) per core; only 1 on chip."""
+    if on_chip:
+        return [1]
+    return [c for c in sorted(set(_pow2(1, max_cores) + [max_cores])) if c <= max(1, n // 16)]
 
 
 def covering_tile(n: int, cores: int, tiles) -> int | None:

@@ -74,18 +74,23 @@ def cache_dir(out: str | Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "autotile"
 
 
-def sweep_sizes(lo: int, hi: int, per_octave: int = 4) -> list[int]:
-    """Log-spaced sizes: ``per_octave`` points per octave plus 1.5 x each power of two.
+def sweep_sizes(lo: int, hi: int, per_octave: int = 3, tails: bool = True) -> list[int]:
+    """Log-spaced sizes: ``per_octave`` points per octave plus 1.5 x and (``tails``) 2^k + 16 for
+    each power of two.
 
     Powers of two and 1.5 x 2^k are multiples of 256 from 512 on (whole cube fractals); from 256
-    on, the mid-octave point (sqrt(2) x 2^k) is moved to a multiple of 16 that is not one of 256
-    (whole fractal rows, a partial fractal), the others are left as they fall (rarely multiples
-    of 16), so a model sees all three alignments the kernels cost differently.
+    on, the octave's middle point (e = per_octave // 2) is moved to a multiple of 16 that is not
+    one of 256 (whole fractal rows, a partial fractal), the others are left as they fall (rarely
+    multiples of 16), so a model sees all three alignments the kernels cost differently.
+    2^k + 16 is one 16-element block past a power of two: where a power of two fills its cores'
+    slices, tiles, repeats and fractals exactly, it starts a new one of each (2^k + 1 .. 2^k + 16
+    cost the same), and without it a model gave those sizes the power of two's cycles (sigmoid's
+    Scalar 20-24% low). Three points an octave, not four, keep five sizes an octave in all.
 
     >>> sweep_sizes(16, 64, 2)
     [16, 23, 24, 32, 45, 48, 64]
-    >>> [n % 256 for n in sweep_sizes(1024, 2048, 4)]
-    [0, 194, 176, 0, 186, 0]
+    >>> [n % 256 for n in sweep_sizes(1024, 2048)]
+    [0, 16, 16, 0, 89, 0]
     """
     out = set()
     e = 0
@@ -97,8 +102,8 @@ def sweep_sizes(lo: int, hi: int, per_octave: int = 4) -> list[int]:
             if n % 256 == 0:
                 n += 16
         out.add(n)
-        if e % per_octave == 0 and 1.5 * v <= hi:
-            out.add(int(1.5 * v))
+        if e % per_octave == 0:
+            out.update(m for m in (int(1.5 * v), n + 16 if tails else hi + 1) if m <= hi)
         e += 1
     return sorted(out)
 
@@ -220,7 +225,7 @@ def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
     return values["cycles"], params
 
 
-def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 4, placements=None,
+def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, placements=None,
               sizes=None, spec=None, progress=None) -> list[Row]:
     """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement
     (by default every placement the op's kernels model, ``OpInfo.placements``)."""

@@ -2,7 +2,9 @@
 
 ``shape_features`` describes a problem (op, shape, dtype, data placement): log2 of each
 dimension, its padding to the 16-element and 256-element (fractal) granularities, dtype bytes
-and the dtype itself (one-hot), bytes moved, FLOPs and arithmetic intensity. ``config_features`` adds one tiling: its params
+and the dtype itself (one-hot), bytes moved, FLOPs and arithmetic intensity; a unit selector
+takes it as ``selector_features`` makes it (how n splits over the cores, padded counts) and
+fits its cycles on ``work_basis`` first. ``config_features`` adds one tiling: its params
 (log2 of integers, one-hot of categorical values) and closed-form estimates of the loop nest's
 work per core (blocks, padded MACs, GM -> L1 and L1 -> L0 traffic, FixPipe bytes). Every value
 is a plain float; ``matrix`` turns dicts into an array in a fixed column order.
@@ -68,6 +70,77 @@ def shape_features(op: str, shape: dict, dtype: str, data: str = "gm") -> dict:
     f["flops.log2"] = _lg(max(flops, 1))
     f["intensity.log2"] = _lg(max(flops, 1) / moved)
     return f
+
+
+def unit_cores(op: str, hw=None) -> dict:
+    """{core kind: cores} of the kinds the units of ``op`` run on (the Cube's cores for cube, the
+    Vector's for vector and scalar); ``hw`` None: the default profile."""
+    from autotile.kernels import registry
+
+    if hw is None:
+        from autotile.hardware import load_profile
+
+        hw = load_profile(None)
+    kinds = {"cube" if u == "cube" else "vector" for u in registry.get(op).units}
+    return {k: int(hw.cube_cores if k == "cube" else hw.vector_cores) for k in sorted(kinds)}
+
+
+def _slices(n: int, data: str, cores: dict):
+    """(kind, cores used, elements per core) of the widest split the tiling grid can give n."""
+    from autotile.models.crossover import core_counts
+
+    for kind, most in cores.items():
+        c = max(core_counts(n, most, data == "on_chip"))
+        yield kind, c, _al(_cdiv(n, c), 16)
+
+
+def split_features(shape: dict, dtype: str, data: str, cores: dict) -> dict:
+    """How a 1-D ``n`` splits over the cores of each kind in ``cores`` (``unit_cores``): the
+    cores used, each core's slice (whole 16-element blocks), its 256-byte repeats and 256-element
+    fractals, and the share of a slice the last core gets.
+
+    The simulator pays per core slice, not per n: n = 64 fits 4 cores of 16 elements but n = 60
+    has 3 blocks, so the grid's 2 cores get 32 elements each, and sigmoid's Scalar takes 703
+    cycles against 495. Without these a model gave the sizes beside a power of two its cycles.
+    """
+    n = int(shape["n"])
+    nb = dtypes_mod.get(dtype).bytes
+    f = {}
+    for kind, c, per in _slices(n, data, cores):
+        f[f"split.{kind}.cores.log2"] = _lg(c)
+        f[f"split.{kind}.per.log2"] = _lg(per)
+        f[f"split.{kind}.repeats.log2"] = _lg(_cdiv(per * nb, 256))
+        f[f"split.{kind}.fractals.log2"] = _lg(_cdiv(per, 256))
+        f[f"split.{kind}.last"] = (n - n // per * per) / per
+    return f
+
+
+RATIOS = ("pad16", "pad256")  # shape_features' padding as a share of each dimension
+
+
+def selector_features(f: dict, shape: dict, dtype: str, data: str, cores: dict) -> dict:
+    """``f`` (``shape_features`` of the problem) as a unit selector takes it: with the padded
+    counts the simulator pays for (32-byte GM bursts, ``split_features``) and without the padding
+    shares. A share is largest at the smallest sizes, so trees split on it there, and 129 (15 of
+    144 padded) went with the tiny sizes: elementwise's Vector was predicted 17% high on chip."""
+    out = {k: v for k, v in f.items() if k.rsplit(".", 1)[-1] not in RATIOS}
+    out["n.bursts.log2"] = _lg(_cdiv(int(shape["n"]) * dtypes_mod.get(dtype).bytes, 32))
+    out.update(split_features(shape, dtype, data, cores))
+    return out
+
+
+def work_basis(shape: dict, dtype: str, data: str, cores: dict) -> list[float]:
+    """The padded work a 1-D problem's cycles are close to a non-negative sum of: 1 (fixed
+    costs), n, its 256-byte repeats, and per core kind the slice of the widest split with its
+    repeats and fractals (see ``split_features``). The unit selector fits cycles on these and
+    learns only the ratio to that fit: trees are flat between training sizes, so learned on log2
+    cycles alone they were off by up to ~9% between two sweep sizes even where cycles are 2 n."""
+    n = int(shape["n"])
+    nb = dtypes_mod.get(dtype).bytes
+    out = [1.0, float(n), float(_cdiv(n * nb, 256))]
+    for _, _, per in _slices(n, data, cores):
+        out += [float(per), float(_cdiv(per * nb, 256)), float(_cdiv(per, 256))]
+    return out
 
 
 def param_features(params: dict) -> dict:

@@ -1,9 +1,12 @@
-"""Unit selector: one regressor of log2(best cycles) per unit; the unit predicted fastest wins.
+"""Unit selector: one regressor of best cycles per unit; the unit predicted fastest wins.
 
 Trained on rows (simulated or measured): for each problem (op, shape, dtype, data placement)
 and unit, the least cycles among the rows is that unit's best. Predicting cycles per unit (rather
 than only a class) gives ``decide`` its ``predicted_cycles`` and makes the choice cost-aware: a
-close call can only be wrong by a little.
+close call can only be wrong by a little. Each unit's cycles are first fitted, per data
+placement, as a non-negative sum of the problem's padded work (``features.work_basis``); the
+trees learn log2 of what that fit leaves (cycles / fit), which varies little between training
+sizes, where trees are flat.
 
 >>> sel = UnitSelector("weighted_sum").fit(rows)  # doctest: +SKIP
 >>> sel.decide({"n": 4096}, "fp16")  # doctest: +SKIP
@@ -21,8 +24,11 @@ from autotile.models.crossover import runs, stays_from
 from autotile.models.features import (
     matrix,
     outside,
+    selector_features,
     shape_features,
     shape_ranges,
+    unit_cores,
+    work_basis,
 )
 
 
@@ -31,6 +37,27 @@ def default_estimator():
     from sklearn.ensemble import GradientBoostingRegressor
 
     return GradientBoostingRegressor(n_estimators=400, max_depth=4, learning_rate=0.1, random_state=0)
+
+
+def fit_base(problems, cycles) -> dict:
+    """{data placement: non-negative coefficients of ``work_basis``} fitted to ``cycles`` (one
+    per (shape, dtype, data, cores) in ``problems``) in relative terms, so small sizes count as
+    much as large ones."""
+    from scipy.optimize import nnls
+
+    groups: dict = {}
+    for (shape, dtype, data, cores), c in zip(problems, cycles):
+        groups.setdefault(data, ([], []))
+        groups[data][0].append(work_basis(shape, dtype, data, cores))
+        groups[data][1].append(c)
+    out = {}
+    for data, (basis, cyc) in groups.items():
+        B, c = np.array(basis), np.array(cyc, dtype=float)
+        coef, _ = nnls(B / c[:, None], np.ones(len(c)))
+        if not (coef > 0).any():  # cannot happen with positive cycles; a constant keeps the fit usable
+            coef[0] = float(np.median(c))
+        out[data] = [float(x) for x in coef]
+    return out
 
 
 def best_per_unit(rows) -> dict:
@@ -46,9 +73,14 @@ def best_per_unit(rows) -> dict:
 class UnitSelector:
     """Picks the execution unit of ``op`` for a (shape, dtype, data placement)."""
 
-    def __init__(self, op: str, estimator=None):
+    def __init__(self, op: str, estimator=None, hw=None):
         self.op = op
         self.estimator = estimator
+        try:  # core kind -> cores, of ``hw`` (None: the default profile)
+            self.cores = unit_cores(op, hw)
+        except KeyError:  # an op this version does not know: ``fit`` finds no rows for it
+            self.cores = {}
+        self.base: dict = {}  # unit -> data placement -> coefficients of ``work_basis``
         self.units: list[str] = []
         self.names: list[str] = []
         self.models: dict = {}
@@ -63,17 +95,33 @@ class UnitSelector:
         if not best:
             raise InputError(f"unit selector: no rows for op {self.op}")
         self.units = sorted({r.unit for _, r in best})
-        feats = {id(r): shape_features(r.op, r.shape, r.dtype, r.data) for _, r in best}
+        feats = {id(r): self._features(r.shape, r.dtype, r.data) for _, r in best}
         self.names = sorted({k for f in feats.values() for k in f})
-        self.models = {}
+        self.models, self.base = {}, {}
         for u in self.units:
             sub = [(c, r) for c, r in best if r.unit == u]
             X = matrix([feats[id(r)] for _, r in sub], self.names)
-            y = np.log2([c for c, _ in sub])
+            cyc = [c for c, _ in sub]
+            self.base[u] = fit_base([(r.shape, r.dtype, r.data, self.cores) for _, r in sub], cyc)
+            y = np.log2(cyc) - np.log2(self._base(u, [(r.shape, r.dtype, r.data) for _, r in sub]))
             self.models[u] = clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
         self.n_rows = len(best)
         self.ranges = shape_ranges(r for _, r in best)
         return self
+
+    def _features(self, shape: dict, dtype: str, data: str) -> dict:
+        return selector_features(shape_features(self.op, shape, dtype, data), shape, dtype, data, self.cores)
+
+    def _base(self, unit: str, problems) -> np.ndarray:
+        """The work fit of ``unit`` for each (shape, dtype, data) in ``problems``."""
+        out = []
+        for shape, dtype, data in problems:
+            coef = self.base[unit].get(data)
+            if coef is None:
+                raise InputError(f"unit selector for {self.op}: {unit} was not trained with data {data} (has "
+                                 f"{', '.join(sorted(self.base[unit]))}); run `{self.command}` again")
+            out.append(float(np.dot(work_basis(shape, dtype, data, self.cores), coef)))
+        return np.array(out)
 
     def outside(self, shape: dict, data: str = "gm") -> str | None:
         """Why ``shape`` lies outside the training shapes of ``data`` (the prediction then
@@ -83,8 +131,8 @@ class UnitSelector:
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
         with S.guard(self.source, self.command):
-            X = matrix([shape_features(self.op, s, d, p) for s, d, p in problems], self.names)
-            preds = {u: 2.0 ** m.predict(X) for u, m in self.models.items()}
+            X = matrix([self._features(s, d, p) for s, d, p in problems], self.names)
+            preds = {u: 2.0 ** m.predict(X) * self._base(u, problems) for u, m in self.models.items()}
         return [{u: float(preds[u][i]) for u in self.units} for i in range(len(problems))]
 
     def predict_cycles(self, shape: dict, dtype: str, data: str = "gm") -> dict:
@@ -119,16 +167,18 @@ class UnitSelector:
     # -- persistence (see store.py): JSON state + estimators
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
-                "ranges": self.ranges}
+                "ranges": self.ranges, "cores": self.cores, "base": self.base}
 
     @classmethod
     def from_state(cls, state: dict, models: dict, op: str | None = None) -> UnitSelector:
         """The model a file holds, checked (``models.state``); ``op``: the op it must be for."""
         got = S.fields(state, op)
-        S.check_names(got["names"], got["op"], exact=True)
+        cores = S.cores(state, got["op"])
+        S.check_names(got["names"], got["op"], exact=True, cores=cores)
         S.check_estimators(models, got["units"], len(got["names"]))
         sel = cls(got["op"])
         sel.units, sel.names, sel.n_rows = got["units"], got["names"], got["n_rows"]
+        sel.cores, sel.base = cores, S.base(state, got["units"], len(work_basis({"n": 1}, "fp16", "gm", cores)))
         sel.ranges = S.ranges(state)
         sel.models = dict(models)
         return sel

@@ -7,10 +7,11 @@ ValueError naming what is wrong, which ``store`` reports as one line.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 from autotile.errors import InputError
-from autotile.models.features import shape_features
+from autotile.models.features import selector_features, shape_features, unit_cores
 
 
 class UnusableModel(InputError):
@@ -56,21 +57,59 @@ def ranges(state: dict) -> dict:
     return out
 
 
-def shape_names(op: str) -> list[str]:
-    """The problem features this version computes for ``op`` (a unit selector's whole input)."""
+def _dims(op: str) -> tuple:
     from autotile.kernels import registry
 
     try:
-        dims = registry.get(op).dims
+        return registry.get(op).dims
     except KeyError:
         raise ValueError(f"its op {op!r} is not one this version knows") from None
-    return sorted(shape_features(op, dict.fromkeys(dims, 256), "fp16"))
 
 
-def check_names(names: list[str], op: str, exact: bool) -> None:
+def shape_names(op: str, cores: dict | None = None) -> list[str]:
+    """The problem features this version computes for ``op``; with ``cores`` (a unit selector's
+    ``unit_cores``) its split features too: a unit selector's whole input."""
+    dims = _dims(op)
+    shape = dict.fromkeys(dims, 256)
+    f = shape_features(op, shape, "fp16")
+    return sorted(f if cores is None else selector_features(f, shape, "fp16", "gm", cores))
+
+
+def cores(state: dict, op: str) -> dict:
+    """A unit selector's ``cores``: a positive count for each core kind the units of ``op`` use."""
+    _dims(op)
+    value = state.get("cores")
+    want = set(unit_cores(op))
+    if (not isinstance(value, dict) or set(value) != want
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values())):
+        raise ValueError(f"state.cores is {str(value)[:60]!r}, not core counts of {', '.join(sorted(want))} "
+                         f"(a model from before the selector knew the core split?)")
+    return dict(value)
+
+
+def base(state: dict, units: list[str], width: int) -> dict:
+    """A unit selector's ``base``: for each unit, per data placement, ``width`` non-negative
+    coefficients, not all zero."""
+    value = state.get("base")
+    if not isinstance(value, dict) or set(value) != set(units):
+        raise ValueError("state.base does not hold a work fit per unit")
+    for u, fits in value.items():
+        if not isinstance(fits, dict) or not fits:
+            raise ValueError(f"state.base.{u} is not a mapping of data placements to coefficients")
+        for where, coef in fits.items():
+            if (not isinstance(coef, list) or len(coef) != width
+                    or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                            for x in coef)
+                    or not any(x > 0 for x in coef)):
+                raise ValueError(f"state.base.{u}.{where} is {str(coef)[:60]}, not {width} non-negative coefficients")
+    return {u: {w: [float(x) for x in c] for w, c in fits.items()} for u, fits in value.items()}
+
+
+def check_names(names: list[str], op: str, exact: bool, cores: dict | None = None) -> None:
     """The feature names must be this version's for ``op``: all of them for a selector
-    (``exact``), and at least its problem features for a cost regressor (which adds params)."""
-    want = shape_names(op)
+    (``exact``, with its ``cores``), and at least its problem features for a cost regressor
+    (which adds params)."""
+    want = shape_names(op, cores)
     missing = sorted(set(want) - set(names))
     extra = sorted(set(names) - set(want)) if exact else []
     if missing or extra:

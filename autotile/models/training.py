@@ -138,7 +138,7 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     if shapes is None:
         if dims == ("n",):
             lo, hi, per, _ = COST_1D
-            shapes = [{"n": n} for n in D.sweep_sizes(lo, hi, per)]
+            shapes = [{"n": n} for n in D.sweep_sizes(lo, hi, per, tails=False)]
         elif dims == ("m", "n", "k"):
             shapes = random_shapes(dims, COST_SHAPES, seed)
         else:
@@ -271,7 +271,7 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
         rows, built = D.cached(path, meta, build)
     t1 = time.monotonic()
     if kind == "units":
-        mpath = store.save_selector(UnitSelector(op).fit(rows), hw, fp, out)
+        mpath = store.save_selector(UnitSelector(op, hw=hw).fit(rows), hw, fp, out)
     else:
         mpath = store.save_regressor(CostRegressor(op, cube_cores=hw.cube_cores, hw=hw).fit(rows), hw, fp, out)
     return {"model": str(mpath), "dataset": str(path), "rows": len(rows), "rebuilt": built,
