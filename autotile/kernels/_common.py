@@ -233,6 +233,39 @@ def ints(params: dict, names: tuple[str, ...]) -> dict:
     return out
 
 
+def check_shape(shape: dict, dims: tuple[str, ...]) -> None:
+    """InfeasibleConfig naming the first of ``dims`` that is not a positive integer: a size of 0
+    has no tiles (the tile counts divide by the tile, clamped to it) and nothing to index."""
+    for d in dims:
+        v = shape[d]
+        try:
+            ok = not isinstance(v, bool) and float(v).is_integer() and v >= 1
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise InfeasibleConfig(f"shape.{d}={v!r}, expected a positive integer")
+
+
+def input_array(x, name: str, ndim: int) -> np.ndarray:
+    """``x`` as an array of ``ndim`` dimensions of real numbers, else an InputError naming the
+    input: execute mode indexes its inputs in Numba, which checks no bounds, so an array of
+    another shape reads past its end."""
+    a = np.asarray(x)
+    if a.ndim != ndim:
+        raise InputError(f"expected a {ndim}-D array, got shape {a.shape}", field=name)
+    if a.dtype.kind not in "biuf":
+        raise InputError(f"expected real numbers, got dtype {a.dtype}", field=name)
+    return a
+
+
+def same_length(arrays: dict) -> None:
+    """InputError unless the 1-D ``arrays`` (name: array, the first one setting n) have one length."""
+    (first, a), *rest = arrays.items()
+    for name, b in rest:
+        if b.shape[0] != a.shape[0]:
+            raise InputError(f"expected {a.shape[0]} elements, as {first} has, got {b.shape[0]}", field=name)
+
+
 def choice(params: dict, name: str, allowed: tuple) -> object:
     """A categorical param, validated."""
     v = params.get(name)

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from autotile.dtypes import get as get_dtype
-from autotile.errors import InfeasibleConfig
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
@@ -79,6 +79,7 @@ def slices(nbytes: int, block_dim: int) -> list[tuple[int, int]]:
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling; returns (int params, buffers) or raises InfeasibleConfig."""
+    C.check_shape(shape, DIMS)
     C.check_dtype(hw, "vector", dtype)
     p = _ints(params)
     if p["block_dim"] > hw.vector_cores:
@@ -122,8 +123,10 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Run the tiled copy in execute mode, every core's slice; returns the copied array."""
-    (x,) = inputs
-    x = np.ascontiguousarray(x)
+    x = np.ascontiguousarray(inputs[0])
+    host = np.dtype(np.float32) if dtype == "bf16" else get_dtype(dtype).numpy
+    if x.dtype != host:  # the device bytes are the array's: another type has other sizes and values
+        raise InputError(f"expected {host} values for {dtype}, got {x.dtype}", field="x")
     p, _ = check({"n": x.size}, params, dtype, hw)
     src = _device_bytes(x.reshape(-1), dtype)
     dst = np.zeros_like(src)

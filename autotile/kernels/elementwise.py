@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from autotile.errors import InfeasibleConfig
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul
@@ -76,6 +76,7 @@ def kind_of(options: dict | None) -> str:
 
 
 def check(shape, params, dtype, hw, unit, kind):
+    C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nin = KINDS[kind][0]
@@ -154,8 +155,14 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     """Execute mode: the same loop nest; returns y rounded to ``dtype``."""
     unit = unit or UNITS[0]
     kind = kind_of(options)
-    a = np.ascontiguousarray(inputs[0], dtype=np.float64)
-    b = np.ascontiguousarray(inputs[1], dtype=np.float64) if len(inputs) > 1 else None
+    nin = KINDS[kind][0]
+    if len(inputs) != nin:
+        raise InputError(f"expected {nin} input array{'s' if nin > 1 else ''} for {kind}, got {len(inputs)}",
+                         field="inputs")
+    arrays = {name: C.input_array(x, name, 1) for name, x in zip(("a", "b"), inputs)}
+    C.same_length(arrays)
+    a = np.ascontiguousarray(arrays["a"], dtype=np.float64)
+    b = np.ascontiguousarray(arrays["b"], dtype=np.float64) if nin > 1 else None
     shape = {"n": a.shape[0]}
     p, _ = check(shape, params, dtype, hw, unit, kind)
     _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip("elementwise", options), execute=True, a=a, b=b)

@@ -121,6 +121,7 @@ def cube_core(st, cost, L, tile, depth, in_bytes, c0, execute, x, start, colsum)
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+    C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
@@ -250,7 +251,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same loop nests computing the sum; returns a 0-d array of ``dtype``."""
-    (x,) = inputs
+    x = C.input_array(inputs[0], "x", 1)
     shape = {"n": int(x.shape[0])}
     unit = C.unit_of(unit, UNITS)
     p, _ = check(shape, params, dtype, hw, unit)

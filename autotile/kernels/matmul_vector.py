@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from autotile.errors import InfeasibleConfig
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
@@ -65,6 +65,7 @@ def core(st, cost, vcost, m0, rows, K, N, tm, depth, nb, in_lanes, execute, a, b
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+    C.check_shape(shape, ("m", "n", "k"))
     if dtype not in DTYPES:
         raise InfeasibleConfig(f"the vector matmul supports {DTYPES}, not {dtype}")
     C.check_dtype(hw, "vector", dtype)
@@ -146,7 +147,9 @@ def simulate(shape, params, dtype, hw, *, trace_capacity=0, want_traces=False):
 
 def execute(inputs, params, dtype, hw) -> np.ndarray:
     """Execute mode: C rounded to ``dtype``."""
-    a, b = inputs
+    a, b = C.input_array(inputs[0], "A", 2), C.input_array(inputs[1], "B", 2)
+    if b.shape[0] != a.shape[1]:
+        raise InputError(f"expected {a.shape[1]} rows, as A {a.shape} has columns, got {b.shape[0]}", field="B")
     shape = {"m": a.shape[0], "n": b.shape[1], "k": a.shape[1]}
     p, _ = check(shape, params, dtype, hw)
     _, c, _ = _run(shape, p, dtype, hw, execute=True, a=np.ascontiguousarray(a, dtype=np.float64),

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from autotile.errors import InfeasibleConfig
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
@@ -250,6 +250,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     UB holds ``buffer_num`` slots of the source rows (``span_bound`` columns, 2 rows per output
     row for bilinear) and of the output tile, every row's burst padded to 32 B, the gathered
     points (4 for bilinear) and the two index tables of the output columns."""
+    C.check_shape(shape, DIMS)
     mode, layout, ac = opts(options)
     p = C.ints(params, PARAMS)
     p["tile_h"], p["tile_w"], p["tile_c"] = (min(p["tile_h"], shape["h_out"]), min(p["tile_w"], shape["w_out"]),
@@ -360,7 +361,9 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same tiles computing the output (rounded like the Vector would)."""
-    x, sizes = inputs
+    x, sizes = C.input_array(inputs[0], "x", 4), C.input_array(inputs[1], "sizes", 1)
+    if sizes.shape != (2,) or not np.all(np.mod(sizes, 1) == 0):
+        raise InputError(f"expected two whole output sizes (h_out, w_out), got {sizes.tolist()}", field="sizes")
     mode, layout, ac = opts(options)
     shape = _shape_of(x, sizes, layout)
     p, _, mo = check(shape, params, dtype, hw, options)

@@ -244,6 +244,7 @@ def ub_grid(shape: dict, rois, o: dict) -> int:
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None, rois=None):
     """Validate; returns (params, buffers, options, rois): ``rois`` as given, or the generated
     ones where the check needed them, else None (see :data:`EXACT_ROIS`)."""
+    C.check_shape(shape, DIMS)
     o = opts(options)
     if rois is None and (int(o["sampling_ratio"]) > 0 or shape["rois"] > EXACT_ROIS):
         grid = ub_grid(shape, None, o)  # sampling_ratio ** 2, or the generator's largest box

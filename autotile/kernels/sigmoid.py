@@ -136,6 +136,7 @@ def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
 
 
 def check(shape, params, dtype, hw, unit):
+    C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     p["variant"] = C.choice(params, "variant", VARIANTS[unit])
@@ -210,7 +211,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same loop nest computing y; returns y rounded to ``dtype``."""
-    (x,) = inputs
+    x = C.input_array(inputs[0], "x", 1)
     unit = unit or UNITS[0]
     shape = {"n": int(x.shape[0])}
     p, _ = check(shape, params, dtype, hw, unit)

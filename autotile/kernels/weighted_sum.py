@@ -176,6 +176,7 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
 
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
     """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+    C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
@@ -303,7 +304,8 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same loop nests computing the sum; returns a 0-d array of ``dtype`` values."""
-    x, w = inputs
+    x, w = (C.input_array(v, name, 1) for v, name in zip(inputs, ("x", "w")))
+    C.same_length({"x": x, "w": w})
     shape = {"n": int(x.shape[0])}
     unit = C.unit_of(unit, UNITS)
     onchip = C.on_chip("weighted_sum", options)
