@@ -150,3 +150,16 @@ def test_bf16_vector_converts_128_elements_a_repeat_and_holds_an_fp32_tile():
     assert b == pytest.approx(f + conv, abs=1.0)
     r = S.simulate({"n": n}, p, "bf16", HW, options=on)
     assert r.buffers["ub"]["used"] == 2 * n * 2 + 4 * n
+
+
+@pytest.mark.parametrize("variant", ["lut_nearest", "lut_linear"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_tables_give_nan_for_nan_and_their_ends_for_infinities(variant, dtype):
+    """NaN's table index was int(NaN), a read outside the 256 entries: lut_nearest gave 0.0 (or
+    -inf), lut_linear NaN only through the garbage it read. NaN gives NaN, the infinities and
+    huge values the table's end entries."""
+    x = dtype_emul.round_to(np.array([np.nan, np.inf, -np.inf, 6e4, -6e4, 8.0, -8.0] + [0.0] * 9), dtype)
+    y = S.execute((x,), {"tile_len": 16, "buffer_num": 1, "cores": 1, "variant": variant}, dtype, HW, unit="scalar")
+    ends = dtype_emul.round_to(S.lut_table()[[-1, 0]], dtype)
+    assert np.isnan(y[0]) and not np.isnan(y[1:]).any()
+    assert list(y[1:7]) == [ends[0], ends[1]] * 3

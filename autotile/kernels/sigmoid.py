@@ -34,6 +34,8 @@ LUT_SIZE, LUT_LO, LUT_HI = 256, -8.0, 8.0
 SCALAR_OPS = {
     "exact": (("load", 1), ("mul", 1), ("exp", 1), ("add", 1), ("div", 1), ("store", 1)),
     "poly": (("load", 1), ("cmp", 2), ("mul", 3), ("add", 2), ("store", 1)),
+    # the tables' clamp: two compares; the NaN test sits on the branch where x >= -8 fails (NaN,
+    # or below the table), which make_inputs' [-8, 8] never takes
     "lut_nearest": (("load", 2), ("cmp", 2), ("mul", 1), ("add", 1), ("store", 1)),
     "lut_linear": (("load", 3), ("cmp", 2), ("mul", 2), ("add", 5), ("store", 1)),
 }
@@ -75,6 +77,8 @@ def _elem(v, variant, code, table):
         x2 = C.rnd(xc * xc, code)
         t = C.rnd(C.rnd(x2 * POLY_B, code) + POLY_A, code)
         return C.rnd(C.rnd(t * xc, code) + 0.5, code)
+    if v != v:  # NaN has no table entry: its index was int(NaN), a read outside the table
+        return v
     xc = min(max(v, LUT_LO), LUT_HI)
     pos = C.rnd((xc - LUT_LO) * ((LUT_SIZE - 1) / (LUT_HI - LUT_LO)), code)
     if variant == LUT_N:
