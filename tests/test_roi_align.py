@@ -6,6 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tablekit import default_table
 
+from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import roi_align as A
 from autotile.tables.lookup import Lookup
@@ -68,7 +69,8 @@ def test_execute_matches_reference(n, c, h, w, rois, ph, pw, tr, tb, tc, cores, 
     got = A.execute(inputs, p, dtype, HW, options=o).astype(np.float64)
     ref = A.reference(inputs, dtype, options=o).astype(np.float64)
     assert got.shape == ref.shape == (rois, ph, pw, c)
-    assert np.max(np.abs(got - ref)) <= A.tolerance(dtype, shape)[1]
+    rtol, atol = A.tolerance(dtype, shape)
+    assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
 
 
 SHAPE = {"n": 2, "c": 64, "h": 64, "w": 64, "rois": 64, "pooled_h": 7, "pooled_w": 7}
@@ -109,7 +111,8 @@ def test_check_of_huge_roi_counts_generates_no_rois(sr, aligned):
     (q, bufs, _, rois), peak = peak_memory(lambda: A.check({**SHAPE, "rois": MAX_DIM}, p, "fp16", HW, o))
     assert rois is None and bufs["ub"]["used"] <= HW.ub_bytes and peak < 1 << 20
     grid = 4 if sr == 2 else A.ub_grid(SHAPE, None, A.opts(o))
-    assert bufs["ub"]["used"] == 2 * (grid * 4 * 128 + 128)  # tc = c: 2 rows of 2 pixels' 128 B
+    # tc = c: 2 rows of 2 pixels' 128 B, and one tile of the bin's fp32 sums (256 B)
+    assert bufs["ub"]["used"] == 2 * (grid * 4 * 128 + 128) + 256
 
 
 def test_lookup_of_huge_roi_counts_answers_in_bounded_memory(tmp_path):
@@ -154,7 +157,8 @@ def test_simulate_generates_the_rois_the_check_did_not():
     p = {"tile_rois": 16, "tile_bins": 1, "tile_c": 16, "buffer_num": 2, "cores": 48}
     r = A.simulate(shape, p, "fp16", HW, options=o)
     assert r.feasible and r.cycles > 0 and 0 < r.pct_of_peak < 100
-    assert r.buffers["ub"]["used"] == 2 * 16 * (A.ub_grid(shape, None, A.opts(o)) * 128 + 32)  # tc = c: 2 rows x 64 B
+    # tc = c: 2 rows x 64 B per point, and the 16 ROIs' fp32 sums (64 B each)
+    assert r.buffers["ub"]["used"] == 2 * 16 * (A.ub_grid(shape, None, A.opts(o)) * 128 + 32) + 16 * 64
 
 
 # torchvision's CPU roi_align in float32 (every operation rounded to float32 in its order: a
@@ -183,3 +187,62 @@ def test_fp32_matches_torchvision_float32_coordinates(case):
     p = {"tile_rois": 2, "tile_bins": 3, "tile_c": 2, "buffer_num": 2, "cores": 2}
     for got in (A.reference(inputs, "fp32", options=o), A.execute(inputs, p, "fp32", HW, options=o)):
         assert np.max(np.abs(got[..., 0].ravel().astype(np.float64) - want)) <= 2.5e-7
+
+
+_TINY = {"tile_rois": 1, "tile_bins": 4, "tile_c": 4, "buffer_num": 1, "cores": 1}
+
+
+@pytest.mark.parametrize("batch", [2, 5, -1, 1e6, 0.5, np.nan])
+def test_roi_batch_index_outside_the_features_is_an_input_error(batch):
+    """rois[:, 0] indexed the features unchecked: 1e6 crashed the process, 2 (of 2 images) read
+    garbage and -1 the last image, in execute and in the reference alike."""
+    feat = np.ones((2, 8, 8, 4), np.float32)
+    rois = np.array([[0, 0, 0, 4, 4.0], [batch, 0, 0, 4, 4.0]])
+    inputs = (feat, rois, np.array([2, 2]))
+    for run in (lambda: A.execute(inputs, _TINY, "fp32", HW, options={"spatial_scale": 1.0}),
+                lambda: A.reference(inputs, "fp32", options={"spatial_scale": 1.0})):
+        with pytest.raises(InputError, match=r"rois\[1, 0\]: ROI row 1 has batch index .* expected a whole number "
+                                             r"in \[0, 2\)"):
+            run()
+
+
+@pytest.mark.parametrize("inputs, field", [
+    ((np.ones((8, 8, 4)), np.array([[0, 0, 0, 4, 4.0]]), np.array([2, 2])), "features"),
+    ((np.ones((1, 8, 8, 4)), np.array([[0, 0, 4, 4.0]]), np.array([2, 2])), "rois"),
+    ((np.ones((1, 8, 8, 4)), np.array([[0, 0, 0, 4, 4.0]]), np.array([2, 0])), "pooled"),
+])
+def test_execute_names_a_malformed_input(inputs, field):
+    with pytest.raises(InputError, match=f"^{field}: expected"):
+        A.execute(inputs, _TINY, "fp32", HW, options={"spatial_scale": 1.0})
+
+
+@pytest.mark.parametrize("value", [3.0, 0.7])
+def test_fp16_bins_sum_in_fp32(value):
+    """One full ROI over a constant 24 x 24 fp16 map, adaptive sampling (529 points, 2116
+    weighted terms in one bin): the fp16 running sum stalled and the average came out 22% off
+    (3.66 for 3.0); summed in fp32 and rounded once it is the constant."""
+    feat = np.full((1, 24, 24, 16), value, np.float16)
+    inputs = (feat, np.array([[0, 0, 0, 23.0, 23.0]]), np.array([1, 1]))
+    o = {"spatial_scale": 1.0, "sampling_ratio": 0, "aligned": False, "roi_max": 1.0}
+    p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 16, "buffer_num": 1, "cores": 1}
+    got = A.execute(inputs, p, "fp16", HW, options=o)
+    assert np.all(got == np.float16(value)) and np.all(A.reference(inputs, "fp16", options=o) == np.float16(value))
+
+
+def test_the_gate_catches_a_kernel_summing_fp16_in_fp16(monkeypatch):
+    """make_inputs drew zero-mean features, whose bin sums stay near 0, and the tolerance was 32
+    fp16 eps absolute: a kernel keeping fp16 sums passed. Non-negative features and a tolerance
+    of an ulp or so of the output reject it (here at the study's sampling, 16 terms a bin)."""
+    shape = {"n": 1, "c": 16, "h": 32, "w": 32, "rois": 8, "pooled_h": 7, "pooled_w": 7}
+    o = {"spatial_scale": 0.25, "sampling_ratio": 2}
+    p = A.default_params(shape, "fp16", HW, options=o)
+    inputs = A.make_inputs(shape, "fp16", options=o)
+    rtol, atol = A.tolerance("fp16", shape, p)
+    ref = A.reference(inputs, "fp16", options=o).astype(np.float64)
+
+    def within(got):
+        return bool(np.all(np.abs(got.astype(np.float64) - ref) <= atol + rtol * np.abs(ref)))
+
+    assert within(A.execute(inputs, p, "fp16", HW, options=o))
+    monkeypatch.setattr(A, "ACC", "fp16")
+    assert not within(A.execute(inputs, p, "fp16", HW, options=o))

@@ -164,6 +164,11 @@ def _vector_event_names(doc: dict) -> list[str]:
     ("weighted_sum.yaml", ("--shape", "n=512", "--dtype", "fp32", "--unit", "vector",
                            "--set", "cores=2,tile_len=256,reduction=tree,acc_dtype=fp32"),
      ["vmul", "vadd", "vadd", "vcadd", "vcadd"]),
+    # fp16 roi_align: fp32 sums zeroed, 2 x 2 points of 4 mixed-precision VAXPYs (fp16 in, fp32
+    # sum), / count, one VCONV to fp16 (the sums were fp16: no VCONV)
+    ("roi_align.yaml", ("--shape", "n=1,c=16,h=8,w=8,rois=1,pooled_h=1,pooled_w=1", "--dtype", "fp16",
+                        "--set", "tile_rois=1,tile_bins=1,tile_c=16,buffer_num=1,cores=1"),
+     ["vdup"] + ["vaxpy"] * 16 + ["vmuls", "vconv"]),
 ])
 def test_simulate_trace_names_vector_instructions(tmp_path, run_cli, spec, args, expected):
     """`simulate --trace` names each vector event by its instruction (it said vector[0]..vector[5])."""
