@@ -20,7 +20,7 @@ def test_vector_execute_matches_reference(m, n, k, tm, cores, buffer_num, dtype)
     inputs = mm.make_inputs(shape, dtype, seed=m * n + k)
     got = mm.execute(inputs, p, dtype, HW, unit="vector").astype(np.float64)
     ref = mm.reference(inputs, dtype).astype(np.float64)
-    rtol, atol = mm.tolerance(dtype, shape)
+    rtol, atol = mm.tolerance(dtype, shape, inputs=inputs)
     assert np.all(np.abs(got - ref) <= atol + rtol * np.abs(ref))
 
 

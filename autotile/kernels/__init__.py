@@ -13,8 +13,10 @@ treat all operators alike (``options`` is the spec's op-specific ``inputs:`` map
 - ``execute(inputs, params, dtype, hw, *, unit=None, options=None) -> ndarray``: the same loop
   nest in execute mode.
 - ``reference(inputs, dtype, *, options=None) -> ndarray``: NumPy reference.
-- ``tolerance(dtype, shape, params=None, unit=None) -> (rtol, atol)`` for make_inputs' data; the
-  tiling and unit matter where they choose the accumulation precision (the reductions).
+- ``tolerance(dtype, shape, params=None, unit=None, inputs=None) -> (rtol, atol)`` for
+  make_inputs' data; the tiling and unit matter where they choose the accumulation precision
+  (the reductions), the data where the error scales with it (matmul: the verification gate
+  passes the inputs it drew, and without them the bound is a looser data-free one).
 
 Optional, for verification of large shapes: ``verify_shape(shape, params) -> shape``, a smaller
 shape with the tiling's structure (matmul, the 1-D operators), or ``io_elements(shape) -> int``,

@@ -362,6 +362,31 @@ def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bo
     return 2 * u_out, rms * math.sqrt(var / 3.0) + u_out
 
 
+def dot_error_sigma(a: np.ndarray, b: np.ndarray, products_rounded: bool, block: int = 64) -> float:
+    """The largest standard deviation, over the elements of ``a @ b`` (M x K by K x N), of the error
+    of summing each element's K products in fp32 in any order whose partial sums are sums of runs
+    of consecutive k (one by one into L0C or a VAXPY accumulator, K split into slices, a tree).
+
+    Each of the K - 1 rounded partials is P_j - P_i for the element's exact prefix sums P, at most
+    2 max_k |P_k|, and errs with a std of at most u |partial| / sqrt(3) (uniform in half an ulp).
+    max_k |P_k| is bounded from the prefix sums at every ``block``-th k plus the next block's sum
+    of |a b| (two small matmuls a block, not an M x N x K array). ``products_rounded`` (fp32
+    inputs) adds each product's rounding, u |a b| / sqrt(3). From the data, not from |C| <= K:
+    that bound grew as K^1.5 and at K = 65536 passed a C missing a product."""
+    A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    K = A.shape[1]
+    prefix = np.zeros((A.shape[0], B.shape[1]))
+    peak = np.zeros_like(prefix)
+    for k0 in range(0, K, block):
+        a_, b_ = A[:, k0:k0 + block], B[k0:k0 + block]
+        peak = np.maximum(peak, np.abs(prefix) + np.abs(a_) @ np.abs(b_))
+        prefix += a_ @ b_
+    var = max(K - 1, 0) * (2.0 * peak) ** 2
+    if products_rounded:
+        var += (A * A) @ (B * B)
+    return eps("fp32") * math.sqrt(float(var.max(initial=0.0)) / 3.0)
+
+
 REPEAT_BYTES = 256  # bytes of one vector repeat (every bundled profile): the VADD tree's lane width
 
 

@@ -274,7 +274,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol) for make_inputs' data (mean 0, rms 1/sqrt(3)) under the tiling's accumulation:
     fp32 on the cube and the S pipe, the Vector's ``acc_dtype`` otherwise; without a tiling, the
     loosest a correct kernel of ``dtype`` may be (fp16 accumulation only exists for fp16). The

@@ -664,13 +664,17 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
-    """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation."""
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
+    """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation, for
+    ``inputs`` (A, B) FP32_SIGMAS of ``C.dot_error_sigma`` (and fp16's subnormal spacing)."""
     k = shape["k"]
     if dtype == "int8":
         return 0.0, 0.0
     eps_out = get_dtype(dtype).unit_roundoff
-    # |C| <= K for inputs in [-1, 1]; fp32 accumulation error grows ~ sqrt(K) eps32 |C|
+    if inputs is not None:
+        sigma = C.dot_error_sigma(inputs[0], inputs[1], products_rounded=dtype == "fp32")
+        return 2.0 * eps_out, C.FP32_SIGMAS * sigma + (2.0 ** -24 if dtype == "fp16" else 0.0)
+    # without the data, |C| <= K for inputs in [-1, 1]; fp32 accumulation error grows ~ sqrt(K) eps32 |C|
     atol = math.sqrt(k) * 2.0 ** -24 * k + eps_out
     return 2.0 * eps_out, atol
 

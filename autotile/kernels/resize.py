@@ -445,7 +445,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol): ~7 roundings of values bounded by 1 in the compute dtype, plus rounded weights."""
     eps = C.eps(dtype)
     return 0.0, 12 * eps

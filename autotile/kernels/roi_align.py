@@ -469,7 +469,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol) for make_inputs' non-negative features, relative to the output: its rounding
     to ``dtype`` and the weights' (each rounded to ``dtype``: with features >= 0 their errors add
     to at most u |out|) may leave it one ulp (2u |out|) from the reference's, allowed with half an

@@ -240,7 +240,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol) of the exact variant as ``unit`` (default: the Vector) computes ``dtype``, 1.5x
     its worst case. In the output's dtype (fp32 on either unit, fp16 on the Vector): three
     roundings (exp, whose error reaches y damped by e/(1+e) <= 1, add, reciprocal) and the

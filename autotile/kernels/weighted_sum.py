@@ -344,7 +344,7 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
-              unit: str | None = None) -> tuple[float, float]:
+              unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol) for make_inputs' data (products x*w of mean 0, rms 1/3) under the tiling's
     accumulation: fp32 on the cube (L0C) and wherever ``acc_dtype`` is fp32, fp16 otherwise and
     when no tiling is given (the loosest a correct kernel may be). Only the Vector rounds the

@@ -74,18 +74,21 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
     """
     run_shape, too_large = execute_shape(kernel, shape, params)
     reduced = run_shape != dict(shape)
-    rtol, atol = kernel.tolerance(dtype, run_shape, params, unit)
-    if claimed_abs_error is not None:
-        rtol, atol = 0.0, max(atol, claimed_abs_error * (1 + 1e-6))
+
+    def tolerance(inputs=None):
+        rtol, atol = kernel.tolerance(dtype, run_shape, params, unit, inputs=inputs)
+        return (0.0, max(atol, claimed_abs_error * (1 + 1e-6))) if claimed_abs_error is not None else (rtol, atol)
+
     if too_large:
-        return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol,
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(),
                             f"not executed: {too_large}; verify a smaller shape")
     try:
         inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
         got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
         want = np.asarray(kernel.reference(inputs, dtype, options=options), dtype=np.float64)
     except InfeasibleConfig as exc:
-        return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol, exc.reason)
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(), exc.reason)
+    rtol, atol = tolerance(inputs)
     if got.shape != want.shape:
         return Verification(False, run_shape, reduced, float("inf"), float("inf"), rtol, atol,
                             f"output shape {got.shape} != reference {want.shape}")
