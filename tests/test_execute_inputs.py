@@ -11,6 +11,7 @@ from autotile.kernels import (
     copy,
     elementwise,
     global_sum,
+    matmul,
     matmul_vector,
     registry,
     resize,
@@ -80,3 +81,19 @@ def test_resize_execute_with_an_output_size_of_zero_names_it():
     with pytest.raises(InfeasibleConfig, match=r"shape.h_out=0, expected a positive integer"):
         resize.execute((np.zeros((1, 1, 4, 4), np.float32), np.array([0, 3])),
                        {"tile_h": 1, "tile_w": 16, "tile_c": 1, "buffer_num": 1, "cores": 1}, "fp32", HW)
+
+
+def test_cube_matmul_checks_its_inputs_and_sizes():
+    """The cube matmul read B past its end when B had fewer rows than A has columns, and its
+    check divided by zero for m or n = 0 (k = 0 passed as feasible)."""
+    hw = HW
+    params = matmul.default_params({"m": 32, "n": 32, "k": 64}, "fp16", hw)
+    a, b = np.ones((32, 64), np.float16), np.ones((48, 32), np.float16)
+    with pytest.raises(InputError, match="expected 64 rows"):
+        matmul.execute((a, b), params, "fp16", hw)
+    with pytest.raises(InputError, match="two inputs"):
+        matmul.execute((a,), params, "fp16", hw)
+    for dim in ("m", "n", "k"):
+        shape = {"m": 32, "n": 32, "k": 64} | {dim: 0}
+        with pytest.raises(InfeasibleConfig, match=f"shape.{dim}=0"):
+            matmul.check(shape, params, "fp16", hw)

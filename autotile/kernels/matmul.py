@@ -341,6 +341,7 @@ def splits(shape: dict, p: dict) -> tuple[int, int, int]:
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile) -> tuple[dict, dict]:
     """Validate a tiling for a shape; returns (int params, buffers) or raises InfeasibleConfig."""
     C.check_dtype(hw, "cube", dtype)
+    C.check_shape(shape, DIMS)
     p = _ints(params, shape["k"])
     dt = get_dtype(dtype)
     if p["base_k"] % dt.c0 and p["base_k"] < shape["k"]:
@@ -589,10 +590,9 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     """
     if unit == "vector":
         return matmul_vector.execute(inputs, params, dtype, hw)
-    a, b = inputs
-    M, K = a.shape
-    N = b.shape[1]
-    shape = {"m": M, "n": N, "k": K}
+    shape = shape_of(inputs)
+    a, b = np.asarray(inputs[0]), np.asarray(inputs[1])
+    M, N, K = shape["m"], shape["n"], shape["k"]
     p, _ = check(shape, params, dtype, hw)
     dt = get_dtype(dtype)
     acc_t = np.int32 if dt.name == "int8" else np.float32
@@ -785,10 +785,7 @@ def served(params: dict, tuned: dict, shape: dict) -> dict:
 
 def shape_of(inputs: tuple) -> dict:
     """``{m, n, k}`` of A (M x K) and B (K x N)."""
-    a, b = inputs
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"expected A (M x K) and B (K x N), got {a.shape} and {b.shape}")
-    return {"m": int(a.shape[0]), "n": int(b.shape[1]), "k": int(a.shape[1])}
+    return matmul_vector.shape_of(inputs)
 
 
 def run(a, b, table, dtype: str | None = None) -> np.ndarray:

@@ -145,12 +145,21 @@ def simulate(shape, params, dtype, hw, *, trace_capacity=0, want_traces=False):
     return (res, traces) if want_traces else res
 
 
-def execute(inputs, params, dtype, hw) -> np.ndarray:
-    """Execute mode: C rounded to ``dtype``."""
+def shape_of(inputs: tuple) -> dict:
+    """``{m, n, k}`` of A (M x K) and B (K x N); an InputError naming the input that does not fit
+    (execute indexes them in Numba, which checks no bounds)."""
+    if len(inputs) != 2:
+        raise InputError(f"expected two inputs, A (M x K) and B (K x N), got {len(inputs)}", field="inputs")
     a, b = C.input_array(inputs[0], "A", 2), C.input_array(inputs[1], "B", 2)
     if b.shape[0] != a.shape[1]:
         raise InputError(f"expected {a.shape[1]} rows, as A {a.shape} has columns, got {b.shape[0]}", field="B")
-    shape = {"m": a.shape[0], "n": b.shape[1], "k": a.shape[1]}
+    return {"m": int(a.shape[0]), "n": int(b.shape[1]), "k": int(a.shape[1])}
+
+
+def execute(inputs, params, dtype, hw) -> np.ndarray:
+    """Execute mode: C rounded to ``dtype``."""
+    shape = shape_of(inputs)
+    a, b = np.asarray(inputs[0]), np.asarray(inputs[1])
     p, _ = check(shape, params, dtype, hw)
     _, c, _ = _run(shape, p, dtype, hw, execute=True, a=np.ascontiguousarray(a, dtype=np.float64),
                    b=np.ascontiguousarray(b, dtype=np.float64))
