@@ -197,3 +197,16 @@ def test_fp32_accumulation_tolerance_follows_the_tiling(unit, extra):
     assert real.passed and real.max_abs_error <= 0.5 * real.atol, real
     v = verify.verify_one(_LosesOneSmall(), {"n": n}, p, "fp32", HW, unit=unit)
     assert not v.passed, v
+
+
+@pytest.mark.parametrize("unit", ["vector", "scalar"])
+@pytest.mark.parametrize("cores,n", [(8, 1 << 20), (5, 1000 * 16 + 48)])
+def test_the_combine_moves_its_bytes_once(unit, cores, n):
+    """One core combines: it reads the partials (one 32 B block) and writes the result once; the
+    other cores of its class do not (8 cores wrote 512 B, not 8 partials + 1 result = 288)."""
+    p = _params(unit, 1024, 2, cores)
+    r, traces = G.simulate({"n": n}, p, "fp32", HW, unit=unit, trace_capacity=100_000, want_traces=True)
+    assert r.bytes["gm_write"] == (cores + 1) * 32
+    assert r.bytes["gm_read"] == n * 4 + 32
+    assert sum(entry[0] for entry in traces) == r.block_dim == cores
+    assert traces[0][0] == 1  # the combining core is a class of its own

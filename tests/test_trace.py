@@ -160,10 +160,11 @@ def _vector_event_names(doc: dict) -> list[str]:
     ("sigmoid.yaml", ("--shape", "n=4096", "--dtype", "bf16", "--set", "variant=exact,cores=1"),
      ["vconv", "vmuls", "vexp", "vadds", "vrec", "vconv"]),
     # two cores: products, add tree, in-core VCADD, then core 0's combine, a VCADD from a second
-    # cost table whose row 0 (the code a row index gave) is the first table's vmul
+    # cost table whose row 0 (the code a row index gave) is the first table's vmul; then the
+    # other core, which does not combine
     ("weighted_sum.yaml", ("--shape", "n=512", "--dtype", "fp32", "--unit", "vector",
                            "--set", "cores=2,tile_len=256,reduction=tree,acc_dtype=fp32"),
-     ["vmul", "vadd", "vadd", "vcadd", "vcadd"]),
+     ["vmul", "vadd", "vadd", "vcadd", "vcadd", "vmul", "vadd", "vadd", "vcadd"]),
     # fp16 roi_align: fp32 sums zeroed, 2 x 2 points of 4 mixed-precision VAXPYs (fp16 in, fp32
     # sum), / count, one VCONV to fp16 (the sums were fp16: no VCONV)
     ("roi_align.yaml", ("--shape", "n=1,c=16,h=8,w=8,rois=1,pooled_h=1,pooled_w=1", "--dtype", "fp16",

@@ -236,3 +236,18 @@ def test_bf16_vector_multiplies_and_accumulates_in_fp32():
     for dtype in ("bf16", "fp32"):
         r = W.simulate({"n": n}, {**p, "acc_dtype": "fp16"}, dtype, HW)
         assert not r.feasible and "acc_dtype=fp16" in r.reason
+
+
+@pytest.mark.parametrize("unit", ["vector", "scalar"])
+@pytest.mark.parametrize("cores,n", [(8, 1 << 20), (5, 1000 * 16 + 48)])
+def test_the_combine_moves_its_bytes_once(unit, cores, n):
+    """One core combines the partials: its reads and its result's write count once, not once per
+    core of its class (8 cores wrote 512 B, not 8 partials + 1 result = 288)."""
+    p = {"tile_len": 1024, "buffer_num": 2, "cores": cores, "acc_dtype": "fp32"}
+    if unit == "vector":
+        p["reduction"] = "tree"
+    r, traces = W.simulate({"n": n}, p, "fp32", HW, unit=unit, trace_capacity=100_000, want_traces=True)
+    assert r.bytes["gm_write"] == (cores + 1) * 32
+    assert r.bytes["gm_read"] == 2 * n * 4 + 32
+    assert sum(entry[0] for entry in traces) == r.block_dim == cores
+    assert traces[0][0] == 1  # the combining core is a class of its own

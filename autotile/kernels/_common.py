@@ -20,6 +20,7 @@ from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
 from autotile.kernels import registry
 from autotile.sim import engine as E
 from autotile.sim.costs import vector_table
+from autotile.sim.result import CoreRun
 
 # dtype codes used inside Numba code
 FP32, FP16, BF16 = 0, 1, 2
@@ -495,6 +496,24 @@ def on_chip(op: str, options: dict | None) -> bool:
 def new_state(trace_capacity: int = 0):
     """A fresh engine state (trace rows if asked)."""
     return E.new_state(trace_capacity)
+
+
+def runs_and_traces(states: list, combine=None) -> tuple[list, list]:
+    """The CoreRuns and traces of ``states`` ((state, count) per core class). ``combine(st)``, if
+    given, runs on the first class's first core alone: the class's other cores are split off
+    before it, so the combine's bytes and time count once, not once per core of that class
+    (8 cores of one class wrote 8 x 32 B more than the one combining core does)."""
+    states = list(states)
+    apart = []
+    if combine is not None:
+        st0, count0 = states[0]
+        if count0 > 1:
+            apart = [(CoreRun.from_state(st0, count0 - 1), (count0 - 1, E.recorded(st0)))]
+        combine(st0)
+        states[0] = (st0, 1)
+    pairs = [(CoreRun.from_state(st, count), (count, E.recorded(st))) for st, count in states]
+    pairs[1:1] = apart
+    return [r for r, _ in pairs], [t for _, t in pairs]
 
 
 def check_capacity(bufs: dict) -> None:

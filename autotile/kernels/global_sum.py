@@ -33,7 +33,7 @@ from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
-from autotile.sim.result import CoreRun, assemble, infeasible
+from autotile.sim.result import assemble, infeasible
 
 UNITS = ("vector", "cube", "scalar")
 DIMS = ("n",)
@@ -199,13 +199,15 @@ def _run(shape, p, dtype, hw, unit, execute=False, x=None, trace_capacity=0):
             if c == 0:
                 states.append((st, count))
                 ends.append(t)
+    combine = None
     if active > 1 or unit == "cube":
         use_vector = unit == "vector" and p["combine"] == "vector"
         nparts = active * (16 if unit == "cube" else 1)
         cadd = _vcost(hw, dtype, acc_dtype)[V_CADD:] if use_vector else np.zeros((1, 3))
-        C.combine(states[0][0], cost, cadd, nparts, accb, max(ends), use_vector, sc_add, sc_load)
-    runs = [CoreRun.from_state(st, count) for st, count in states]
-    traces = [(count, E.recorded(st)) for st, count in states]
+
+        def combine(st):
+            C.combine(st, cost, cadd, nparts, accb, max(ends), use_vector, sc_add, sc_load)
+    runs, traces = C.runs_and_traces(states, combine)
     return runs, parts, traces
 
 

@@ -37,7 +37,7 @@ from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
-from autotile.sim.result import CoreRun, assemble, infeasible
+from autotile.sim.result import assemble, infeasible
 
 UNITS = ("vector", "cube", "scalar")
 DIMS = ("n",)
@@ -249,7 +249,7 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
                 ("vcadd", f"{acc_dtype}_{acc_dtype}"), ("vconv", f"{dtype}_{cd}") if conv_in else None]
         vcost = C.vtable(hw, rows)
     vcadd = C.vtable(hw, [("vcadd", f"{acc_dtype}_{acc_dtype}")]) if p["cores"] > 1 and unit == "vector" else np.zeros((1, 3))
-    runs, traces, parts, ends = [], [], [], []
+    runs, parts, ends = [], [], []
     for count, L, start in classes:
         st = C.new_state(trace_capacity)
         if unit == "vector":
@@ -268,14 +268,12 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
         parts.append((val, count, L, start))
         ends.append(t)
         runs.append((st, count))
+    combine = None
     if p["cores"] > 1:
         # all partials are in GM once the slowest core's write lands; core 0 combines them
-        st0, _ = runs[0]
-        C.combine(st0, cost, vcadd, sum(c for c, _, _ in classes), accb, max(ends), unit == "vector", sc_add, sc_load)
-    out_runs = []
-    for st, count in runs:
-        out_runs.append(CoreRun.from_state(st, count))
-        traces.append((count, E.recorded(st)))
+        def combine(st):
+            C.combine(st, cost, vcadd, sum(c for c, _, _ in classes), accb, max(ends), unit == "vector", sc_add, sc_load)
+    out_runs, traces = C.runs_and_traces(runs, combine)
     return out_runs, parts, traces
 
 
