@@ -296,3 +296,16 @@ def test_align_corners_only_with_bilinear():
     assert not r.feasible and "align_corners: expected false with mode nearest" in r.reason
     for o in ({"mode": "nearest", "align_corners": False}, {"mode": "nearest"}, {"align_corners": True}):
         assert R.simulate(shape, p, "fp16", HW, options=o).feasible
+
+
+@pytest.mark.parametrize("shape", [
+    {"n": 1, "c": 64, "h_in": 128, "w_in": 128, "h_out": 256, "w_out": 256},  # 1024 tiles: 48 cores used 47
+    {"n": 1, "c": 64, "h_in": 256, "w_in": 256, "h_out": 128, "w_out": 128},  # 256 tiles: 48 used 43
+])
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_the_default_uses_every_core_it_asks_for(shape, dtype):
+    """The default's cores are all given tiles (block_dim = cores), no slower than asking for all."""
+    p = R.default_params(shape, dtype, HW)
+    r = R.simulate(shape, p, dtype, HW)
+    every = R.simulate(shape, {**p, "cores": min(HW.vector_cores, R._ntiles(shape, p))}, dtype, HW)
+    assert r.block_dim == p["cores"] and r.cycles <= every.cycles

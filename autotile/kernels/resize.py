@@ -454,7 +454,8 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
     """Baseline (``options`` gives the layout; NCHW without): whole output rows (NCHW: one channel; NHWC: every channel), as many rows as keep
-    the output tile near 8 KiB, halved until UB fits; double buffered; all cores the tiles allow."""
+    the output tile near 8 KiB, halved until UB fits; double buffered; as few cores as keep the most tiles
+    a core takes at its lowest over all the cores the tiles allow, so the split gives each work."""
     layout = opts(options)[1]
     nb = C.BYTES[dtype]
     Wo, Cn = shape["w_out"], shape["c"]
@@ -465,7 +466,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     th = max(1, min(shape["h_out"], 8192 // (tc * tw * nb)))
     p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": 1}
     while True:
-        p["cores"] = min(hw.vector_cores, _ntiles(shape, p))
+        T = _ntiles(shape, p)  # the fewest cores that still take ceil(T / cores) tiles each: all work
+        p["cores"] = -(-T // -(-T // min(hw.vector_cores, T)))
         try:
             check(shape, p, dtype, hw, options)
             return p
