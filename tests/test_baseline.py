@@ -96,3 +96,21 @@ def test_the_default_tiling_follows_the_specs_inputs(tmp_path, capsys, name, old
     dims = dict(kv.split("=") for kv in shape.split(","))
     space = spec.space({k: int(v) for k, v in dims.items()}, "fp16", "vector")
     assert space.check(space.default_tiling()) is None
+
+
+@pytest.mark.parametrize("name", ["elementwise", "global_sum", "weighted_sum", "sigmoid"])
+def test_the_1d_defaults_fit_a_small_ub(name):
+    """With an 8 KiB UB the fixed 8 KiB tiles x 2 buffers were infeasible (tune's baseline and
+    speedup null): the heuristic shrinks its tiles until they fit, on the spec's domains too."""
+    import dataclasses
+
+    spec = load_spec(str(ROOT / "studies" / f"{name}.yaml"))
+    spec = dataclasses.replace(spec, hardware=dataclasses.replace(spec.hardware, ub_bytes=8192))
+    kernel = registry.implementation(name)
+    for unit in spec.units:
+        for dtype in spec.dtypes:
+            space = spec.space({"n": 1 << 20}, dtype, unit)
+            p = space.default_tiling()
+            assert space.check(p) is None, (unit, dtype, p)
+            r = kernel.simulate(space.shape, p, dtype, spec.hardware, unit=unit, options=spec.inputs)
+            assert r.feasible, (unit, dtype, r.reason)

@@ -516,6 +516,24 @@ def runs_and_traces(states: list, combine=None) -> tuple[list, list]:
     return [r for r, _ in pairs], [t for _, t in pairs]
 
 
+def fit_default(p: dict, check) -> dict:
+    """A 1-D heuristic tiling ``p`` made to fit its buffers: ``tile_len`` down to the power of two
+    below it, to 16, while ``check(p)`` raises InfeasibleConfig, then single-buffered from the
+    first ``tile_len``. Fixed 8 KiB tiles x 2 buffers made every 1-D default infeasible with an
+    8 KiB UB. Powers of two stay on a spec's pow2 domain. ``p`` unchanged if nothing fits."""
+    for depth in (p["buffer_num"], 1):
+        q = {**p, "buffer_num": depth}
+        while True:
+            try:
+                check(q)
+                return q
+            except InfeasibleConfig:
+                if q["tile_len"] <= 16:
+                    break
+                q["tile_len"] = max(16, 1 << (q["tile_len"] - 1).bit_length() - 1)
+    return p
+
+
 def check_capacity(bufs: dict) -> None:
     """Raise InfeasibleConfig naming the first buffer whose use exceeds its capacity."""
     for name, b in bufs.items():

@@ -197,8 +197,11 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: 8 KiB tiles double-buffered, one core per 16 Ki elements."""
+    """Baseline: 8 KiB tiles double-buffered (smaller if UB cannot hold them), one core per
+    16 Ki elements."""
     n = shape["n"]
     cores = max(1, min(hw.vector_cores, n // 16384))
     per = -(-n // cores)
-    return {"tile_len": min(-(-per // 16) * 16, 8192 // C.BYTES[dtype]), "buffer_num": 2, "cores": cores}
+    p = {"tile_len": min(-(-per // 16) * 16, 8192 // C.BYTES[dtype]), "buffer_num": 2, "cores": cores}
+    kind = kind_of(options)
+    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit or UNITS[0], kind))

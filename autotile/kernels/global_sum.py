@@ -321,7 +321,8 @@ def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | Non
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
     """Baseline: 16 KiB tiles double-buffered, one core per 64 KiB of input, fp32 accumulation,
-    Scalar combine (cube: 8 KiB tiles, so the ones block and two tiles fit L0A / L0B)."""
+    Scalar combine (cube: 8 KiB tiles, so the ones block and two tiles fit L0A / L0B); smaller
+    tiles where the profile's buffers cannot hold them."""
     unit = unit or UNITS[0]
     n, nb = shape["n"], C.BYTES[dtype]
     max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
@@ -331,4 +332,4 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
     if unit == "vector":
         p.update(acc_dtype="fp32", combine="scalar")
-    return p
+    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit))

@@ -268,9 +268,11 @@ def errors(variant: str, unit: str, dtype: str, hw: HardwareProfile, n: int = 40
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: exact variant, 8 KiB tiles double-buffered, one core per 32 Ki elements."""
+    """Baseline: exact variant, 8 KiB tiles double-buffered (smaller if UB cannot hold them), one
+    core per 32 Ki elements."""
     n = shape["n"]
     cores = max(1, min(hw.vector_cores, n // 32768))
     per = -(-n // cores)
     tile = min(-(-per // 16) * 16, 8192 // C.BYTES[dtype])
-    return {"tile_len": tile, "buffer_num": 2, "cores": cores, "variant": "exact"}
+    p = {"tile_len": tile, "buffer_num": 2, "cores": cores, "variant": "exact"}
+    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit or UNITS[0]))

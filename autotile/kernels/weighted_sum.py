@@ -384,7 +384,8 @@ def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | Non
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: 8 KiB tiles double-buffered, one core per 64 Ki elements, tree reduction in fp32."""
+    """Baseline: 8 KiB tiles double-buffered (smaller where the profile's buffers cannot hold
+    them), one core per 64 Ki elements, tree reduction in fp32."""
     unit = unit or UNITS[0]
     n = shape["n"]
     nb = C.BYTES[dtype]
@@ -399,4 +400,4 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
         p.update(acc_dtype="fp32")
     else:
         p.update(cube_form="trace")
-    return p
+    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit))
