@@ -192,3 +192,29 @@ def test_every_row_error_is_located(tmp_path, run_cli, body, needle, fit):
     code, _, err = run_cli("calibrate", "--hw", "ascend910b2", "--measurements", path, *out)
     assert code == 2 and err.startswith(f"autotile: error: {path}{needle}") and err.count("\n") == 1, err
     assert not (tmp_path / "fit.yaml").exists()
+
+
+def test_constants_derived_from_a_fitted_one_follow_it(tmp_path, run_cli, hw):
+    """A cube 3x slower than the profile's peak refits fp16 to ~1365 MACs/cycle: bf16 ("same rate
+    as fp16"), fp32 ("half") and int8 (16x32x16: twice) stayed at 4096, 2048 and 8192, so bf16 ran
+    3x faster than fp16; vsub ("same datapath as vadd") kept vadd's old cost. They follow now,
+    and the header names the measurements used, not the profile's own."""
+    rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 6 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
+    rows += [f"x,mmad,fp16,16,16,{n},,,{2.5 + 3 * n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
+    rows += [f"x,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{max(9.0, 1.0 + 4.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 64)]
+    out = tmp_path / "fit.yaml"
+    code, stdout, _ = run_cli("calibrate", "--measurements", _write(tmp_path, HEADER + "\n".join(rows) + "\n"),
+                              "-o", str(out), "--json")
+    assert code == 0
+    fitted, res = load_profile(str(out)), json.loads(stdout)
+    macs = fitted.cube.macs_per_cycle
+    assert macs["fp16"] == pytest.approx(4096 / 3, rel=0.02)
+    assert (macs["bf16"], macs["fp32"], macs["int8"]) == (macs["fp16"], round(macs["fp16"] / 2), 2 * macs["fp16"])
+    assert fitted.vector["vsub"]["fp16_fp16_fp16"] == fitted.vector["vadd"]["fp16_fp16_fp16"]
+    assert fitted.vector["vsub"]["fp32_fp32_fp32"] == hw.vector["vsub"]["fp32_fp32_fp32"]  # vadd fp32 not refitted
+    assert res["derived"]["cube.macs_per_cycle.fp32"] == {"value": macs["fp32"], "from": "cube.macs_per_cycle.fp16",
+                                                         "scale": 0.5}
+    assert "follows cube.macs_per_cycle.fp16 x 0.5 as fitted to m.csv" in fitted.notes["cube.macs_per_cycle.fp32"]
+    assert fitted.derived == hw.derived  # the relations stay data, for the next fit
+    header = [line for line in out.read_text().splitlines() if line.startswith("#")]
+    assert "to m.csv" in header[0] and not any("microops" in line for line in header)

@@ -243,3 +243,22 @@ def test_crossover_and_decide_refuse_a_dtype_the_chip_lacks(run_cli, cmd):
     simulation infeasible) instead of saying the chip has no bf16."""
     code, _, err = run_cli(*cmd, "--hw", "ascend910", "--dtype", "bf16")
     assert code == 2 and err.count("\n") == 1 and "--dtype: ascend910 has no bf16" in err, err
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ('derived: {from: "cube.macs_per_cycle.fp16", scale: 0.5}', 'derived: {from: "cube.macs_per_cycle.fp64"}',
+     "cube.macs_per_cycle.fp32.derived.from: expected another constant of this profile, got 'cube.macs_per_cycle.fp64'"),
+    ('derived: {from: "cube.macs_per_cycle.fp16", scale: 0.5}', 'derived: {from: "vector.ops.vadd.fp16_fp16_fp16"}',
+     "cube.macs_per_cycle.fp32.derived.from: expected the dotted path of a constant like this one (cube.macs_per_cycle.<...>)"),
+    ('derived: {from: "cube.macs_per_cycle.fp16", scale: 0.5}', 'derived: {from: "cube.macs_per_cycle.bf16"}',
+     "cube.macs_per_cycle.fp32.derived.from: cube.macs_per_cycle.bf16 is itself derived"),
+    ('derived: {from: "cube.macs_per_cycle.fp16", scale: 0.5}', 'derived: {from: "cube.macs_per_cycle.fp16", scale: 0}',
+     "cube.macs_per_cycle.fp32.derived.scale: expected a number above 0"),
+])
+def test_declared_relations_are_checked_at_load(tmp_path, run_cli, old, new, needle):
+    """``derived: {from, scale}`` (what calibrate -o moves with a refit) names a constant the
+    profile has, of the same kind, itself not derived."""
+    assert old in B2
+    path = _profile(tmp_path, B2.replace(old, new, 1))
+    code, _, err = run_cli("hw", "show", path)
+    assert code == 2 and err.count("\n") == 1 and f"{path}:72:" in err and f": {needle}" in err, err

@@ -2,7 +2,8 @@
 
 Without ``-o``: measured vs predicted cycles per row and the error summary. With ``-o``: fit the
 profile's cube and vector constants the rows determine (the others are kept and listed as not
-determined) and write the fitted profile atomically.
+determined), move the constants the profile declares derived from a fitted one (``derived:``)
+with it, and write the fitted profile atomically.
 """
 
 from __future__ import annotations
@@ -65,16 +66,25 @@ def run(args) -> int:
     doc = emit.load_document(hw.path)
     for path, (value, note) in fit.updates.items():
         emit.set_constant(doc, path, value, note)
+    for path, (value, note) in fit.derived.items():
+        frm, scale = hw.derived[path]
+        rel = {"from": ".".join(frm), **({"scale": scale} if scale != 1 else {})}
+        emit.set_constant(doc, path, value, note, key="source", extra={"derived": rel})
     header = _header(hw.path, keep_calibrated=not fit.updates)  # nothing fitted: the old line still holds
     if fit.updates:
-        header += f"\nConstants marked calibrated: fitted by `autotile calibrate` to {src}, {date}."
+        # the input's header may name the measurements it was fitted to: say which file this is
+        header = (f"Fitted by `autotile calibrate` to {src}, {date}, from the profile {hw.name} ({Path(hw.path).name}):\n"
+                  "each constant marked calibrated names the measurements it was fitted to, and one marked\n"
+                  "derived follows the constant it names; the others and the lines below are the input's.\n" + header)
     write_text(args.output, emit.render(doc, header))
     load_profile(args.output)  # the written file must load strictly
     if args.json:
         print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements),
                     "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
                     "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()},
-                    "not_determined": {".".join(p): {"value": v, "why": why} for p, (v, why) in fit.undetermined.items()}})
+                    "not_determined": {".".join(p): {"value": v, "why": why} for p, (v, why) in fit.undetermined.items()},
+                    "derived": {".".join(p): {"value": _val(v), "from": ".".join(hw.derived[p][0]),
+                                              "scale": hw.derived[p][1]} for p, (v, _) in fit.derived.items()}})
     else:
         _summary("before", fit.before)
         _summary("after ", fit.after)
@@ -84,6 +94,8 @@ def run(args) -> int:
                       f"measured {r.measured} predicted {r.predicted:.3f}")
         for p, (v, why) in fit.undetermined.items():
             print(f"not determined: {'.'.join(p)} = {v}: {why}")
+        for p, (v, note) in fit.derived.items():
+            print(f"derived: {'.'.join(p)} = {_val(v)}: {note.rsplit('; ', 1)[-1]}")
         for n in fit.notes:
             print(f"note: {n}")
         print(f"wrote {args.output}")

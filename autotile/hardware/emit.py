@@ -19,8 +19,9 @@ def load_document(path: str | Path) -> dict:
     return load_file(path).value
 
 
-def set_constant(doc: dict, path: tuple, value, note: str, key: str = "calibrated") -> None:
-    """Set the constant at ``path`` to ``value`` with one note (``calibrated`` or ``source``)."""
+def set_constant(doc: dict, path: tuple, value, note: str, key: str = "calibrated", extra: dict | None = None) -> None:
+    """Set the constant at ``path`` to ``value`` with one note (``calibrated`` or ``source``) and
+    the ``extra`` keys given (a derived constant's ``derived``); any others it had go."""
     node = doc
     for p in path[:-1]:
         node = node.setdefault(p, {})
@@ -29,7 +30,7 @@ def set_constant(doc: dict, path: tuple, value, note: str, key: str = "calibrate
     else:
         entry = {"value": value}
     entry[key] = note
-    node[path[-1]] = entry
+    node[path[-1]] = {**entry, **(extra or {})}
 
 
 def render(doc: dict, header: str = "") -> str:
@@ -49,12 +50,25 @@ def _scalar(v) -> str:
     return str(v)
 
 
+def _constant(v) -> bool:
+    """A constant (scalars, and at most flat mappings such as ``derived``): one line."""
+    return (isinstance(v, dict) and any(not isinstance(x, (dict, list)) for x in v.values())
+            and all(not isinstance(x, list) and (not isinstance(x, dict) or _constant(x) and
+                                                 all(not isinstance(y, (dict, list)) for y in x.values()))
+                    for x in v.values()))
+
+
+def _flow(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_flow(x)}" for k, x in v.items()) + "}"
+    return _scalar(v)
+
+
 def _block(node: dict, indent: int, lines: list) -> None:
     pad = "  " * indent
     for k, v in node.items():
-        if isinstance(v, dict) and v and all(not isinstance(x, (dict, list)) for x in v.values()):
-            inner = ", ".join(f"{kk}: {_scalar(vv)}" for kk, vv in v.items())
-            lines.append(f"{pad}{k}: {{{inner}}}")
+        if _constant(v):
+            lines.append(f"{pad}{k}: {_flow(v)}")
         elif isinstance(v, dict):
             lines.append(f"{pad}{k}:")
             _block(v, indent + 1, lines)

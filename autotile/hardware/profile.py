@@ -88,6 +88,8 @@ class HardwareProfile:
     vector: dict  # op -> {dtype signature -> VectorCost}
     scalar: dict  # op -> cycles per operation
     notes: dict = field(default_factory=dict, compare=False)  # constant path -> source note
+    # constant path -> (path it follows, scale): a profile's declared "same rate as" / "half of"
+    derived: dict = field(default_factory=dict, compare=False)
     path: str | None = field(default=None, compare=False)
 
     # -- derived figures -------------------------------------------------------------
@@ -169,6 +171,7 @@ class HardwareProfile:
         """sha256 of the profile's values (not its notes): models and tables record it."""
         data = asdict(self)
         data.pop("notes", None)
+        data.pop("derived", None)
         data.pop("path", None)
         data.pop("description", None)
         blob = json.dumps(data, sort_keys=True, default=str).encode()
@@ -317,12 +320,44 @@ REPEAT_BYTES = Bound(32, 4096, multiple=32)  # vector bytes per repeat: whole 32
 MAX_REPEAT = Bound(1, 65535)  # repeats per vector instruction
 
 
+DERIVED_SCALE = Bound(0, 1e6, lo_open=True)  # a derived constant's multiple of the one it follows
+
+
 class _Reader:
-    """Strict reading of a profile document, collecting source notes as it goes."""
+    """Strict reading of a profile document, collecting source notes and declared relations
+    (``derived``) as it goes."""
 
     def __init__(self, doc: Located):
         self.doc = doc
         self.notes: dict[str, str] = {}
+        self.derived: dict[tuple, tuple] = {}
+
+    def relation(self, path, prefix: tuple) -> None:
+        """The optional ``derived: {from: PATH, scale: X}`` of the constant at ``path``: its value
+        is ``scale`` (default 1) times the constant at PATH, one of the same kind (under
+        ``prefix``), so ``calibrate -o`` moves it with a refit of that one. Whether PATH exists
+        is checked once the whole profile is read (``check_relations``)."""
+        node = self._get(path)
+        if "derived" not in node:
+            return
+        where = path + ("derived",)
+        rel = self.mapping(where, ["from"], ["scale"])
+        src = rel["from"]
+        parts = tuple(src.split(".")) if isinstance(src, str) else ()
+        if parts[:len(prefix)] != prefix or len(parts) != len(path):
+            raise self.doc.error(where + ("from",), f"expected the dotted path of a constant like this one "
+                                                    f"({'.'.join(prefix)}.<...>), got {src!r}")
+        scale = self.number(where + ("scale",), DERIVED_SCALE) if "scale" in rel else 1.0
+        self.derived[path] = (parts, scale)
+
+    def check_relations(self, present) -> None:
+        """Every ``derived.from`` names another constant the profile has, itself not derived."""
+        for path, (src, _) in self.derived.items():
+            where = path + ("derived", "from")
+            if src == path or not present(src):
+                raise self.doc.error(where, f"expected another constant of this profile, got {'.'.join(src)!r}")
+            if src in self.derived:
+                raise self.doc.error(where, f"{'.'.join(src)} is itself derived: expected the constant it follows")
 
     def mapping(self, path, keys_required, keys_optional=()):
         value = self._get(path)
@@ -353,6 +388,8 @@ class _Reader:
                 path, "expected a constant {value: ..., source: '...'} or {value: ..., calibrated: '...'}"
             )
         self.mapping(path, ["value"], ["source", "calibrated", *extra])
+        if "derived" in extra:
+            self.relation(path, path[:-1])
         notes = [k for k in ("source", "calibrated") if k in node]
         if len(notes) != 1:
             raise self.doc.error(path, "every constant needs exactly one of source: or calibrated:")
@@ -395,7 +432,8 @@ def _vector_ops(r: _Reader) -> dict:
             problem = signature_problem(op, sig)
             if problem:
                 raise doc.error(path, problem, key=True)
-            r.mapping(path, ["startup", "per_repeat", "min_cycles"], ["source", "calibrated"])
+            r.mapping(path, ["startup", "per_repeat", "min_cycles"], ["source", "calibrated", "derived"])
+            r.relation(path, ("vector", "ops"))
             if sum(k in node for k in ("source", "calibrated")) != 1:
                 raise doc.error(path, "every constant needs exactly one of source: or calibrated:")
             note_key = "source" if "source" in node else "calibrated"
@@ -452,7 +490,7 @@ def parse_profile(doc: Located) -> HardwareProfile:
     r.mapping(("cube",), ["macs_per_cycle", "issue_cycles", "latency_cycles"])
     macs = r.mapping(("cube", "macs_per_cycle"), ["fp16"], CUBE_DTYPES[1:])
     cube = CubeCosts(
-        {d: r.const(("cube", "macs_per_cycle", d), MACS, int) for d in CUBE_DTYPES if d in macs},
+        {d: r.const(("cube", "macs_per_cycle", d), MACS, int, extra=("derived",)) for d in CUBE_DTYPES if d in macs},
         r.const(("cube", "issue_cycles"), CYCLES),
         r.const(("cube", "latency_cycles"), CYCLES),
     )
@@ -479,8 +517,11 @@ def parse_profile(doc: Located) -> HardwareProfile:
         vector=vector,
         scalar=scalar,
         notes=r.notes,
+        derived=r.derived,
         path=doc.file,
     )
+    r.check_relations(lambda src: (src[:2] == ("cube", "macs_per_cycle") and src[2] in cube.macs_per_cycle)
+                      or (src[:2] == ("vector", "ops") and src[3] in vector.get(src[2], {})))
     if prof.vector_cores < prof.cube_cores:
         raise doc.error(("chip", "vector_cores"), "expected at least as many vector cores as cube cores")
     return prof

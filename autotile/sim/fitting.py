@@ -38,8 +38,9 @@ from autotile.sim.identify import VECTOR_NAMES, cube_design, determined, vector_
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted profile, the constants that changed (path -> (value, note)), the errors, and the
-    constants the rows cannot determine, kept at the profile's values (path -> (value, why))."""
+    """A fitted profile, the constants that changed (path -> (value, note)), the errors, the
+    constants the rows cannot determine, kept at the profile's values (path -> (value, why)),
+    and the ones the profile derives from a fitted one, moved with it (path -> (value, note))."""
 
     profile: HardwareProfile
     updates: dict
@@ -47,6 +48,7 @@ class Fit:
     after: Report
     notes: tuple = field(default=())
     undetermined: dict = field(default_factory=dict)
+    derived: dict = field(default_factory=dict)  # path -> (value, note): moved with what they follow
 
 
 def _robust(fun, x0, lo, hi):
@@ -151,6 +153,25 @@ VECTOR_WHY = {"startup": "rows at two or more repeat counts on its line (startup
               "min_cycles": "a row on its floor (a short instruction) determines it"}
 
 
+def follow(hw: HardwareProfile, updates: dict, source: str, date: str) -> dict:
+    """The constants ``hw`` declares derived (``derived: {from, scale}``) from one ``updates``
+    refits, at ``scale`` times its new value (path -> (value, note)). Left behind, a refit fp16
+    cube rate of 1372 MACs/cycle kept bf16 "same rate as fp16" at 4096 and fp32 "half" at 2048."""
+    out = {}
+    for path, (src, scale) in hw.derived.items():
+        if path in updates or src not in updates:
+            continue
+        value = updates[src][0]
+        if isinstance(value, VectorCost):
+            value = VectorCost(*(round(x * scale, 4) for x in (value.startup, value.per_repeat, value.min_cycles)))
+        else:
+            value = max(1, int(round(value * scale)))
+        was = hw.notes.get(".".join(path), "").split(": ", 1)[-1].split("; follows ")[0]
+        times = f" x {scale:g}" if scale != 1 else ""
+        out[path] = (value, f"{was}; follows {'.'.join(src)}{times} as fitted to {source}, {date}")
+    return out
+
+
 def _rows(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
@@ -213,8 +234,15 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str) ->
         if kept:
             note += f"; {', '.join(kept)} not determined by them, {held}"
         updates[path] = (vc, note)
-    new = replace(hw, cube=cube, vector=vector)
+    derived = follow(hw, updates, source, date)
+    for path, (value, _) in derived.items():
+        if path[0] == "cube":
+            cube = replace(cube, macs_per_cycle={**cube.macs_per_cycle, path[-1]: value})
+        else:
+            vector[path[2]][path[3]] = value
+    new = replace(hw, cube=cube, vector=vector,
+                  derived={p: rel for p, rel in hw.derived.items() if p not in updates})  # a fitted one follows no other
     after = evaluate(new, rows, notes)
     if before is None:
         before = after
-    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]), undetermined)
+    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]), undetermined, derived)

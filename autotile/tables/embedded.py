@@ -1,7 +1,7 @@
 """What a table carries to stand on its own: the hardware profile's values and the normalized spec.
 
 A table records ``spec.to_dict()`` and the profile's values (``dataclasses.asdict`` without its
-notes), so lookup can re-check a tiling against the spec's constraints without the original
+notes and declared relations), so lookup can re-check a tiling against the spec's constraints without the original
 spec or profile files. Both are rebuilt here and checked against the hashes the table records.
 """
 
@@ -25,6 +25,7 @@ def profile_dict(hw: HardwareProfile) -> dict:
     """The profile's values as plain JSON data (what ``content_hash`` covers, plus the name)."""
     data = asdict(hw)
     data.pop("notes", None)
+    data.pop("derived", None)  # like the notes: what calibrate keeps, not a value
     data.pop("path", None)
     return data
 
@@ -33,7 +34,7 @@ CHIP = ("cube_cores", "vector_cores", "clock_ghz")
 MEMORY = (*(f"{b}_bytes" for b in (*BUFFERS, "l2")),
           "hbm_bytes_per_cycle", "l2_read_bytes_per_cycle", "l2_write_bytes_per_cycle")
 VECTOR = {"vector_bytes_per_repeat": "bytes_per_repeat", "vector_max_repeat": "max_repeat"}
-_EMBEDDED = {f.name for f in fields(HardwareProfile)} - {"notes", "path"}
+_EMBEDDED = {f.name for f in fields(HardwareProfile)} - {"notes", "derived", "path"}
 
 
 def profile_from_dict(data: dict, *, file: str | None = None, field: str = "hardware.profile") -> HardwareProfile:
