@@ -262,3 +262,16 @@ def test_declared_relations_are_checked_at_load(tmp_path, run_cli, old, new, nee
     path = _profile(tmp_path, B2.replace(old, new, 1))
     code, _, err = run_cli("hw", "show", path)
     assert code == 2 and err.count("\n") == 1 and f"{path}:72:" in err and f": {needle}" in err, err
+
+
+def test_hw_show_gives_the_gb_per_s_a_clock_implies(tmp_path, run_cli):
+    """Rates are bytes per cycle, so a profile's clock_ghz scales every bandwidth: hw show prints
+    the GB/s (HBM, L2, each copy path) and says so, rather than a 2x clock silently doubling HBM."""
+    fast = _profile(tmp_path, B2.replace("clock_ghz: {value: 1.8,", "clock_ghz: {value: 3.6,", 1))
+    base, quick = (json.loads(run_cli("hw", "show", p, "--json")[1]) for p in ("ascend910b2", fast))
+    assert quick["hbm_gb_per_s"] == pytest.approx(2 * base["hbm_gb_per_s"], abs=0.1)
+    assert base["copy_gb_per_s_per_core"]["gm_ub"] == pytest.approx(42.2 * 1.8, abs=0.1)
+    assert quick["copy_gb_per_s_per_core"]["gm_ub"] == pytest.approx(2 * base["copy_gb_per_s_per_core"]["gm_ub"], abs=0.1)
+    assert quick["l2_gb_per_s_per_core"]["read"] == pytest.approx(2 * base["l2_gb_per_s_per_core"]["read"], abs=0.1)
+    code, out, _ = run_cli("hw", "show", fast)
+    assert code == 0 and "bytes per cycle" in out and "clock_ghz" in out.splitlines()[-1]

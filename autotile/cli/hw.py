@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotile.cli.common import given, print_json
 from autotile.hardware import bundled_names, load_profile
+from autotile.hardware.profile import RATES_NOTE
 
 HELP = "list or show hardware profiles"
 
@@ -40,6 +41,7 @@ def run(args) -> int:
         for k, v in info.items():
             if k != "notes":
                 print(f"{k:>22}: {v}")
+        print(f"note: {RATES_NOTE}")
         if args.notes:
             for k, v in prof.notes.items():
                 print(f"  {k}: {v}")

@@ -167,6 +167,10 @@ class HardwareProfile:
     def hbm_bytes_per_second(self) -> float:
         return self.hbm_bytes_per_cycle * self.clock_ghz * 1e9
 
+    def gb_per_s(self, bytes_per_cycle: float) -> float:
+        """GB/s of a rate in bytes per cycle at this profile's clock."""
+        return round(bytes_per_cycle * self.clock_ghz, 1)
+
     def content_hash(self) -> str:
         """sha256 of the profile's values (not its notes): models and tables record it."""
         data = asdict(self)
@@ -192,11 +196,18 @@ class HardwareProfile:
             "ub_bytes": self.ub_bytes,
             "l2_bytes": self.l2_bytes,
             "hbm_gb_per_s": round(self.hbm_bytes_per_second / 1e9, 1),
+            # rates are given per cycle: their GB/s follow clock_ghz (RATES_NOTE)
+            "l2_gb_per_s_per_core": {"read": self.gb_per_s(self.l2_read_bytes_per_cycle),
+                                     "write": self.gb_per_s(self.l2_write_bytes_per_cycle)},
+            "copy_gb_per_s_per_core": {p: self.gb_per_s(c.bytes_per_cycle) for p, c in self.copy.items()},
             "peak_tflops_fp16_cube": round(self.peak_flops("cube", "fp16") / 1e12, 1),
             "content_hash": self.content_hash(),
             "path": self.path,
         }
 
+
+RATES_NOTE = ("HBM, L2 and copy rates are bytes per cycle: GB/s = bytes/cycle x clock_ghz, so changing "
+              "clock_ghz alone changes them too (2x the clock, 2x the HBM GB/s); scale the rates to keep them")
 
 # FLOPs per lane of the vector instructions that do arithmetic (a multiply-add counts 2)
 VECTOR_FLOPS = {"vadd": 1, "vsub": 1, "vmul": 1, "vadds": 1, "vmuls": 1, "vmla": 2, "vaxpy": 2}
