@@ -2,8 +2,10 @@
 
 Chip-level sharing is folded in here, before the per-core recurrence runs: the GM traffic of
 all active cores shares the chip's HBM bandwidth (each core gets a fair share when all stream,
-and a core's reads and writes share that fairly when they stream together), reads that hit the
-shared L2 go at the L2 rate instead, and every core stays capped by its own per-path rate.
+and a core's reads and writes share that fairly when they stream together), every read and
+write passes the shared L2 at the core's L2 rate (a read that hits L2 needs nothing more, a miss
+is the slower of its HBM share and that rate: ``l2.read_rate``), and every core stays capped by
+its own per-path rate.
 Kernels never see these rules; they only issue copies.
 """
 
@@ -18,14 +20,17 @@ from numba import njit
 from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import VECTOR_OP_NAMES
 from autotile.sim import engine as E
+from autotile.sim.l2 import read_rate
 
 
 def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
              write_share: float | None = None, hbm_load: float = 1.0) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
-    A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise goes to
-    HBM, whose bandwidth the active cores share evenly. Writes go to HBM through L2.
+    A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise also goes
+    to HBM, whose bandwidth the active cores share evenly, and through L2 on its way back: a
+    miss streams at the slower of the two, so a miss is never faster than a hit
+    (``l2.read_rate``). Writes go to HBM through L2 as well, at most at the L2 write rate.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
     HBM share between reads and writes that stream together (``hbm_split``, with ``hbm_load``);
     ``None`` gives each direction the whole share (kernels whose reads and writes do not stream
@@ -33,8 +38,7 @@ def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
     """
     core = hw.hbm_bytes_per_cycle / max(1, active_cores)
     split = hbm_split(write_share, hbm_load)
-    h = min(max(l2_hit, 0.0), 1.0)
-    read = 1.0 / ((1.0 - h) / (core * split.read) + h / hw.l2_read_bytes_per_cycle)
+    read = read_rate(core * split.read, hw.l2_read_bytes_per_cycle, l2_hit)
     write = min(core * split.write, hw.l2_write_bytes_per_cycle)
     return read, write
 
