@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from autotile.hardware import load_profile
 from autotile.hardware.profile import bundled_names
 from autotile.kernels import matmul as mm
+from autotile.models import features
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, gm_rates, hbm_split
 
@@ -77,6 +78,18 @@ def test_an_hbm_share_below_the_l2_rate_reads_as_before(data, hw, hit):
 TILING = {"base_m": 64, "base_n": 64, "base_k": 64, "step_m": 1, "step_n": 1, "step_ka": 4, "step_kb": 4,
           "depth_a1": 8, "depth_b1": 8, "db_l0a": 2, "db_l0b": 2, "db_l0c": 2, "iterate_order": "m_first",
           "single_core_m": 256, "single_core_n": 256}
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+@pytest.mark.parametrize("m,n", [(256, 256), (512, 512), (1024, 1024), (1024, 1536)])
+def test_the_models_features_read_at_the_simulators_rate(name, m, n):
+    """``features.matmul_physics`` estimates MTE2 at the simulator's GM->L1 rate for its core
+    count and hit share (1, 4, 16 and 24 cores here)."""
+    hw = PROFILES[name]
+    f = features.matmul_physics({"m": m, "n": n, "k": 4096}, "fp16", TILING, hw.cube_cores,
+                                features.hw_constants(hw))
+    cost = cost_vector(hw, "fp16", active_cores=int(f["mm.cores"]), l2_hit=f["mm.l2_hit"])
+    assert 2.0 ** f["mm.read_rate.log2"] == pytest.approx(cost[3 * E.PATH_NAMES.index("gm_l1")], rel=1e-9)
 
 
 def test_a_one_core_matmul_is_not_slower_for_hitting_l2_more(hw):
