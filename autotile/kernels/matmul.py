@@ -554,7 +554,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     sync = sync_cycles(hw) if split_k else 0
     states = []
     for i, ((_, sm, sn, sk), own) in enumerate(zip(classes, own_hit)):
-        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=own, **split)
+        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=own, l2_readers=active, **split)
         st = _state(trace_capacity, slot=i)
         _run_core(st, atomic_cost(cost, hw) if split_k else cost, shape, p, dt, sm, sn, sk=sk,
                   zero_bytes=share * 4, sync=sync)

@@ -290,7 +290,8 @@ def matmul_physics(shape: dict, dtype: str, params: dict, cube_cores: int = 24, 
     if footprint > hw["l2"]:
         hit *= hw["l2"] / footprint
     hbm_cycles = (total_read * (1.0 - hit) + M * N * ob) / hw["hbm"]
-    read_rate = l2.read_rate(hw["hbm"] / cores, hw["l2_read"], hit, cap=hw["gm_l1.rate"])
+    read_rate = l2.read_rate(hw["hbm"] / cores, l2.l2_share(hw["l2_read"], cube_cores, cores), hit,
+                             cap=hw["gm_l1.rate"])
     macs = hw.get(f"macs.{dt.name}", hw["macs.fp16"])
     busy = {"mte2": loads * hw["gm_l1.issue"] + gm / read_rate,
             "mte1": steps * (hw["l1_l0a.issue"] + hw["l1_l0b.issue"]) + l0a / hw["l1_l0a.rate"]

@@ -2,10 +2,10 @@
 
 Chip-level sharing is folded in here, before the per-core recurrence runs: the GM traffic of
 all active cores shares the chip's HBM bandwidth (each core gets a fair share when all stream,
-and a core's reads and writes share that fairly when they stream together), every read and
-write passes the shared L2 at the core's L2 rate (a read that hits L2 needs nothing more, a miss
-is the slower of its HBM share and that rate: ``l2.read_rate``), and every core stays capped by
-its own per-path rate.
+and a core's reads and writes share that fairly when they stream together), the cores reading
+GM share the L2's read bandwidth the same way, a read that misses L2 is the slower of its HBM and
+L2 shares (``l2.read_rate``), writes pass L2 at most at its write rate, and every core stays
+capped by its own per-path rate.
 Kernels never see these rules; they only issue copies.
 """
 
@@ -20,17 +20,18 @@ from numba import njit
 from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import VECTOR_OP_NAMES
 from autotile.sim import engine as E
-from autotile.sim.l2 import read_rate
+from autotile.sim.l2 import l2_share, read_rate
 
 
-def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
-             write_share: float | None = None, hbm_load: float = 1.0) -> tuple[float, float]:
+def gm_rates(hw: HardwareProfile, active_cores: float, l2_hit: float, write_share: float | None = None,
+             hbm_load: float = 1.0, l2_readers: float | None = None) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
-    A read hits L2 with probability ``l2_hit`` (at the per-core L2 rate) and otherwise also goes
-    to HBM, whose bandwidth the active cores share evenly, and through L2 on its way back: a
-    miss streams at the slower of the two, so a miss is never faster than a hit
-    (``l2.read_rate``). Writes go to HBM through L2 as well, at most at the L2 write rate.
+    A read hits L2 with probability ``l2_hit`` and otherwise goes to HBM, whose bandwidth the
+    active cores share evenly; all ``l2_readers`` (default ``active_cores``) share L2's, whose
+    ``l2_read_bytes_per_cycle`` is a core's share when every cube core reads. A miss passes
+    both, so a hit is never slower than a miss (``l2.read_rate``). Writes go to HBM through L2,
+    at most at the L2 write rate.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
     HBM share between reads and writes that stream together (``hbm_split``, with ``hbm_load``);
     ``None`` gives each direction the whole share (kernels whose reads and writes do not stream
@@ -38,7 +39,8 @@ def gm_rates(hw: HardwareProfile, active_cores: int, l2_hit: float,
     """
     core = hw.hbm_bytes_per_cycle / max(1, active_cores)
     split = hbm_split(write_share, hbm_load)
-    read = read_rate(core * split.read, hw.l2_read_bytes_per_cycle, l2_hit)
+    readers = active_cores if l2_readers is None else l2_readers
+    read = read_rate(core * split.read, l2_share(hw.l2_read_bytes_per_cycle, hw.cube_cores, readers), l2_hit)
     write = min(core * split.write, hw.l2_write_bytes_per_cycle)
     return read, write
 
@@ -86,27 +88,30 @@ _CACHE: dict = {}
 
 
 def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_hit: float = 0.0,
-                write_share: float | None = None, hbm_load: float = 1.0) -> np.ndarray:
+                write_share: float | None = None, hbm_load: float = 1.0,
+                l2_readers: float | None = None) -> np.ndarray:
     """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
+
+    ``active_cores`` share HBM, ``l2_readers`` (default the same) L2: see ``gm_rates``.
 
     Memoized: the tuner asks for the same few vectors thousands of times per second.
     """
-    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load)
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load, l2_readers)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is hw:
         return hit[1]
     if len(_CACHE) > 4096:
         _CACHE.clear()
-    c = _build(hw, dtype, active_cores, l2_hit, write_share, hbm_load)
+    c = _build(hw, dtype, active_cores, l2_hit, write_share, hbm_load, l2_readers)
     c.flags.writeable = False
     _CACHE[key] = (hw, c)
     return c
 
 
 def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
-           write_share: float | None, hbm_load: float) -> np.ndarray:
+           write_share: float | None, hbm_load: float, l2_readers: float | None) -> np.ndarray:
     c = np.zeros(E.NCOST)
-    read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load)
+    read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load, l2_readers)
     for i, path in enumerate(E.PATH_NAMES):
         cp = hw.copy[path]
         rate = cp.bytes_per_cycle
