@@ -147,3 +147,13 @@ def test_a_one_core_matmul_is_not_slower_for_hitting_l2_more(hw):
 
     assert hit(big_run) > hit(small_run) + 0.2
     assert big_run.cycles <= small_run.cycles
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), hw=chips(), hit=st.floats(0.0, 1.0))
+def test_writes_that_stay_in_l2_go_at_its_write_rate(data, hw, hit):
+    """Never slower than writes that go on to HBM, and unaffected by HBM's share."""
+    how = data.draw(sharing(hw))
+    stay = gm_rates(hw, l2_hit=hit, writes_in_l2=True, **how)[1]
+    assert stay == hw.l2_write_bytes_per_cycle
+    assert stay >= gm_rates(hw, l2_hit=hit, **how)[1]

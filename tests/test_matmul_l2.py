@@ -78,3 +78,18 @@ def test_hits_stay_physical(hw, case):
         assert res.bytes["hbm_read"] >= _unique(shape) * (1 - 1e-9)
     assert _hit(runs[0]) <= _hit(runs[1]) + 1e-12
 
+
+
+@pytest.mark.parametrize("shape,dtype", [({"m": 1024, "n": 2048, "k": 512}, "fp16"),
+                                         ({"m": 1000, "n": 1000, "k": 1000}, "fp32")])
+def test_an_output_that_stays_in_l2_is_written_whatever_hbm(hw, shape, dtype):
+    """C fits in L2 (no HBM writes during the kernel): FixPipe writes at the L2 write rate, so
+    its busy time does not depend on HBM. At 50 B/cycle of HBM the writes got the cores' HBM
+    share: 1024x2048x512 fp16 ran 114,680 cycles bound by l0c_gm, 76,440 at the L2 rate."""
+    params = mm.default_params(shape, dtype, hw)
+    runs = [mm.simulate(shape, params, dtype, dataclasses.replace(hw, hbm_bytes_per_cycle=bw))
+            for bw in (50.0, 200.0, hw.hbm_bytes_per_cycle)]
+    assert all(r.bytes["hbm_write"] == 0.0 for r in runs)
+    fix = [r.pipes["fix"]["busy_cycles"] for r in runs]
+    assert fix == pytest.approx([fix[-1]] * 3, rel=1e-12)
+    assert runs[0].bound != "memory:l0c_gm"

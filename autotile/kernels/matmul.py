@@ -549,8 +549,8 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     if hbm_write > 0:  # reads and writes share HBM as much as their load says
         split = {"write_share": write_fraction(hbm_read, hbm_write),
                  "hbm_load": hbm_load(hw, active, streams, hbm_read + hbm_write, lower)}
-    else:  # the load only weighs a split: left out, one cached cost vector per (streams, hit)
-        split = {}
+    else:  # C stays in L2: FixPipe writes at its rate, the reads have HBM's share to themselves
+        split = {"writes_in_l2": True}
     sync = sync_cycles(hw) if split_k else 0
     states = []
     for i, ((_, sm, sn, sk), own) in enumerate(zip(classes, own_hit)):

@@ -24,14 +24,16 @@ from autotile.sim.l2 import l2_share, read_rate
 
 
 def gm_rates(hw: HardwareProfile, active_cores: float, l2_hit: float, write_share: float | None = None,
-             hbm_load: float = 1.0, l2_readers: float | None = None) -> tuple[float, float]:
+             hbm_load: float = 1.0, l2_readers: float | None = None,
+             writes_in_l2: bool = False) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
     A read hits L2 with probability ``l2_hit`` and otherwise goes to HBM, whose bandwidth the
     active cores share evenly; all ``l2_readers`` (default ``active_cores``) share L2's, whose
     ``l2_read_bytes_per_cycle`` is a core's share when every cube core reads. A miss passes
     both, so a hit is never slower than a miss (``l2.read_rate``). Writes go to HBM through L2,
-    at most at the L2 write rate.
+    at most at the L2 write rate; ``writes_in_l2`` (the kernel's output stays in L2 and is
+    written back after it) gives them the L2 write rate whatever HBM's share.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
     HBM share between reads and writes that stream together (``hbm_split``, with ``hbm_load``);
     ``None`` gives each direction the whole share (kernels whose reads and writes do not stream
@@ -41,7 +43,7 @@ def gm_rates(hw: HardwareProfile, active_cores: float, l2_hit: float, write_shar
     split = hbm_split(write_share, hbm_load)
     readers = active_cores if l2_readers is None else l2_readers
     read = read_rate(core * split.read, l2_share(hw.l2_read_bytes_per_cycle, hw.cube_cores, readers), l2_hit)
-    write = min(core * split.write, hw.l2_write_bytes_per_cycle)
+    write = hw.l2_write_bytes_per_cycle if writes_in_l2 else min(core * split.write, hw.l2_write_bytes_per_cycle)
     return read, write
 
 
@@ -89,29 +91,31 @@ _CACHE: dict = {}
 
 def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_hit: float = 0.0,
                 write_share: float | None = None, hbm_load: float = 1.0,
-                l2_readers: float | None = None) -> np.ndarray:
+                l2_readers: float | None = None, writes_in_l2: bool = False) -> np.ndarray:
     """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
 
-    ``active_cores`` share HBM, ``l2_readers`` (default the same) L2: see ``gm_rates``.
+    ``active_cores`` share HBM, ``l2_readers`` (default the same) L2; ``writes_in_l2``: the
+    writes stay in L2 (see ``gm_rates``).
 
     Memoized: the tuner asks for the same few vectors thousands of times per second.
     """
-    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load, l2_readers)
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load, l2_readers, writes_in_l2)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is hw:
         return hit[1]
     if len(_CACHE) > 4096:
         _CACHE.clear()
-    c = _build(hw, dtype, active_cores, l2_hit, write_share, hbm_load, l2_readers)
+    c = _build(hw, dtype, active_cores, l2_hit, write_share, hbm_load, l2_readers, writes_in_l2)
     c.flags.writeable = False
     _CACHE[key] = (hw, c)
     return c
 
 
 def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
-           write_share: float | None, hbm_load: float, l2_readers: float | None) -> np.ndarray:
+           write_share: float | None, hbm_load: float, l2_readers: float | None,
+           writes_in_l2: bool) -> np.ndarray:
     c = np.zeros(E.NCOST)
-    read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load, l2_readers)
+    read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load, l2_readers, writes_in_l2)
     for i, path in enumerate(E.PATH_NAMES):
         cp = hw.copy[path]
         rate = cp.bytes_per_cycle
