@@ -207,7 +207,7 @@ def test_the_default_split_is_near_the_fastest_it_could_pick(hw_name, shape):
     s = dict(zip(("m", "n", "k"), shape))
     got = mm.simulate(s, mm.default_params(s, "fp16", hw), "fp16", hw).cycles
     best = min(mm.simulate(s, p, "fp16", hw).cycles for p in _splits(s, hw))
-    assert got <= 1.09 * best, (got, best)
+    assert got <= 1.10 * best, (got, best)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])

@@ -533,8 +533,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         total_hit += count * hits
         total_read += count * read
         total_write += count * st.path_bytes[E.L0C_GM]
-        lower = max(lower, st.counts[1] / cost[E.C_CUBE_MACS],
-                    st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
+        lower = max(lower, st.path_bytes[E.GM_L1] / hw.copy["gm_l1"].bytes_per_cycle,
                     st.path_bytes[E.L0C_GM] / hw.copy["l0c_gm"].bytes_per_cycle)
     if split_k:  # the zero-init's writes, and the cast's reads (of a workspace L2 holds) and writes
         total_write += mn * 4 + mn * out_bytes * cast

@@ -189,7 +189,9 @@ def hbm_streams(hw: HardwareProfile, active_cores: int, hbm_bytes: float, lower_
     the chip's bandwidth does not have every core streaming all the time: copies then get a
     larger share than an even split. The utilization is overestimated (the bound is <= the real
     duration), so the share errs on the side of contention. Memory-bound kernels get the even
-    split among all active cores.
+    split among all active cores. Callers bound the duration by memory time alone (each core's
+    copies at its path rates), not compute: a bound that shrank with a faster cube had more
+    cores contend and made a fixed tiling slower on faster hardware.
     """
     if lower_bound_cycles <= 0 or hbm_bytes <= 0:
         return float(max(1, active_cores))
