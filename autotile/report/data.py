@@ -261,6 +261,7 @@ _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((
            "verification": ((dict,), "an object", False), "history": ((list,), "a list", False),
            "history_trials": ((list,), "a list", False),
            "members": ((list,), "a list", False), "infeasible_reasons": ((list,), "a list", False), "rejected": ((list,), "a list", False),
+           "gate": ((dict,), "an object", False),
            "pareto": ((list,), "a list", False), "verified": ((bool,), "true or false", False),
            "chosen": ((bool,), "true or false", False), "bound": ((str,), "a string", False),
            "interrupted": ((bool,), "true or false", False), "cap_reached": ((bool,), "true or false", False),

@@ -28,7 +28,7 @@ from autotile.tune import exhaustive, identity, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
-from autotile.tune.verify import gate
+from autotile.tune.verify import GateResult, gate
 from autotile.words import count
 
 WARM_CONFIGS = 3
@@ -407,11 +407,18 @@ def no_feasible_reason(oc: runner.StudyOutcome) -> str:
     return text
 
 
-def failed_verification_reason(rejected: list) -> str:
+def failed_verification_reason(g: GateResult) -> str:
     """Why a study whose every verified candidate failed has no result (and no table entry)."""
-    which = "the one candidate" if len(rejected) == 1 else f"all {len(rejected)} best candidates"
-    return (f"FAILED verification: {which} tried disagreed with the reference (the first: "
-            f"{rejected[0][1].reason}); no table entry, so a lookup falls back for this shape")
+    n = len(g.rejected)
+    if g.capped:
+        which = (f"the {n} best of its {g.candidates} candidates (the gate stops after {g.limit} "
+                 f"runs or {g.considered} candidates)")
+    else:
+        which = "its one candidate" if n == 1 else f"all {n} of its candidates"
+    unrun = n - g.executed
+    unrun = f", {unrun} of them not executed (see their reasons)" if unrun else ""
+    return (f"FAILED verification: {which} disagreed with the reference{unrun} (the first: "
+            f"{g.rejected[0][1].reason}); no table entry, so a lookup falls back for this shape")
 
 
 def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: Options) -> dict:
@@ -439,16 +446,18 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     rejected = []
     if opts.verify and not replay:
         kernel = registry.implementation(spec.op.name)
-        claimed = None
+        # the error each candidate's study measured (on the gate's own inputs), when it measured one;
+        # a study that trades accuracy holds each candidate to it, others may reject on it unrun
+        recorded = [b[1].get("max_abs_error") for b in oc.best]
         metrics = (*plan.objectives, *dict(spec.limits))
-        if "max_abs_error" in metrics or "max_rel_error" in metrics:
-            claimed = [b[1].get("max_abs_error") for b in oc.best]
+        claimed = recorded if "max_abs_error" in metrics or "max_rel_error" in metrics else None
         g = gate(kernel, sp.shape, candidates, sp.dtype, spec.hardware, unit=sp.unit, options=spec.inputs,
-                 claimed=claimed)
+                 claimed=claimed, recorded=recorded if any(e is not None for e in recorded) else None)
         rejected = [{"params": p, **v.to_json()} for p, v in g.rejected]
+        rec["gate"] = g.to_json()
         if g.params is None:  # a tiling that computed wrong results must not reach the table
             rec.update(params=None, cycles=None, verified=False, rejected=rejected,
-                       reason=failed_verification_reason(g.rejected))
+                       reason=failed_verification_reason(g))
             return rec
         chosen, rank, ver = g.params, g.rank, g.verification
     res = make_evaluator(sp, plan.objectives).score(chosen).result

@@ -5,12 +5,16 @@ Where the full shape would take too long to execute, the kernel's ``verify_shape
 reduced shape that keeps the tiling's tail blocks and its multi-core split; the record says so.
 Kernels without one declare ``io_elements(shape)``, and a shape whose data would not fit in
 memory fails the gate with that reason instead of being executed.
-A failing configuration is logged and the next best is tried.
+A failing configuration is logged and the next best is tried, down the ranking until one passes
+(a space's fastest configurations may all be inexact variants, the accurate ones further down) or
+``MAX_EXECUTED`` have run. A candidate whose study recorded an error on these same inputs beyond
+anything the tolerance allows is rejected without running it; nothing else is guessed.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +24,13 @@ from autotile.errors import InfeasibleConfig
 log = logging.getLogger("autotile.verify")
 
 MAX_IO_ELEMENTS = 1 << 27  # ~1 GiB of float64: larger runs are not executed (a kernel's ``io_elements``)
+# candidates the gate executes per study before it gives up. studies/sigmoid.yaml tuned by cycles
+# alone (80 configurations a study, most of them lut_nearest or poly) has its first accurate Scalar
+# configuration at rank 25 to 53 (32 left six of the nine with no result). A kernel wrong on every
+# tiling costs this many runs: ~3.5 s each for the 4096^3 matmul, 0.1 s for a 1 Mi sigmoid
+MAX_EXECUTED = 64
+# candidates the gate looks at per study, run or rejected unrun: bounds the rejected list a summary keeps
+MAX_CONSIDERED = 4 * MAX_EXECUTED
 
 
 @dataclass(frozen=True)
@@ -31,11 +42,13 @@ class Verification:
     reduced: bool
     max_abs_error: float
     # over the elements whose reference exceeds atol in magnitude (0 when none does): where |ref| <= atol
-    # the absolute term decides, and a reference of rounding residue (1e-30) gave relative errors of 1e+26
-    max_rel_error: float
+    # the absolute term decides, and a reference of rounding residue (1e-30) gave relative errors of 1e+26;
+    # None when not executed and unknown
+    max_rel_error: float | None
     rtol: float
     atol: float
     reason: str | None = None
+    executed: bool = True  # False: rejected on the error its study recorded, without running
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -43,12 +56,24 @@ class Verification:
 
 @dataclass
 class GateResult:
-    """The first configuration that passed, and the ones rejected before it."""
+    """The first configuration that passed, the ones rejected before it, and how far it went."""
 
     params: dict | None
     rank: int | None  # index in the candidate list
     verification: Verification | None
     rejected: list = field(default_factory=list)  # [(params, Verification)]
+    executed: int = 0  # candidates run in execute mode, the pick included
+    candidates: int = 0  # how many the study offered
+    limit: int = MAX_EXECUTED
+    considered: int = MAX_CONSIDERED
+    capped: bool = False  # stopped at ``limit`` runs or ``considered`` candidates with some left untried
+
+    def to_json(self) -> dict:
+        """What the summary records: the pick's 1-based rank (None when none passed), the
+        candidates run and those rejected unrun, and whether the cap stopped the search."""
+        return {"rank": None if self.rank is None else self.rank + 1, "candidates": self.candidates,
+                "executed": self.executed, "not_executed": sum(1 for _, v in self.rejected if not v.executed),
+                "limit": self.limit, "considered": self.considered, "capped": self.capped}
 
 
 def execute_shape(kernel, shape: dict, params: dict) -> tuple[dict, str | None]:
@@ -65,12 +90,16 @@ def execute_shape(kernel, shape: dict, params: dict) -> tuple[dict, str | None]:
 
 
 def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, options=None,
-               seed: int = 0, claimed_abs_error: float | None = None) -> Verification:
+               seed: int = 0, claimed_abs_error: float | None = None,
+               recorded_abs_error: float | None = None) -> Verification:
     """Execute ``params`` on inputs of ``shape`` (or the kernel's reduced shape) and compare.
 
     ``claimed_abs_error``: for studies that trade accuracy (an error objective), the error the
     study recorded for this configuration becomes the tolerance: the entry must be as accurate
     as the table says, rather than exact.
+    ``recorded_abs_error``: the max abs error the study measured on these same inputs (shape,
+    seed 0, options), or None. When it is not finite, or exceeds atol + rtol x max|ref| (the most
+    the tolerance allows on any element), the run would fail: rejected without executing.
     """
     run_shape, too_large = execute_shape(kernel, shape, params)
     reduced = run_shape != dict(shape)
@@ -81,11 +110,23 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
 
     if too_large:
         return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(),
-                            f"not executed: {too_large}; verify a smaller shape")
+                            f"not executed: {too_large}; verify a smaller shape", executed=False)
+    if recorded_abs_error is not None and not math.isfinite(recorded_abs_error):
+        return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(),
+                            "not executed: its study recorded a non-finite error on these inputs",
+                            executed=False)
     try:
         inputs = kernel.make_inputs(run_shape, dtype, seed, options=options)
-        got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
         want = np.asarray(kernel.reference(inputs, dtype, options=options), dtype=np.float64)
+        if recorded_abs_error is not None:
+            rtol, atol = tolerance(inputs)
+            allowed = atol + rtol * float(np.abs(want).max(initial=0.0))
+            if recorded_abs_error > allowed:
+                return Verification(False, run_shape, reduced, recorded_abs_error, None, rtol, atol,
+                                    f"not executed: its study recorded max abs error {recorded_abs_error:.3g} "
+                                    f"on these inputs, above the {allowed:.3g} the tolerance allows "
+                                    f"anywhere (atol + rtol x max|ref|)", executed=False)
+        got = np.asarray(kernel.execute(inputs, params, dtype, hw, unit=unit, options=options), dtype=np.float64)
     except InfeasibleConfig as exc:
         return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(), exc.reason)
     rtol, atol = tolerance(inputs)
@@ -116,18 +157,32 @@ def rel_error(diff: np.ndarray, want: np.ndarray, atol: float) -> float:
 
 
 def gate(kernel, shape: dict, candidates: list[dict], dtype: str, hw, *, unit=None, options=None,
-         limit: int = 5, claimed: list | None = None) -> GateResult:
-    """Verify candidates best first; the first that passes wins (at most ``limit`` tried).
+         limit: int = MAX_EXECUTED, considered: int = MAX_CONSIDERED, claimed: list | None = None,
+         recorded: list | None = None) -> GateResult:
+    """Verify candidates best first; the first that passes wins. Up to ``limit`` are executed
+    (those rejected without running do not count) and up to ``considered`` looked at.
 
-    ``claimed``: per candidate, the max absolute error its study recorded (or None).
+    ``claimed``: per candidate, the max absolute error that is its tolerance (studies that trade
+    accuracy), or None. ``recorded``: per candidate, the max absolute error its study measured,
+    or None (see ``verify_one``).
     """
-    result = GateResult(None, None, None)
-    for rank, params in enumerate(candidates[:limit]):
+    result = GateResult(None, None, None, candidates=len(candidates), limit=limit, considered=considered)
+    for rank, params in enumerate(candidates):
+        if result.executed >= limit or rank >= considered:
+            result.capped = True
+            break
         v = verify_one(kernel, shape, params, dtype, hw, unit=unit, options=options,
-                       claimed_abs_error=claimed[rank] if claimed else None)
+                       claimed_abs_error=claimed[rank] if claimed else None,
+                       recorded_abs_error=recorded[rank] if recorded else None)
+        result.executed += v.executed
         if v.passed:
             result.params, result.rank, result.verification = params, rank, v
-            return result
-        log.warning("verification rejected %s: %s", params, v.reason)
+            break
+        log.info("verification rejected %s: %s", params, v.reason)
         result.rejected.append((params, v))
+    if result.rejected:
+        log.warning("verification rejected %d candidate(s) (%d executed) %s; the first: %s",
+                    len(result.rejected), result.executed - (result.params is not None),
+                    f"before rank {result.rank + 1}" if result.params is not None else "and none passed",
+                    result.rejected[0][1].reason)
     return result

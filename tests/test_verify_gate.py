@@ -1,0 +1,102 @@
+"""The verification gate goes down the ranking until a candidate passes: how far, at what cost,
+and which candidates it rejects without running them."""
+
+import types
+
+import numpy as np
+
+from autotile.hardware import load_profile
+from autotile.kernels import sigmoid as S
+from autotile.tune import driver, verify
+
+HW = load_profile()
+SHAPE = {"n": 2048}
+
+
+def _params(variant: str, tile: int = 256) -> dict:
+    return {"tile_len": tile, "buffer_num": 2, "cores": 1, "variant": variant}
+
+
+def _kernel(*, wrong: bool = False):
+    """The sigmoid kernel, counting its execute-mode runs (``calls``); ``wrong``: every output off by 1."""
+    calls = []
+
+    def execute(inputs, params, dtype, hw, **kw):
+        calls.append(params)
+        y = S.execute(inputs, params, dtype, hw, **kw)
+        return y.astype(np.float64) + 1.0 if wrong else y
+
+    kernel = types.SimpleNamespace(**{k: getattr(S, k) for k in dir(S) if not k.startswith("__")})
+    kernel.execute = execute
+    return kernel, calls
+
+
+# a Scalar fp16 sigmoid space ranked by cycles alone: eight inexact configurations before an exact one
+INEXACT = [_params(v, t) for v in ("lut_nearest", "poly") for t in (256, 512, 1024, 2048)]
+
+
+def test_the_gate_goes_past_five_failures_to_the_first_accurate_configuration():
+    """It tried five and gave up: the study had no result though the exact variant was measured."""
+    kernel, calls = _kernel()
+    g = verify.gate(kernel, SHAPE, [*INEXACT, _params("exact")], "fp16", HW, unit="scalar")
+    assert g.params == _params("exact") and g.rank == len(INEXACT) and g.verification.passed
+    assert len(g.rejected) == len(INEXACT) and all(v.executed for _, v in g.rejected)
+    assert g.executed == len(calls) == len(INEXACT) + 1 and not g.capped
+    assert g.to_json()["rank"] == len(INEXACT) + 1
+
+
+def test_the_first_candidate_passing_is_the_only_one_run():
+    kernel, calls = _kernel()
+    g = verify.gate(kernel, SHAPE, [_params("exact"), *INEXACT], "fp16", HW, unit="scalar")
+    assert g.params == _params("exact") and g.rank == 0 and g.rejected == []
+    assert calls == [_params("exact")] and g.executed == 1
+    assert g.to_json() == {"rank": 1, "candidates": 9, "executed": 1, "not_executed": 0,
+                           "limit": verify.MAX_EXECUTED, "considered": verify.MAX_CONSIDERED, "capped": False}
+
+
+def test_the_cap_bounds_the_runs_of_a_kernel_wrong_everywhere():
+    kernel, calls = _kernel(wrong=True)
+    cands = [_params("exact", 16 * (i + 1)) for i in range(verify.MAX_EXECUTED + 8)]
+    g = verify.gate(kernel, SHAPE, cands, "fp16", HW, unit="scalar")
+    assert g.params is None and g.capped
+    assert len(calls) == g.executed == len(g.rejected) == verify.MAX_EXECUTED
+    reason = driver.failed_verification_reason(g)
+    assert reason.startswith(f"FAILED verification: the {verify.MAX_EXECUTED} best of its {len(cands)} candidates")
+    assert f"stops after {verify.MAX_EXECUTED} runs" in reason
+    small = verify.gate(kernel, SHAPE, cands[:3], "fp16", HW, unit="scalar", limit=2)
+    assert small.executed == 2 and small.capped and len(calls) == verify.MAX_EXECUTED + 2
+
+
+def test_candidates_rejected_unrun_are_bounded_too():
+    """Rejections without a run cost no execution but fill the summary: ``considered`` bounds them."""
+    kernel, calls = _kernel()
+    cands = INEXACT * 3 + [_params("exact")]
+    g = verify.gate(kernel, SHAPE, cands, "fp16", HW, unit="scalar", recorded=[float("inf")] * len(cands),
+                    considered=10)
+    assert g.params is None and g.capped and len(g.rejected) == 10 and g.executed == 0 and calls == []
+    assert "10 of them not executed" in driver.failed_verification_reason(g)
+
+
+def test_a_recorded_error_beyond_the_tolerance_rejects_without_running():
+    """The study measured these errors on the gate's own inputs: the runs would fail, so they are
+    not made. A recorded error the tolerance admits is still executed (execute decides)."""
+    kernel, calls = _kernel()
+    cands = [*INEXACT[:3], _params("lut_linear"), _params("exact")]
+    recorded = [0.0078, 0.0078, float("inf"), 1e-5, 0.0]  # the lut_linear claim is too good: it is run
+    g = verify.gate(kernel, SHAPE, cands, "fp16", HW, unit="scalar", recorded=recorded)
+    assert [v.executed for _, v in g.rejected][:3] == [False, False, False]
+    assert all(v.reason.startswith("not executed: its study recorded") for _, v in g.rejected[:3])
+    assert "non-finite" in g.rejected[2][1].reason and "0.0078" in g.rejected[0][1].reason
+    assert calls[0] == _params("lut_linear")  # the first run is the first candidate not rejected unrun
+    assert g.params == _params("lut_linear") and g.rank == 3
+    assert g.to_json()["not_executed"] == 3 and g.executed == len(calls)
+
+
+def test_a_claimed_error_is_the_tolerance_and_is_not_held_against_its_candidate():
+    """A study that trades accuracy holds each candidate to the error it recorded: that same error,
+    passed as recorded too, must not reject it unrun."""
+    kernel, calls = _kernel()
+    errs = [verify.verify_one(kernel, SHAPE, INEXACT[0], "fp16", HW, unit="scalar").max_abs_error]
+    calls.clear()
+    g = verify.gate(kernel, SHAPE, INEXACT[:1], "fp16", HW, unit="scalar", claimed=errs, recorded=errs)
+    assert g.params == INEXACT[0] and calls == INEXACT[:1]
