@@ -322,6 +322,9 @@ sampler: exhaustive
     assert free_run["verified"] and free_run["params"] == r["params"]
     assert {x["params"]["variant"] for x in free_run["rejected"]} == {"poly", "lut_nearest"}
     assert len(free_run["rejected"]) == 8 and free_run["gate"]["rank"] == 9
+    code, stdout, err = run_cli("tune", str(spec), "--out", str(tmp_path / "free2"), "--quiet")
+    assert "verified (pick is rank 9: the 8 faster candidates failed verification)" in stdout
+    assert "pick is rank 9" in (tmp_path / "free2" / "report.md").read_text()
     db = tmp_path / "s.db"
     code, _, err = run_cli("tune", str(spec), "--out", str(tmp_path / "st"), "--quiet",
                            "--storage", f"sqlite:///{db}")

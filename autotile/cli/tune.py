@@ -7,7 +7,7 @@ from pathlib import Path
 from autotile.atomic import refuse_input
 from autotile.cli.common import MAX_JOBS, MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
-from autotile.report.fmt import trade
+from autotile.report.fmt import detour, trade
 from autotile.words import count
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
@@ -111,6 +111,8 @@ def format_summary(summary: dict, out: Path) -> str:
             speed += f" at {traded}"
         ver = "verified" if r.get("verified") else (
             "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
+        if detour(r, summary.get("objectives")):  # faster configurations computed wrong results
+            ver += f" ({detour(r, summary.get('objectives'))})"
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \
             else f"{r['time_us']:,.3f} us"
         if (r.get("pct_of_bandwidth") or 0) > (r.get("pct_of_peak") or 0):  # left of the ridge point

@@ -58,6 +58,23 @@ def trade(r: dict, objectives) -> str:
     return ", ".join(f"{o} {sci(v)} (baseline {sci(b)})" for o, v, b in traded(r, objectives))
 
 
+def detour(r: dict, objectives) -> str:
+    """Why the pick is not the best configuration measured: ``pick is rank 7: the 6 faster
+    candidates failed verification`` (and how many of them were rejected without running); "" when
+    it is."""
+    g = r.get("gate")
+    rank = g.get("rank") if isinstance(g, dict) else None
+    if not isinstance(rank, int) or rank <= 1:
+        return ""
+    better = "faster" if (objectives or ["cycles"])[0] in ("cycles", "time_us") else "better-ranked"
+    text = (f"pick is rank 2: the {better} candidate failed verification" if rank == 2 else
+            f"pick is rank {rank}: the {rank - 1} {better} candidates failed verification")
+    unrun = g.get("not_executed") or 0
+    if unrun:
+        text += f" ({unrun} of them not executed, for the reason each gives)"
+    return text
+
+
 def us(v) -> str:
     """Microseconds spelled "us", as ``simulate`` and ``tune`` print them (ASCII: any terminal or log
     shows it) and as msprof and the ``time_us`` field name it."""

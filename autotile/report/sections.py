@@ -14,6 +14,7 @@ from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
 from autotile.tune import runner
+from autotile.tune.verify import MAX_EXECUTED
 from autotile.words import count
 
 
@@ -120,6 +121,10 @@ def highlights(data: ReportData) -> list[str]:
             if worse:
                 out.append("Faster than the default at a larger error (a speedup that trades accuracy; the best "
                            f"configurations table gives both errors): {'; '.join(result_label(r) for r in worse)}.")
+        objs = data.summary.get("objectives")
+        below = [r for r in ex if fmt.detour(r, objs)]
+        if below:  # the table's entry is not the best measured: faster ones computed wrong results
+            out.append("Picked below the top of the ranking: " + "; ".join(f"{result_label(r)} ({fmt.detour(r, objs)})" for r in below) + ".")
         skipped = [r for r in ex if not r.get("verified") and _skipped(r)]
         bad = [r for r in ex if not r.get("verified") and not _skipped(r)]
         if skipped:
@@ -348,7 +353,9 @@ def verification(data: ReportData) -> Section:
                  "|out - ref| <= atol + rtol x |ref| (as numpy.allclose). Max rel error is taken over the elements "
                  "whose |ref| exceeds atol (where it is smaller the absolute term decides), and can still exceed "
                  "rtol where atol covers the difference. Large shapes are checked on a reduced shape that keeps "
-                 "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first.")
+                 "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first; "
+                 f"the gate goes down the ranking until one passes, executing at most {MAX_EXECUTED}, and rejects "
+                 "unrun a candidate whose study recorded an error on the same inputs above what the tolerance allows.")
     blocks = [
         Para(intro),
         Table(["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "rejected"],
