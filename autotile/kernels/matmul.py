@@ -3,8 +3,7 @@
 A is M x K and B is K x N, row-major in GM. Each of ``usedCoreNum = ceil(M/single_core_m) *
 ceil(N/single_core_n) * ceil(K/single_core_k)`` cube cores computes one single_core_m x
 single_core_n block of C over one single_core_k range of K (all of K unless K is split).
-Inside a core the loop nest is the one
-an Ascend C matmul runs:
+Inside a core the loop nest is the one an Ascend C matmul runs:
 
 * GM -> L1 (MTE2): panels of step_m base blocks of A by step_ka base_k slices (and step_n x
   step_kb for B); L1 holds depth_a1 / (step_m * step_ka) such panels (1 = single, 2 = double
