@@ -508,7 +508,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     split_k = splits(shape, p)[2] > 1
     cast = split_k and dt.name in ("fp16", "bf16")  # the fp32 workspace is cast to C afterwards
     unique = (shape["m"] * shape["k"] + shape["k"] * shape["n"]) * dt.bytes
-    out_bytes = 4 if dt.name == "int8" else dt.bytes
+    out_bytes = out_bytes_of(dt, False)  # of C itself (the cast writes it when K is split)
     mn = shape["m"] * shape["n"]
     workspace = mn * 4 if cast else 0
     footprint = unique + mn * out_bytes + workspace

@@ -61,9 +61,8 @@ TCUBE = (
 SHAPE_FIELDS = ("usedCoreNum", "M", "N", "Ka", "Kb")  # filled for every unit; the rest are cube-only
 CUBE_PARAMS = tuple(dict.fromkeys(name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e or "")))
 ORDERS = ("m_first", "n_first")  # iterate_order's values, iterateOrder 0 and 1
-CUBE_USED = ("((x[0] + p->single_core_m - 1) / p->single_core_m) * "
-             "((x[1] + p->single_core_n - 1) / p->single_core_n) * "
-             f"({WHOLE_K} ? 1 : (x[2] + p->single_core_k - 1) / p->single_core_k)")
+CUBE_USED_MN = "((x[0] + p->single_core_m - 1) / p->single_core_m) * ((x[1] + p->single_core_n - 1) / p->single_core_n)"
+CUBE_USED = f"{CUBE_USED_MN} * ({WHOLE_K} ? 1 : (x[2] + p->single_core_k - 1) / p->single_core_k)"
 OPTIONAL = ("single_core_k",)  # a spec from before split K leaves it out: every entry keeps K whole
 
 
@@ -81,7 +80,7 @@ def _tcube(table: Table) -> tuple[tuple[str, str | None], ...]:
 
 def _cube_used(table: Table) -> str:
     """usedCoreNum's C expression (the K ranges counted only where the spec can split K)."""
-    return CUBE_USED if _splits_k(table) else CUBE_USED.rsplit(" * ", 1)[0]
+    return CUBE_USED if _splits_k(table) else CUBE_USED_MN
 
 
 def camel(name: str) -> str:
