@@ -246,3 +246,15 @@ def test_the_gate_catches_a_kernel_summing_fp16_in_fp16(monkeypatch):
     assert within(A.execute(inputs, p, "fp16", HW, options=o))
     monkeypatch.setattr(A, "ACC", "fp16")
     assert not within(A.execute(inputs, p, "fp16", HW, options=o))
+
+
+@pytest.mark.parametrize("rois", [94, 100, 1000])
+def test_the_default_uses_every_core_it_asks_for(rois):
+    """The default asked for min(48, tiles) cores: 94 one-ROI tiles took 2 a core on 47 of the 48
+    it launched. It now asks for the cores its tiles keep busy, no slower than asking for all."""
+    shape = {"n": 1, "c": 16, "h": 32, "w": 32, "rois": rois, "pooled_h": 7, "pooled_w": 7}
+    o = {"spatial_scale": 0.25, "sampling_ratio": 2}
+    p = A.default_params(shape, "fp16", HW, options=o)
+    r = A.simulate(shape, p, "fp16", HW, options=o)
+    every = A.simulate(shape, {**p, "cores": min(HW.vector_cores, A._ntiles(shape, p))}, "fp16", HW, options=o)
+    assert r.block_dim == p["cores"] and r.cycles <= every.cycles

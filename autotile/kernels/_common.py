@@ -553,6 +553,14 @@ def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, wor
         raise InfeasibleConfig(f"cores={p['cores']} exceeds the {work} {what}")
 
 
+def busy_cores(tiles: int, max_cores: int) -> int:
+    """The fewest cores that still take ceil(tiles / cores) tiles each: a kernel giving each core a
+    contiguous run of that many tiles leaves the cores past ``tiles / run`` idle, so asking for
+    more only launches blocks with no work."""
+    run = -(-tiles // min(max_cores, tiles))
+    return -(-tiles // run)
+
+
 def align(a: int, b: int) -> int:
     """``a`` rounded up to a multiple of ``b``."""
     return -(-a // b) * b

@@ -466,8 +466,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     th = max(1, min(shape["h_out"], 8192 // (tc * tw * nb)))
     p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": 1}
     while True:
-        T = _ntiles(shape, p)  # the fewest cores that still take ceil(T / cores) tiles each: all work
-        p["cores"] = -(-T // -(-T // min(hw.vector_cores, T)))
+        p["cores"] = C.busy_cores(_ntiles(shape, p), hw.vector_cores)
         try:
             check(shape, p, dtype, hw, options)
             return p

@@ -481,12 +481,12 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: one ROI per tile with all its bins and all channels, double buffered, every core;
-    bins, then channels, halved until UB fits."""
+    """Baseline: one ROI per tile with all its bins and all channels, double buffered, as many
+    cores as the tiles keep busy; bins, then channels, halved until UB fits."""
     p = {"tile_rois": 1, "tile_bins": shape["pooled_h"] * shape["pooled_w"], "tile_c": shape["c"],
          "buffer_num": 2, "cores": 1}
     while True:
-        p["cores"] = min(hw.vector_cores, _ntiles(shape, p))
+        p["cores"] = C.busy_cores(_ntiles(shape, p), hw.vector_cores)
         try:
             check(shape, p, dtype, hw, options)
             return p
