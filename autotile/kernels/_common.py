@@ -17,6 +17,7 @@ from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
+from autotile.hardware.profile import profile_error
 from autotile.kernels import registry
 from autotile.sim import engine as E
 from autotile.sim.costs import vector_table
@@ -147,8 +148,8 @@ def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray
     for op, _sig in (o for _, o in used):
         _known(op, KERNEL_VECTOR_OPS, "vector op")
         if op not in hw.vector:
-            raise InputError(f"hardware profile {hw.name} has no cost for vector op {op!r}, which this kernel "
-                             "needs: add it under vector.ops", file=hw.path, field=f"vector.ops.{op}")
+            raise profile_error(hw, ("vector", "ops"), f"hardware profile {hw.name} has no cost for vector op "
+                                f"{op!r}, which this kernel needs: add it under vector.ops")
     out = np.zeros((max(1, len(ops)), 4))
     out[:, 3] = -1  # op code (trace names): none for a row never issued
     if used:
@@ -156,9 +157,9 @@ def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray
             out[[i for i, _ in used]] = vector_table(hw, [o for _, o in used])
         except KeyError as exc:
             op, sig = exc.args[1:3]
-            raise InputError(f"hardware profile {hw.name} has no cost for vector op {op} in {sig} "
-                             f"(has {', '.join(hw.vector[op])}), which this kernel needs: add it under "
-                             f"vector.ops.{op}", file=hw.path, field=f"vector.ops.{op}") from None
+            raise profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.name} has no cost for vector "
+                                f"op {op} in {sig} (has {', '.join(hw.vector[op])}), which this kernel needs: "
+                                f"add it under vector.ops.{op}") from None
     return out
 
 
@@ -191,8 +192,8 @@ def scalar_cost(hw: HardwareProfile, name: str) -> float:
     """Cycles of one scalar ``name`` op from the profile (InputError naming it when missing)."""
     _known(name, KERNEL_SCALAR_OPS, "scalar cost")
     if name not in hw.scalar:
-        raise InputError(f"hardware profile {hw.name} has no scalar cost {name!r}, which this kernel needs "
-                         f"(has {', '.join(sorted(hw.scalar))})", file=hw.path, field=f"scalar.{name}")
+        raise profile_error(hw, ("scalar",), f"hardware profile {hw.name} has no scalar cost {name!r}, which this "
+                            f"kernel needs (has {', '.join(sorted(hw.scalar))})")
     return float(hw.scalar[name])
 
 

@@ -24,7 +24,7 @@ from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA
 from autotile.space import Spec, load_spec
-from autotile.tune import exhaustive, identity, runner, workers
+from autotile.tune import exhaustive, identity, preflight, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
@@ -180,6 +180,7 @@ def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
         if jobs > 1:
             raise InputError("--jobs: the exhaustive sampler runs in one process; drop --jobs")
     todo = plans(spec, opts)
+    preflight.check_costs(todo)
     if spec.backend == "replay":  # the measurements hold every space, objective and limit
         for plan in todo:
             make_evaluator(plan.space, plan.objectives)
