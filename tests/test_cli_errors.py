@@ -7,6 +7,7 @@ import json
 import pytest
 
 from autotile.cli import run as cli
+from tests.conftest import CSV
 
 
 def _fails(capsys, argv, needle):
@@ -139,3 +140,10 @@ def test_resize_nearest_with_align_corners_is_a_located_spec_error(tmp_path, cap
     assert f"{spec}:13:25:" in err
     spec.write_text(text.replace("align_corners: true", "align_corners: false"))
     assert cli(["space", str(spec)]) == 0
+
+
+@pytest.mark.parametrize("argv", [["micro", "mmad", "m=16,k=16,n=16", "--hw="], ["crossover", "weighted_sum", "--hw="],
+                                  ["calibrate", "--hw=", "--measurements", str(CSV)]])
+def test_an_empty_hw_is_refused_not_the_default(capsys, argv):
+    """``--hw ''`` was taken as the default profile (``name or DEFAULT``)."""
+    _fails(capsys, argv, "expected a hardware profile name")

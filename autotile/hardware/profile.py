@@ -242,7 +242,10 @@ def load_profile(name_or_path: str | None = None) -> HardwareProfile:
     >>> load_profile("ascend910b2").cube_cores
     24
     """
-    ref = name_or_path or DEFAULT_PROFILE
+    ref = DEFAULT_PROFILE if name_or_path is None else name_or_path
+    if not str(ref).strip():  # an empty --hw was taken for the default profile
+        raise InputError(f"expected a hardware profile name ({', '.join(bundled_names())}) or a profile "
+                         "file's path, got ''")
     if ref in bundled_names():
         path = bundled_path(ref)
     else:
