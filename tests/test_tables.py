@@ -223,11 +223,12 @@ def test_the_embedded_profile_gets_a_profile_files_checks(tmp_path, doc, capsys,
     p = _bad(tmp_path, doc, _edit_profile(key, value))
     with pytest.raises(InputError) as exc:
         load_table(p)
-    assert str(exc.value) == f"{p}: {expected}"
+    where = f"{p}:{exc.value.line}:{exc.value.col}"  # the field's place in the JSON text
+    assert exc.value.line is not None and str(exc.value) == f"{where}: {expected}"
     for argv in (["lookup", str(p), "--shape", "m=64,n=128,k=256"],
                  ["export", str(p), "--format", "c", "-o", str(tmp_path / "t.h")]):
         assert cli(argv) == 2
-        assert capsys.readouterr().err == f"autotile: error: {p}: {expected}\n"
+        assert capsys.readouterr().err == f"autotile: error: {where}: {expected}\n"
     assert not (tmp_path / "t.h").exists()
 
 
@@ -505,3 +506,21 @@ def test_an_entry_breaking_a_constraint_is_an_input_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fit UB (3 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes" in err
     assert not (tmp_path / "t.h").exists()
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+@pytest.mark.parametrize("edit, field, at", [
+    (lambda d: d["entries"][1].__setitem__("cycles", "fast"), "entries[1].cycles", '"fast"'),
+    (lambda d: d["entries"][0]["params"].__setitem__("base_m", [1]), "entries[0].params.base_m", "["),
+    (lambda d: d["entries"][0]["params"].__setitem__("db_l0a", 3), "entries[0].params.db_l0a", "3"),
+])
+def test_bad_table_fields_are_located(tmp_path, doc, edit, field, at, indent):
+    """Table errors named the field but not its line and column (json keeps no positions)."""
+    d = copy.deepcopy(doc)
+    edit(d)
+    p = _bad(tmp_path, doc, text=json.dumps(d, indent=indent))
+    with pytest.raises(InputError) as exc:
+        load_table(p)
+    e = exc.value
+    assert e.field == field and e.line is not None and str(e).startswith(f"{p}:{e.line}:{e.col}: {field}: ")
+    assert p.read_text().splitlines()[e.line - 1][e.col - 1:].startswith(at)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -32,6 +33,7 @@ from autotile.atomic import write_json
 from autotile.errors import InputError
 from autotile.space.loader import MAX_DIM
 from autotile.tables.embedded import profile_dict, profile_from_dict, spec_from_dict
+from autotile.yamlsrc import load_text
 
 SCHEMA = "autotile.table/1"
 SCHEMA_NAME, SCHEMA_VERSION = "autotile.table", 1
@@ -163,7 +165,27 @@ def load_table(source, *, check_hashes: bool = True) -> Table:
         raise InputError(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, col=exc.colno) from None
     except RecursionError:  # [[[[...]]]] thousands deep: the decoder recurses once per level
         raise InputError("invalid JSON: nesting too deep", file=str(p)) from None
-    return _validate(doc, str(p), check_hashes)
+    try:
+        return _validate(doc, str(p), check_hashes)
+    except InputError as exc:
+        raise _located(exc, text, str(p)) from None
+
+
+_FIELD_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def _located(exc: InputError, text: str, file: str) -> InputError:
+    """``exc`` with the line and column of its field in the table's text (JSON is YAML, whose
+    parser keeps positions; ``json`` does not). Unchanged when it names no field of this file
+    or the text does not parse as YAML (a tab as indentation, say)."""
+    if exc.line is not None or exc.field is None or exc.file != file:
+        return exc
+    path = tuple(int(i) if i else key for i, key in _FIELD_PART.findall(exc.field))
+    try:
+        line, col = load_text(text, file).where(path)
+    except (InputError, RecursionError):
+        return exc
+    return InputError(exc.message, file=file, line=line, col=col, field=exc.field)
 
 
 # -- validation ----------------------------------------------------------------------------
