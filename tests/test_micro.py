@@ -42,7 +42,8 @@ def test_vector_cli_with_signature(capsys):
 
 
 def test_vector_splits_at_max_repeat(hw):
-    r = micro("vector", {"op": "vadd", "repeat": 300}, "fp16_fp16_fp16", hw)
+    # vadds: its scalar source leaves UB room for 300 repeats (2 x 76800 B); vadd's three tensors do not
+    r = micro("vector", {"op": "vadds", "repeat": 300}, "fp16_fp16_fp16", hw)
     assert r.extra["instructions"] == 2
     assert r.extra["lanes_per_repeat"] == 128
 
@@ -86,3 +87,57 @@ def test_a_signature_fallback_is_said_in_text_output(capsys):
     assert "no vadd cost for fp16_fp32_fp16: costed as fp16_fp16_fp16" in out
     assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp16_fp16"]) == 0
     assert "note" not in capsys.readouterr().out
+
+
+# -- operands must fit the buffers the operation reads and writes ----------------------------------
+
+@pytest.mark.parametrize("argv,needle", [
+    (["micro", "mmad", "m=4096,k=4096,n=4096", "--json"],
+     "A (4096 x 4096 fp16) needs 33554432 bytes of L0A: expected at most l0a_bytes = 65536 in ascend910b2"),
+    (["micro", "mmad", "m=4096,k=4096,n=4096"], "needs 67108864 bytes of L0C: expected at most l0c_bytes = 131072"),
+    (["micro", "mmad", "m=16,k=16,n=4096"], "B (16 x 4096 fp16) needs 131072 bytes of L0B: expected at most l0b_bytes"),
+    # C accumulates in int32 for int8: 256 x 256 x 4 B, though the inputs are one byte each
+    (["micro", "mmad", "m=256,k=32,n=256", "--dtype", "int8"], "C (256 x 256 int32) needs 262144 bytes of L0C"),
+    # fp32 inputs take 4 B each: 128 x 136 overflows L0A where fp16 fits
+    (["micro", "mmad", "m=128,k=136,n=16", "--dtype", "fp32"], "A (128 x 136 fp32) needs 69632 bytes of L0A"),
+    # 17 rows take two whole 16-row fractals: 32 x 1920 x 2 B, not 17 x 1920 x 2 B = 65280
+    (["micro", "mmad", "m=17,k=1920,n=16"], "A (17 x 1920 fp16) needs 122880 bytes of L0A"),
+    (["micro", "copy", "path=gm_ub,bytes=1000000000"],
+     "its destination needs 1000000000 bytes of UB: expected at most ub_bytes = 196608 in ascend910b2"),
+    (["micro", "copy", "path=gm_ub,bytes=196609"], "needs 196640 bytes of UB"),  # whole 32 B granules
+    (["micro", "copy", "path=gm_l1,bytes=1048576"], "its destination needs 1048576 bytes of L1: expected at most l1_bytes = 524288"),
+    (["micro", "copy", "path=l1_l0a,bytes=65537"], "its destination needs 66048 bytes of L0A"),
+    (["micro", "copy", "path=l0c_gm,bytes=262144"], "its source needs 262144 bytes of L0C: expected at most l0c_bytes"),
+    (["micro", "copy", "path=ub_ub,bytes=100000"], "its source + its destination need 200000 bytes of UB"),
+    (["micro", "vector", "op=vadd,elems=40000"],
+     "src0 (40000 fp16) + src1 (40000 fp16) + dst (40000 fp16) need 240000 bytes of UB: expected at most ub_bytes = 196608"),
+    (["micro", "vector", "op=vconv,elems=40000", "--dtype", "fp16_fp32"], "src0 (40000 fp16) + dst (40000 fp32) need 240000"),
+    (["micro", "vector", "op=vadd,elems=20000", "--hw", "ascend910b2", "--dtype", "fp32"], "need 240000 bytes of UB"),
+])
+def test_operands_that_overflow_a_buffer_exit_2_one_line(capsys, argv, needle):
+    assert run(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("autotile: error: micro ") and needle in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("kind,params,dtype", [
+    ("mmad", {"m": 32, "k": 16, "n": 1024, "repeat": 32}, "fp16"),  # C fills L0C exactly (the CSV's largest row)
+    ("mmad", {"m": 128, "k": 128, "n": 128}, "fp32"),  # A and B fill L0A / L0B, C is half L0C
+    ("mmad", {"m": 128, "k": 256, "n": 256}, "int8"),  # C: 128 KiB of int32
+    ("copy", {"path": "gm_ub", "bytes": 196608}, "fp16"),
+    ("copy", {"path": "gm_l1", "bytes": 524288}, "fp16"),
+    ("copy", {"path": "l0c_l1", "bytes": 131072}, "fp16"),
+    ("vector", {"op": "vadd", "repeat": 255}, "fp16_fp16_fp16"),  # 3 x 65280 B of 196608
+    ("vector", {"op": "vadds", "elems": 40000}, "fp16"),  # the scalar source holds no UB: 160000 B
+    ("vector", {"op": "vcadd", "elems": 90000}, "fp16"),  # one result per repeat: 180000 + 1408 B
+])
+def test_operands_that_fit_are_timed(hw, kind, params, dtype):
+    assert micro(kind, params, dtype, hw).cycles > 0
+
+
+def test_the_capacity_is_the_profiles(capsys):
+    """The 910 has a 256 KiB UB: what overflows the 910B2's 192 KiB fits there."""
+    assert run(["micro", "copy", "path=gm_ub,bytes=262144", "--hw", "ascend910"]) == 0
+    assert run(["micro", "copy", "path=gm_ub,bytes=262144", "--hw", "ascend910b2"]) == 2
+    assert "ub_bytes = 196608 in ascend910b2" in capsys.readouterr().err
+

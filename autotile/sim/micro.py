@@ -3,7 +3,8 @@
 The same ``@njit`` engine helpers the kernels call (``engine.mmad``, ``engine.copy``,
 ``engine.vector``) time a single operation or a back-to-back series of identical ones, so the
 figures here are exactly what a kernel would pay. Calibration predicts measurements through
-these functions, and the anchors benchmark reads them.
+these functions, and the anchors benchmark reads them. An operation whose operands do not fit
+the buffers it reads and writes (``sim.footprint``) is refused: no kernel could issue it.
 
 >>> from autotile.hardware import load_profile
 >>> r = micro("mmad", {"m": 32, "k": 16, "n": 16, "repeat": 16}, "fp16", load_profile())
@@ -20,8 +21,10 @@ import numpy as np
 from autotile.dtypes import DTYPES
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
+from autotile.hardware.ops import VECTOR_OPS
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
+from autotile.sim.footprint import DTYPE_BYTES, copy_uses, mmad_uses, overflow, vector_uses
 
 OPS = ("mmad", "copy", "vector")
 KEYS = {
@@ -30,7 +33,6 @@ KEYS = {
     "vector": {"op": True, "elems": False, "repeat": False},
 }
 MAX_REPEAT = 1_000_000  # back-to-back operations (the schedule records each)
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int16": 2, "int32": 4, "uint8": 1}
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,19 @@ def lanes(hw: HardwareProfile, signature: str) -> int:
     return hw.vector_bytes_per_repeat // DTYPE_BYTES[signature.split("_")[0]]
 
 
+def footprint_signature(op: str, dtype: str, costed: str) -> str:
+    """The signature whose tensors an op holds: ``dtype`` when it is a whole signature of ``op``
+    (its cost may come from another), else the one it is costed as."""
+    return dtype if len(dtype.split("_")) == VECTOR_OPS[op] else costed
+
+
+def _fits(given: str, uses, hw: HardwareProfile) -> None:
+    """Refuse an operation whose operands overflow an on-chip buffer of ``hw``."""
+    problem = overflow(uses, hw)
+    if problem:
+        raise InputError(f"{given}: {problem}")
+
+
 def micro(kind: str, params: dict, dtype: str | None, hw: HardwareProfile) -> MicroResult:
     """Simulate one micro-operation (``mmad``, ``copy`` or ``vector``) on one core of ``hw``."""
     if kind not in OPS:
@@ -153,6 +168,7 @@ def _micro_mmad(params, dtype, hw) -> MicroResult:
         raise InputError(f"mmad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     m, k, n = (_positive_int(params, key) for key in ("m", "k", "n"))
     repeat = _positive_int(params, "repeat", 1)
+    _fits(f"micro mmad m={m},k={k},n={n}", mmad_uses(m, k, n, dtype, hw), hw)
     cost = cost_vector(hw, dtype)
     cycles, per_op = run_mmad(cost, m, k, n, DTYPES[dtype].c0, repeat)
     macs = float(m) * k * n
@@ -172,6 +188,7 @@ def _micro_copy(params, dtype, hw) -> MicroResult:
         raise InputError(f"copy dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
     nbytes = _positive_int(params, "bytes")
     repeat = _positive_int(params, "repeat", 1)
+    _fits(f"micro copy path={path},bytes={nbytes}", copy_uses(path, nbytes, hw), hw)
     cost = cost_vector(hw, dtype)
     cycles, per_op = run_copy(cost, E.PATH_NAMES.index(path), nbytes, repeat)
     bpc = nbytes / per_op
@@ -201,6 +218,8 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
     elif -(-elems // per) != repeat:
         raise InputError(f"micro vector: elems={elems} takes {-(-elems // per)} repeats of {per} {sig} "
                          f"lanes, not repeat={repeat}: give elems or repeat, or both consistent")
+    tensors = vector_uses(op, footprint_signature(op, dtype, sig), elems, repeat, hw)
+    _fits(f"micro vector op={op},elems={elems}", tensors, hw)
     vc = hw.vector[op][sig]
     cost = cost_vector(hw, "fp16")
     cycles, instructions = run_vector(cost, np.array([vc.startup, vc.per_repeat, vc.min_cycles]), repeat)
