@@ -141,3 +141,12 @@ def test_the_capacity_is_the_profiles(capsys):
     assert run(["micro", "copy", "path=gm_ub,bytes=262144", "--hw", "ascend910b2"]) == 2
     assert "ub_bytes = 196608 in ascend910b2" in capsys.readouterr().err
 
+
+def test_every_calibration_row_fits_every_profile(csv_path):
+    """The measurements were taken on real chips: none may be refused as too big."""
+    from autotile.hardware import bundled_names, load_profile
+    from autotile.sim import calibrate as C
+
+    rows = C.read_measurements(csv_path)
+    for name in bundled_names():
+        C.check_fits(rows, load_profile(name), csv_path)

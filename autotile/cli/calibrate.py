@@ -40,6 +40,7 @@ def run(args) -> int:
                      "write the fitted profile to another file")
     rows = C.read_measurements(args.measurements, known_ops=sorted(hw.vector))
     C.check_repeats(rows, hw, args.measurements)
+    C.check_fits(rows, hw, args.measurements)
     if args.output is None:
         C.check_ops(rows, hw, args.measurements)
         try:

@@ -20,6 +20,7 @@ from autotile.hardware import HardwareProfile
 from autotile.hardware.ops import VECTOR_OPS, signature_problem
 from autotile.hardware.profile import profile_error
 from autotile.sim import micro as U
+from autotile.sim.footprint import mmad_uses, overflow, vector_uses
 from autotile.yamlsrc import suggest
 
 COLUMNS = ("chip", "op", "dtype", "m", "k", "n", "elems", "repeat", "cycles", "series")
@@ -225,6 +226,21 @@ def check_repeats(rows: list[Measurement], hw: HardwareProfile, path) -> None:
             raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.dtype)} "
                              f"lanes: expected 1..max_repeat ({top} in {hw.name}) for one vector instruction",
                              file=str(path), line=r.line, col=r.col("elems"), field="elems")
+
+
+def check_fits(rows: list[Measurement], hw: HardwareProfile, path) -> None:
+    """A row times an operation the chip can hold: its operands fit the profile's buffers (an
+    Mmad's in L0A / L0B / L0C, a vector op's in UB), as ``sim.micro`` requires."""
+    for r in rows:
+        if r.op == "mmad":
+            uses, col = mmad_uses(r.m, r.k, r.n, r.dtype, hw), "m"
+        else:
+            repeat = row_repeat(hw, r)
+            uses = vector_uses(r.op, r.dtype, repeat * U.lanes(hw, r.dtype), repeat, hw)
+            col = "repeat" if r.repeat is not None else "elems"
+        problem = overflow(uses, hw)
+        if problem:
+            raise InputError(f"{r.op} {r.dtype}: {problem}", file=str(path), line=r.line, col=r.col(col), field=col)
 
 
 def predictable(hw: HardwareProfile, r: Measurement) -> bool:
