@@ -608,34 +608,76 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
                 acc = np.zeros((sm, sn), dtype=acc_t)
                 _run_core(_state(), cost, shape, p, dt, sm, sn, MODE_EXECUTE, a_, b_, acc, m0, n0,
                           sk=min(sck, K - k0), k0=k0)
-                c[m0:m0 + sm, n0:n0 + sn] += acc  # in acc_t: an fp32 (int32) atomic add
+                _atomic_add(c, acc, m0, n0)
     return dtype_emul.to_output(c, dtype)
+
+
+def _atomic_add(c: np.ndarray, acc: np.ndarray, m0: int, n0: int) -> None:
+    """FixPipe's write of one core's partial block into the zeroed target: an add in fp32 (int32),
+    so the K ranges' partials sum (a plain write would keep only the last range's)."""
+    c[m0:m0 + acc.shape[0], n0:n0 + acc.shape[1]] += acc
 
 
 SPLIT_MARGIN = 0.7  # the default splits K only when that is estimated at least 30% faster
 VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_shape)
+# a split K's reduced shape may hold up to this many MACs: its two K ranges are a whole single_core_k
+# and the tail (2752 + 2496 of K = 32768 on one 128 x 128 core block: 86M, ~1 s in execute mode)
+SPLIT_VERIFY_MACS = 4 * VERIFY_MACS
+
+
+def _keep(total: int, block: int) -> int:
+    """``total`` cut to two blocks of ``block``, a full one and the tail (all of it when <= 2)."""
+    n = _cdiv(total, block)
+    return total if n <= 2 else block + (total - (n - 1) * block)
+
+
+def _narrowing(total: int, block: int, base: int) -> list[int]:
+    """Sizes of M (or N) a split K's reduced shape may keep, most structure first: two core
+    blocks, the last core block alone (the tail where there is one), whole base blocks of it."""
+    last = total - (_cdiv(total, block) - 1) * block
+    sizes = [_keep(total, block), last, _keep(last, base)]
+    return [s for i, s in enumerate(sizes) if i == 0 or s < sizes[i - 1]]
+
+
+def _split_k_shape(shape: dict, params: dict) -> dict:
+    """The reduced shape of a tiling that splits K: always two K ranges, so the zeroed fp32
+    target, the atomic adds of the partials and the cast are executed. M and N give up core
+    blocks before K gives up its tail range; past ``SPLIT_VERIFY_MACS`` the tail range is cut
+    to its last base_k step (the K remainder kept), and if that is still over, it runs anyway."""
+    M, N, K = shape["m"], shape["n"], shape["k"]
+    sck, bk = params["single_core_k"], params["base_k"]
+    ms = _narrowing(M, params["single_core_m"], params["base_m"])
+    ns = _narrowing(N, params["single_core_n"], params["base_n"])
+    ks = [_keep(K, sck)]
+    if sck + (K % bk or bk) < ks[0]:
+        ks.append(sck + (K % bk or bk))
+    i = j = r = 0
+    while ms[i] * ns[j] * ks[r] > SPLIT_VERIFY_MACS:
+        if i + 1 < len(ms) and (ms[i] >= ns[j] or j + 1 == len(ns)):
+            i += 1
+        elif j + 1 < len(ns):
+            j += 1
+        elif r + 1 < len(ks):
+            r += 1
+        else:
+            break
+    return {"m": ms[i], "n": ns[j], "k": ks[r]}
 
 
 def verify_shape(shape: dict, params: dict) -> dict:
     """A shape small enough to execute quickly that keeps this tiling's structure.
 
     It keeps up to two core blocks in M and in N (a full one and the tail one, so the tail
-    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail; a
-    split K keeps two K ranges (a full one and the tail) where that stays near ``VERIFY_MACS``,
-    so the partial sums are verified too.
+    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail. A
+    tiling that splits K keeps two K ranges instead (see ``_split_k_shape``): with one, the
+    partial sums and their combine would go unverified.
     """
     M, N, K = shape["m"], shape["n"], shape["k"]
     if M * N * K <= VERIFY_MACS or "single_core_m" not in params:  # vector tilings are for tiny shapes
         return dict(shape)
-
-    def keep(total, block):
-        n = _cdiv(total, block)
-        return total if n <= 2 else block + (total - (n - 1) * block)
-
-    m, n = keep(M, params["single_core_m"]), keep(N, params["single_core_n"])
-    sck = params.get("single_core_k", K)
-    if sck < K and m * n * keep(K, sck) <= 4 * VERIFY_MACS:
-        return {"m": m, "n": n, "k": keep(K, sck)}
+    if params.get("single_core_k", K) < K:
+        return _split_k_shape(shape, params)
+    m, n = _keep(M, params["single_core_m"]), _keep(N, params["single_core_n"])
     panel = params["base_k"] * max(params["step_ka"], params["step_kb"])
     k = K if K <= 2 * panel + params["base_k"] else 2 * panel + (K % params["base_k"] or params["base_k"])
     return {"m": m, "n": n, "k": k}
