@@ -264,3 +264,31 @@ def test_report_says_which_choices_the_grid_leaves_out():
     text = _crossover_intro(data, "sigmoid", ("n",), False, False, True)
     assert "only variant exact" in text
     assert "only variant" not in _crossover_intro(data, "elementwise", ("n",), False, False, True)
+
+
+# -- the ends of the searched range: a crossover there is flagged, and the range can be moved --------
+
+def test_windows_reach_a_high_that_is_not_low_doubled():
+    """16 doubled never lands on 10000: the grid stopped at 8192, so a unit faster from 9000 had no
+    window and no crossover at all."""
+    assert windows(lambda n: n >= 9000, 16, 10000) == [[9000, 10000]]
+    assert locate(lambda n: n >= 9000, 16, 10000) == 9000
+    assert windows(lambda n: n <= 9500, 16, 10000) == [[16, 9500]]
+
+
+def test_range_edge_names_a_crossover_at_either_end():
+    from autotile.models.crossover import range_edge
+
+    assert [range_edge(n, 16, 16384) for n in (16, 17, 8192, 8193, 16384, None)] == \
+        ["floor", None, None, "ceiling", "ceiling", None]
+    assert range_edge(1, 1, 64) is None  # nothing is smaller than n=1: faster at every size
+    assert range_edge(9001, 16, 10000) == "ceiling" and range_edge(8192, 16, 10000) is None
+
+
+def test_a_crossover_in_the_grids_top_step_is_flagged_at_the_ceiling():
+    """Inputs in GM the Vector overtakes the Cube again at n=15,617, inside the last grid step; it
+    "stays" faster only up to 16,384 (at 2**17 the Cube is ahead once more)."""
+    res = crossover("weighted_sum", "fp16", HW, small_unit="cube", large_unit="vector", on_chip=False)
+    assert res["n"] == 15617 and res["edge"] == "ceiling"
+    n = 1 << 17
+    assert best("weighted_sum", "cube", n, "fp16", HW, False)[0] < best("weighted_sum", "vector", n, "fp16", HW, False)[0]

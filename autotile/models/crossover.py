@@ -5,7 +5,8 @@ deterministic grid (``candidate_params``): tile lengths in powers of two from 16
 itself), buffer_num 1 or 2, core counts in powers of two and the whole chip (only 1 in the on-chip framing, which is
 single-core by definition), and every value of the unit's categorical params; tiles longer than
 a core's slice duplicate the shortest one that covers it and are not simulated (see ``best``). The crossover is
-located on a log grid (powers of two from ``lo`` to ``hi``) and refined by integer bisection.
+located on a log grid (``lo`` doubled up to ``hi``, and ``hi``) and refined by integer bisection; a
+crossover at either end of that range is flagged (``range_edge``), since the search saw nothing past it.
 The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) are passed to every simulation.
 """
 
@@ -42,6 +43,32 @@ def _pow2(lo: int, hi: int) -> list[int]:
         out.append(v)
         v *= 2
     return out
+
+
+def grid(lo: int, hi: int) -> list[int]:
+    """The sizes probed first: ``lo`` doubled while it stays within ``hi``, then ``hi`` itself, so a
+    range whose ends are not a power of two apart is still searched to its top."""
+    out = _pow2(lo, hi)
+    return out if out[-1] == hi else out + [hi]
+
+
+def range_edge(n: int | None, lo: int, hi: int) -> str | None:
+    """Whether a crossover ``n`` found on ``lo..hi`` sits where the search saw little around it.
+
+    "floor": n is ``lo`` (above 1): the unit is already faster at the smallest size searched, so
+    the change, if any, is at ``lo`` or below it, unsearched. "ceiling": n lies past the grid's
+    last point below ``hi``: the unit is seen faster only in the top grid step, and whether it
+    stays faster beyond ``hi`` is not checked. None otherwise, and for no crossover.
+
+    >>> range_edge(16, 16, 16384), range_edge(15617, 16, 16384), range_edge(1153, 16, 16384)
+    ('floor', 'ceiling', None)
+    """
+    if n is None:
+        return None
+    if n == lo and lo > 1:
+        return "floor"
+    g = grid(lo, hi)
+    return "ceiling" if len(g) > 1 and n > g[-2] else None
 
 
 def candidate_params(op: str, unit: str, n: int, hw: HardwareProfile, on_chip: bool) -> list[dict]:
@@ -130,7 +157,8 @@ def unaligned(n: int) -> int:
 def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "vector", large_unit: str = "cube",
               on_chip: bool = True, lo: int = 16, hi: int = 16384, aligned: bool = True,
               options: dict | None = None) -> dict:
-    """Smallest n from which ``large_unit`` stays faster than ``small_unit`` (None if never on the grid).
+    """Smallest n from which ``large_unit`` stays faster than ``small_unit`` up to ``hi`` (None if it
+    does not), with ``edge``: that n's ``range_edge`` (at the search's floor or ceiling, or None).
 
     ``aligned=False`` asks every probed size that is a multiple of ``FRACTAL`` at ``unaligned(n)``
     instead: the grid's powers of two are all whole fractals, so the plain search would say nothing
@@ -150,10 +178,11 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
 
     spans = windows(wins, lo, hi)
     n = stays_from(spans, hi)
+    edge = range_edge(n, lo, hi)
     if not aligned:  # name the sizes actually simulated
         n = None if n is None else unaligned(n)
         spans = [[unaligned(a), b if b == hi else unaligned(b)] for a, b in spans]
-    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"])}
+    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"]), "edge": edge}
 
 
 def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
@@ -162,15 +191,15 @@ def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
 
 
 def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
-    """The size ranges [first, last] in which ``wins(n)`` holds: log2 grid ``lo..hi``, every edge
+    """The size ranges [first, last] in which ``wins(n)`` holds: log2 ``grid(lo, hi)``, every edge
     refined by integer bisection.
 
     A unit can win only in a middle range (the Cube end to end: its fixed costs lose below it, and
     above it the Vector's larger core count wins once data movement dominates); ``locate`` then
     finds nothing that *stays*, and these ranges say where the win is.
 
-    >>> windows(lambda n: 100 <= n <= 3000, 16, 8192)
-    [[100, 3000]]
+    >>> windows(lambda n: 100 <= n <= 3000, 16, 8192), windows(lambda n: n >= 9000, 16, 10000)
+    ([[100, 3000]], [[9000, 10000]])
     """
     cache: dict[int, bool] = {}
 
@@ -179,12 +208,12 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
             cache[n] = bool(wins(n))
         return cache[n]
 
-    grid = _pow2(lo, hi)
-    flags = [ask(n) for n in grid]
+    sizes = grid(lo, hi)
+    flags = [ask(n) for n in sizes]
     out: list[list[int]] = []
-    start = grid[0] if flags[0] else None
-    for i in range(1, len(grid)):
-        a, b = grid[i - 1], grid[i]
+    start = sizes[0] if flags[0] else None
+    for i in range(1, len(sizes)):
+        a, b = sizes[i - 1], sizes[i]
         if flags[i] == flags[i - 1]:
             continue
         # bisect the edge: ask(a) != ask(b); find the first n in (a, b] with ask(n) == flags[i]
@@ -201,7 +230,7 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
             out.append([start, x])
             start = None
     if start is not None:
-        out.append([start, grid[-1]])
+        out.append([start, hi])
     return out
 
 
@@ -222,7 +251,7 @@ def runs(ns, flags) -> list[list[int]]:
 
 
 def locate(wins, lo: int = 16, hi: int = 16384) -> int | None:
-    """Smallest n from which ``wins(n)`` stays true: log2 grid ``lo..hi``, then integer bisection.
+    """Smallest n from which ``wins(n)`` stays true up to ``hi``: ``grid(lo, hi)``, then integer bisection.
 
     The start of the last of ``windows`` if it reaches ``hi``: the simulated and the learned
     crossovers come from the same probing.
