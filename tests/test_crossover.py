@@ -285,6 +285,36 @@ def test_range_edge_names_a_crossover_at_either_end():
     assert range_edge(9001, 16, 10000) == "ceiling" and range_edge(8192, 16, 10000) is None
 
 
+def test_sigmoid_crossover_at_the_floor_is_flagged_and_found_below_it(run_cli):
+    """The Vector beats the S pipe at every size on the grid, so 'stays faster from n=16' was the
+    grid's first point, not a crossover; the simulator's own per-size best puts it at n=2."""
+    code, out, _ = run_cli("crossover", "sigmoid", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["simulated_n"] == doc["end_to_end_n"] == 16 and doc["range"] == [16, 16384]
+    assert doc["range_edges"]["simulated_n"] == doc["range_edges"]["end_to_end_n"] == "floor"
+    code, out, _ = run_cli("crossover", "sigmoid")
+    assert code == 0 and "from n=16 (the search's floor) (data on chip)" in out
+    assert "already faster at n=16, the smallest n searched" in out and "searched n=16..16,384" in out
+    code, out, _ = run_cli("crossover", "sigmoid", "--low", "1", "--high", "64", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["simulated_n"] == doc["end_to_end_n"] == 2 and doc["range"] == [1, 64]
+    assert doc["simulated_windows"] == [[2, 64]] and set(doc["range_edges"].values()) == {None}
+    assert "log2 grid 1..64" in doc["search"]
+    for on_chip in (True, False):
+        s1, v1 = (best("sigmoid", u, 1, "fp16", HW, on_chip)[0] for u in ("scalar", "vector"))
+        s2, v2 = (best("sigmoid", u, 2, "fp16", HW, on_chip)[0] for u in ("scalar", "vector"))
+        assert v1 >= s1 and v2 < s2
+
+
+@pytest.mark.parametrize("op, unit_args, n", [("elementwise", (), 5),
+                                              ("weighted_sum", ("--small-unit", "scalar", "--large-unit", "vector"), 7)])
+def test_a_lower_floor_finds_the_crossover_below_16(run_cli, op, unit_args, n):
+    code, out, _ = run_cli("crossover", op, *unit_args, "--low", "1", "--high", "32", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["simulated_n"] == doc["end_to_end_n"] == n
+    assert doc["range_edges"]["simulated_n"] is None
+
+
 def test_a_crossover_in_the_grids_top_step_is_flagged_at_the_ceiling():
     """Inputs in GM the Vector overtakes the Cube again at n=15,617, inside the last grid step; it
     "stays" faster only up to 16,384 (at 2**17 the Cube is ahead once more)."""
@@ -292,3 +322,25 @@ def test_a_crossover_in_the_grids_top_step_is_flagged_at_the_ceiling():
     assert res["n"] == 15617 and res["edge"] == "ceiling"
     n = 1 << 17
     assert best("weighted_sum", "cube", n, "fp16", HW, False)[0] < best("weighted_sum", "vector", n, "fp16", HW, False)[0]
+
+
+def test_text_says_what_a_crossover_at_the_ceiling_leaves_open():
+    from autotile.cli.crossover import _edge_notes, _from
+
+    assert _from(15617, "ceiling", 16384) == "n=15,617 up to 16,384 (the search's ceiling)"
+    assert _from(16, "floor") == "n=16 (the search's floor)" and _from(None, None, 64) == "nowhere up to n=64"
+    (note,) = _edge_notes({"ceiling", None}, 16, 16384)
+    assert "top step (n=8,192..16,384)" in note and "up to n=16,384 only" in note
+    assert _edge_notes({None}, 16, 16384) == []
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--low", "0"], "--low: expected an integer from 1 to 1048575, got 0"),
+    (["--high", "2000000"], "--high: expected an integer from 2 to 1048576, got 2000000"),
+    (["--low", "100", "--high", "50"], "--high: expected an integer above --low (100), got 50"),
+    (["--low", "64", "--high", "64"], "--high: expected an integer above --low (64), got 64"),
+    (["--low", "abc"], "argument --low: invalid int value: 'abc'"),
+])
+def test_bad_search_ranges_are_one_line(run_cli, argv, needle):
+    code, out, err = run_cli("crossover", "sigmoid", *argv)
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1

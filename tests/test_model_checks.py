@@ -261,3 +261,23 @@ def test_lookup_says_when_the_given_models_folder_lacks_the_tables_model(tmp_pat
     assert err.count("\n") == 1 and "warning: no cost model for matmul" in err and "matmul.cost.zip" in err
     code, out, err = run_cli("lookup", str(table), "--shape", "m=64,n=128,k=256", "--models", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["match"] == "exact" and err == ""  # an exact match needs no model
+
+
+def test_learned_crossover_searches_the_given_range(tmp_path, run_cli, hw):
+    """--low/--high move the learned search with the simulated one; a range too wide to ask the
+    model at every n leaves learned_* null with a note (2**20 sizes took ~1 min and 3.6 GB)."""
+    import argparse
+
+    from autotile.cli.crossover import _learned
+
+    sel = selector("weighted_sum", data=("gm", "on_chip"))  # the Vector ahead at every n
+    store.save_selector(sel, hw, D.fingerprint(hw), path=store.path_for("units", "weighted_sum", tmp_path, hw))
+    code, out, _ = run_cli("crossover", "weighted_sum", "--small-unit", "scalar", "--large-unit", "vector",
+                           "--models", str(tmp_path), "--low", "8", "--high", "64", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["learned_windows"] == doc["learned_end_to_end_windows"] == [[8, 64]]
+    assert doc["learned_n"] == 8 and doc["range_edges"]["learned_n"] == "floor"
+    args = argparse.Namespace(op="weighted_sum", options={}, models=str(tmp_path), small_unit="scalar",
+                              large_unit="vector", dtype="fp16", low=16, high=1 << 20)
+    got = _learned(args, hw, True)
+    assert got["learned_n"] is None and "narrow --low/--high" in got["learned_note"]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import check_chip_dtype, print_json
+from autotile.cli.common import check_chip_dtype, int_in, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
-from autotile.models.crossover import FRACTAL, grid_restriction
+from autotile.models.crossover import FRACTAL, grid_restriction, range_edge
 
 HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
+LOW, HIGH = 16, 16384  # the documented default range (issue #4: "a log grid from 16 to 16384")
+MAX_HIGH = 1 << 20  # a probe near 2**20 simulates ~1 s per unit, and bisecting an edge asks ~20 of them
+LEARNED_MAX_SIZES = 1 << 16  # the model is asked at every n: 2**20 sizes took ~1 min and 3.6 GB
 
 
 def add_arguments(p) -> None:
@@ -23,6 +26,9 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--grid", action="store_true", help="also print the per-size best cycles of each unit")
     p.add_argument("--models", default=None, help="cache folder given to `autotile train -o` (for learned_n)")
+    p.add_argument("--low", type=int, default=LOW, help=f"smallest n searched (default {LOW}; at least 1)")
+    p.add_argument("--high", type=int, default=HIGH,
+                   help=f"largest n searched (default {HIGH:,}; at most {MAX_HIGH:,}: time grows with n)")
 
 
 def run(args) -> int:
@@ -40,6 +46,7 @@ def run(args) -> int:
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
     options = _inputs(args.op, args.inputs)
+    _check_range(args.low, args.high)
     for u in (args.small_unit, args.large_unit):
         if u is not None and u not in info.units:
             raise InputError(f"op {args.op} has no unit {u!r} (has {', '.join(info.units)})")
@@ -53,15 +60,20 @@ def run(args) -> int:
     check_chip_dtype(hw, args.dtype)
     args.small_unit, args.large_unit = _units(args)
     args.options = options
+    lo, hi = args.low, args.high
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
-    on = crossover(args.op, args.dtype, hw, on_chip=True, **kw) if framed else {"n": None, "windows": [], "grid": []}
-    e2e = crossover(args.op, args.dtype, hw, on_chip=False, **kw)
-    on_u = crossover(args.op, args.dtype, hw, on_chip=True, aligned=False, **kw) if framed else on
-    e2e_u = crossover(args.op, args.dtype, hw, on_chip=False, aligned=False, **kw)
+    on = (crossover(args.op, args.dtype, hw, on_chip=True, lo=lo, hi=hi, **kw) if framed
+          else {"n": None, "windows": [], "grid": [], "edge": None})
+    e2e = crossover(args.op, args.dtype, hw, on_chip=False, lo=lo, hi=hi, **kw)
+    on_u = crossover(args.op, args.dtype, hw, on_chip=True, aligned=False, lo=lo, hi=hi, **kw) if framed else on
+    e2e_u = crossover(args.op, args.dtype, hw, on_chip=False, aligned=False, lo=lo, hi=hi, **kw)
     learned = _learned(args, hw, framed)
-    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], **kw),
-           "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], **kw)}
+    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], lo=lo, hi=hi, **kw),
+           "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], lo=lo, hi=hi, **kw)}
+    at_edge = {"simulated_n": on["edge"], "end_to_end_n": e2e["edge"], "simulated_n_unaligned": on_u["edge"],
+               "end_to_end_n_unaligned": e2e_u["edge"],
+               **{k: range_edge(learned[k], lo, hi) for k in ("learned_n", "learned_end_to_end_n")}}
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
            "inputs": options,
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
@@ -69,13 +81,17 @@ def run(args) -> int:
            "simulated_n_unaligned": on_u["n"], "end_to_end_n_unaligned": e2e_u["n"],
            "simulated_windows_unaligned": on_u["windows"], "end_to_end_windows_unaligned": e2e_u["windows"],
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
-           "search": "log2 grid 16..16384 then integer bisection; each unit at its best tiling from an "
+           "range": [lo, hi], "range_edges": at_edge,
+           "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
                      "a simulated range narrower than a grid step can be missed. "
                      "learned_*: the model asked at every integer n (its windows agree with decide)",
-           "meaning": f"*_n: smallest n from which {args.large_unit} stays faster (null: it does not stay "
-                      f"faster up to 16384); *_windows: the ranges [first, last] in which it is faster; "
+           "meaning": f"*_n: smallest n from which {args.large_unit} stays faster up to {hi} (null: it does not); "
+                      f"range_edges: per *_n, 'floor' when it is {lo}, the smallest n searched (already faster "
+                      f"there; the change, if any, is at or below it), 'ceiling' when the change falls in the "
+                      f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
+                      f"*_windows: the ranges [first, last] in which it is faster; "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
                       f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16"}
     if learned["learned_note"] is None:
@@ -88,15 +104,19 @@ def run(args) -> int:
     if args.json:
         print_json(out)
     else:
+        def said(key: str) -> str:
+            return _from(out[key], at_edge[key], hi)
+
         learned_text = "no usable model" if out.get("learned_note") else (
-            f"{_from(out['learned_n'])} (on chip), {_from(out['learned_end_to_end_n'])} (GM)")
+            f"{said('learned_n')} (on chip), {said('learned_end_to_end_n')} (GM)")
         print(f"{args.op} {args.dtype}{_kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
-              f"{_from(on['n'])} (data on chip), {_from(e2e['n'])} (inputs in GM); learned: {learned_text}")
+              f"{said('simulated_n')} (data on chip), {said('end_to_end_n')} (inputs in GM); learned: {learned_text}")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
-              f"{_spans(e2e['windows'])} (inputs in GM)")
+              f"{_spans(e2e['windows'])} (inputs in GM); searched n={lo:,}..{hi:,}")
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
-              f"{_from(out['simulated_n_unaligned'])} (on chip), {_from(out['end_to_end_n_unaligned'])} "
-              "(inputs in GM)")
+              f"{said('simulated_n_unaligned')} (on chip), {said('end_to_end_n_unaligned')} (inputs in GM)")
+        for line in _edge_notes(set(at_edge.values()), lo, hi):
+            print(f"  {line}")
         if out.get("learned_windows") is not None:
             print(f"  learned: {args.large_unit} faster on n in {_spans(out['learned_windows'])} (on chip), "
                   f"{_spans(out['learned_end_to_end_windows'])} (GM)")
@@ -113,6 +133,14 @@ def run(args) -> int:
             for line in _grid_lines(on["grid"], e2e["grid"], (args.small_unit, args.large_unit)):
                 print(f"  {line}")
     return 0
+
+
+def _check_range(lo: int, hi: int) -> None:
+    """``--low``/``--high``: 1 <= low < high <= MAX_HIGH, else one line."""
+    int_in(lo, "--low", 1, MAX_HIGH - 1)
+    int_in(hi, "--high", 2, MAX_HIGH)
+    if hi <= lo:
+        raise InputError(f"--high: expected an integer above --low ({lo:,}), got {hi:,}")
 
 
 def _grid_lines(on_chip: list, gm: list, units: tuple) -> list[str]:
@@ -186,9 +214,10 @@ def _kv(options: dict) -> str:
 def _learned(args, hw, framed: bool) -> dict:
     """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
     trained unit selector, if any (it is trained with the op's default options only). A missing
-    or unusable model (corrupt, another profile's or simulator's) leaves them null with a
-    ``learned_note`` saying why, and an unusable one is also warned about on stderr, as lookup
-    does: the simulated results never depend on the model."""
+    or unusable model (corrupt, another profile's or simulator's), or a ``--low``/``--high`` range
+    too wide to ask the model at every n of, leaves them null with a ``learned_note`` saying why,
+    and an unusable one is also warned about on stderr, as lookup does: the simulated results
+    never depend on the model."""
     from autotile.models import store
     from autotile.tables.model_hook import warn_stderr
 
@@ -201,7 +230,10 @@ def _learned(args, hw, framed: bool) -> dict:
     if not path.exists():
         return {**none, "learned_note": f"no trained model at {path}; run "
                                         f"`{store.retrain_command(args.op, hw, args.models)}`"}
-    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit}
+    if args.high - args.low + 1 > LEARNED_MAX_SIZES:
+        return {**none, "learned_note": f"the model is asked at every n, and n={args.low:,}..{args.high:,} holds more "
+                                        f"than {LEARNED_MAX_SIZES:,} sizes; narrow --low/--high for learned_n"}
+    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "lo": args.low, "hi": args.high}
     try:
         sel = store.load_selector(args.op, hw, args.models)
         return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
@@ -214,9 +246,31 @@ def _learned(args, hw, framed: bool) -> dict:
         return {**none, "learned_note": f"model skipped: {exc}"}
 
 
-def _from(n) -> str:
-    """``n=1,280``, or what no crossover up to the grid's end means."""
-    return f"n={n:,}" if n is not None else "nowhere up to n=16,384"
+def _from(n, edge: str | None = None, hi: int = HIGH) -> str:
+    """``n=1,280``, what no crossover up to ``hi`` means, or n at an end of the search (``range_edge``)
+    with what the search did not see."""
+    if n is None:
+        return f"nowhere up to n={hi:,}"
+    if edge == "floor":
+        return f"n={n:,} (the search's floor)"
+    if edge == "ceiling":
+        return f"n={n:,} up to {hi:,} (the search's ceiling)"
+    return f"n={n:,}"
+
+
+def _edge_notes(edges: set, lo: int, hi: int) -> list[str]:
+    """What a crossover at the floor or the ceiling of ``lo..hi`` leaves open, and the flag to look further."""
+    from autotile.models.crossover import grid
+
+    out = []
+    if "floor" in edges:
+        out.append(f"at the search's floor: already faster at n={lo:,}, the smallest n searched; the change, "
+                   f"if any, is at or below it (--low sets the floor, down to 1)")
+    if "ceiling" in edges:
+        out.append(f"at the search's ceiling: the change falls in the grid's top step (n={grid(lo, hi)[-2]:,}.."
+                   f"{hi:,}), so 'stays faster' rests on sizes up to n={hi:,} only (--high raises it, up to "
+                   f"{MAX_HIGH:,})")
+    return out
 
 
 def _spans(spans, most: int = 6) -> str:
