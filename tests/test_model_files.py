@@ -314,5 +314,6 @@ def test_the_model_step_keeps_the_default_when_the_models_picks_are_slower(tmp_p
     assert "not faster than the default tiling" in got.warning
     out = got.to_json()
     assert out["match"] == "default" and set(out) == {"shape", "dtype", "matched_shape", "match", "unit", "params",
-                                                      "verified", "how", "warning"}
+                                                      "verified", "how", "warning", "cycles", "cycles_from"}
+    assert round(out["cycles"]) == default and out["cycles_from"] == "simulator"  # the kept default's
     assert out["verified"] is False  # no table entry: nothing verified it

@@ -7,6 +7,11 @@ from autotile.cli.common import Once, given, parse_shape, print_json
 HELP = "look a shape up in a tiling table (exact, nearest, model with --models, or default)"
 
 
+# how the text output says where the answer's cycles come from (Match.cycles_from)
+CYCLES_TEXT = {"table": "{:,.0f} cycles (the table entry's)", "simulator": "{:,.0f} cycles on the simulator",
+               "model": "~{:,.0f} cycles predicted by the cost model (not simulated)"}
+
+
 def add_arguments(p) -> None:
     p.add_argument("table", metavar="TABLE", type=given("a table file or folder"), help="a table file or a tune output folder")
     p.add_argument("--shape", required=True, action=Once, help="e.g. m=1000,n=2000,k=512")
@@ -14,10 +19,11 @@ def add_arguments(p) -> None:
     p.add_argument("--models", metavar="DIR", help="the cache folder given to `autotile train -o` (a plain "
                    "`autotile train` writes to $AUTOTILE_CACHE, else ~/.cache/autotile): its cost model answers "
                    "shapes no tuned tiling fits. Without it no model is read, as for a kernel reading the table")
-    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params, verified} (verified: the table entry passed the "
-                   "verification gate; false for a model or default answer) (and how, and a warning when "
-                                                          "the shape is outside the model's training shapes or the model's best was not faster than the default "
-                                                          "tiling, for an answer of the model step)")
+    p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params, verified, "
+                   "cycles, cycles_from} (verified: the table entry passed the verification gate; false for a model "
+                   "or default answer; cycles: the answer's at this shape when known, cycles_from: table, simulator "
+                   "or model (predicted), else both null), and how, and a warning when the shape is outside the "
+                   "model's training shapes or the model's best was not faster than the default tiling")
 
 
 def run(args) -> int:
@@ -44,6 +50,8 @@ def run(args) -> int:
     ver = (", verified" if m.verified else ", NOT verified") if m.entry is not None else ""
     print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}{ver}")
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
+    if m.cycles is not None:
+        print(f"  {CYCLES_TEXT[m.cycles_from].format(m.cycles)}")
     if m.how:
         print(f"  chosen as {m.how}")
     if m.warning:

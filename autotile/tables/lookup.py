@@ -38,6 +38,7 @@ from autotile.tables.region_rules import custom_rule
 from autotile.tables.schema import Table, load_table
 
 MATCHES = ("exact", "nearest", "model", "default")
+CYCLES_FROM = ("table", "simulator", "model")  # the entry's record, simulated at the shape, predicted
 
 
 class NoFeasibleTiling(InputError):
@@ -61,10 +62,15 @@ class Match:
     warning: str | None = field(default=None, compare=False)  # model: the shape is outside its training
     # the entry passed the verification gate (exact / nearest); a model or default answer is no entry
     verified: bool = False
+    # the answer's cycles at this shape, when known: the exact entry's, or those the model or
+    # default step simulated (or the model predicted); ``cycles_from`` says which of CYCLES_FROM
+    cycles: float | None = field(default=None, compare=False)
+    cycles_from: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
-               "match": self.match, "unit": self.unit, "params": self.params, "verified": self.verified}
+               "match": self.match, "unit": self.unit, "params": self.params, "verified": self.verified,
+               "cycles": self.cycles, "cycles_from": self.cycles_from}
         if self.how:
             out["how"] = self.how
         if self.warning:
@@ -140,8 +146,10 @@ class Lookup:
                 best, best_d = i, d
         if best is not None:
             e = self.table.entries[best]
+            known = best_d == 0.0 and e.cycles is not None  # a nearest entry's cycles are another shape's
             return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
-                         dict(e.shape), best, best_d, verified=e.verified)
+                         dict(e.shape), best, best_d, verified=e.verified, cycles=e.cycles if known else None,
+                         cycles_from="table" if known else None)
         skipped = []
         if self.model is not None:
             got = self._from_model(shape, dtype, skipped)
@@ -178,7 +186,10 @@ class Lookup:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
                 # the model step may keep the default tiling: it was faster than the model's best
                 match = "default" if "params" in answer and answer.get("match") == "default" else "model"
-                return Match(shape, dtype, match, unit, params, skipped=tuple(skipped), how=how, warning=warning)
+                cycles = answer.get("cycles") if "params" in answer else None
+                source = answer.get("cycles_from") if cycles is not None else None
+                return Match(shape, dtype, match, unit, params, skipped=tuple(skipped), how=how, warning=warning,
+                             cycles=cycles, cycles_from=source if source in CYCLES_FROM else None)
             skipped.append(f"model ({unit}): {why}")
         if not units:
             skipped.append("model: its params fit no unit of the spec")

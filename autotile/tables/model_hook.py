@@ -103,17 +103,20 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
             + ", ".join(f"{u} {c:,.0f}" for c, u, _ in picks) + f"); {got.how}")
         far = reg.outside(shape)
         params, match, notes = got.params, "default" if got.default else "model", []
+        cycles, source = got.cycles, "simulator" if got.verified else "model"
         if got.default:
             notes.append("the model's best was not faster than the default tiling, which the lookup keeps")
         elif far and not got.verified and (base := defaults[unit]) is not None:
             # an unverified ranking that extrapolates does not replace the default heuristic
-            params, match = base, "default"
+            params, match, cycles = base, "default", None
             how = f"the default tiling (not simulated), kept over {how}"
             notes.append("the model's best was not verified on the simulator and extrapolates, so the lookup "
                          "keeps the default tiling")
         if far:
             notes.append(f"{far}; the model's ranking extrapolates")
         return {"unit": unit, "params": params, "how": how, "match": match,
-                "warning": "; ".join(notes) if notes else None}
+                "warning": "; ".join(notes) if notes else None,
+                "cycles": cycles, "cycles_from": source if cycles is not None else None}
 
     return model
+
