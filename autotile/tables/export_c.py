@@ -173,6 +173,9 @@ def _rule_comment(table: Table, n: Names, custom) -> list[str]:
     fallback = ("the Python lookup then answers \"model\" or \"default\"); the caller falls back to its own "
                 "default tiling." if table.spec.backend != "replay" else
                 "a replay table has no kernel, so no default tiling either: it answers its tuned shapes only).")
+    if table.spec.backend != "replay" and len(table.spec.units) > 1:
+        fallback += (f"\n     Python's default step simulates each unit's default ({', '.join(table.spec.units)}) and "
+                     "answers the fastest;\n     this header has no simulator, so the caller chooses the unit.")
     text = f"""\
 Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   1. Candidates are the entries of the queried dtype, in table order, whose validity region

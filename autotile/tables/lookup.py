@@ -15,8 +15,11 @@ The rule, in order (the first that gives a feasible tiling wins):
    the default tiling beside the model's best candidates and answers it, with ``"match":
    "default"``, unless a candidate is faster (``regressor.pick_params``); that answer is
    ``default``, with ``how`` and ``warning`` saying why the model's pick was passed over.
-3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains (``Space.project``), checked too, trying the spec's units
-   in order. If even that is infeasible, :class:`NoFeasibleTiling` says why.
+3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains
+   (``Space.project``) for each of the spec's units, checked too. With several feasible, the one
+   whose default simulates fastest wins (``default_unit``; beyond its simulation budget the
+   table's nearest entry's unit, else the spec's order, decides).
+   If none is feasible, :class:`NoFeasibleTiling` says why.
 
 A lookup never returns a tiling that is infeasible for the queried shape. An op without a kernel
 (``replay``) has no kernel check and no heuristic: its table answers its tuned shapes, and any
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.kernels import registry
+from autotile.tables.default_unit import choose
 from autotile.tables.region import Region, empty, exact, region_of
 from autotile.tables.region_rules import custom_rule
 from autotile.tables.schema import Table, load_table
@@ -205,16 +209,22 @@ class Lookup:
             raise NoFeasibleTiling(f"no tiling for {self.table.op} {text} {dtype}: {why}a table of op "
                                    f"{self.table.op} has no kernel for a default tiling, so it answers only "
                                    f"its tuned shapes ({f'{dtype}: {tuned}' if tuned else f'none in {dtype}'})")
+        feasible, infeasible = [], []
         for unit in spec.units:
             try:
                 params = spec.space(shape, dtype, unit).default_tiling()
             except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:
-                skipped.append(f"default ({unit}): {exc}")
-                continue
-            why = self.reason(shape, params, dtype, unit)
-            if why is None:
-                return Match(shape, dtype, "default", unit, params, skipped=tuple(skipped))
+                why = str(exc)
+            else:
+                if (why := self.reason(shape, params, dtype, unit)) is None:
+                    feasible.append((unit, params))
+                    continue
             skipped.append(f"default ({unit}): {why}")
+            infeasible.append(unit)
+        if feasible:
+            got = choose(self, shape, dtype, feasible, infeasible)
+            return Match(shape, dtype, "default", got.unit, got.params, skipped=tuple(skipped), how=got.how,
+                         cycles=got.cycles, cycles_from="simulator" if got.cycles is not None else None)
         text = ",".join(f"{k}={v}" for k, v in shape.items())
         raise NoFeasibleTiling(f"no feasible tiling for {self.table.op} {text} {dtype}: no table entry "
                                f"fits, and {'; '.join(skipped)}")

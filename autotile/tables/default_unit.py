@@ -1,0 +1,95 @@
+"""The lookup's default step in a table of several units: whose default tiling it answers.
+
+Each unit's default heuristic tiling that is feasible for the shape is simulated (count mode,
+one simulation per unit: milliseconds for a 1-D op of 1e8 elements) and the fewest cycles win,
+so the answer is never slower than another unit's default and its cycles are those of the tiling
+returned. The spec's unit order used to decide (the first feasible default won): a weighted_sum
+table that picked the cube at n=4096 answered n=4097 with the vector default, 959 cycles, where
+the cube default took 601.
+
+When the defaults together would take longer to simulate than ``sim_budget.BUDGET_S`` (matmul
+on the vector unit from ~4300^3), none is simulated: the unit of the table's nearest entry of the
+dtype (what tuning picked at the closest tuned shape) is answered, else the spec's first unit with
+a feasible default.
+
+The unit selector ``autotile train`` builds is not asked. It exists for the 1-D ops, whose
+defaults all simulate within the budget at any shape a spec allows (n <= 2**31 - 1: ~0.05 s per
+unit estimated; weighted_sum's three took 19 ms of CPU together), and it predicts each unit's
+cycles at that unit's *best* tiling, while this step answers the *default* tiling: the simulated
+cycles of the tilings answered settle the choice exactly, and a prediction could only differ
+from them by being wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autotile.models import sim_budget
+
+
+@dataclass(frozen=True)
+class UnitChoice:
+    """The unit the default step answers, its default tiling, and why."""
+
+    unit: str
+    params: dict
+    cycles: float | None = None  # the tiling's, on the simulator (None: not simulated)
+    how: str | None = None  # why this unit (None: the spec has only this one)
+
+
+def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infeasible: list[str]) -> UnitChoice:
+    """The unit of ``feasible`` ((unit, default params), in spec order) the default step of
+    ``look`` (a ``Lookup``) answers; ``infeasible``: the spec's units without a feasible default."""
+    spec = look.table.spec
+    if len(spec.units) == 1:
+        return UnitChoice(*feasible[0])
+    units = "/".join(spec.units)
+    none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
+            else f"; the defaults of {_names(infeasible)} are infeasible here")
+    if len(feasible) == 1:
+        return UnitChoice(*feasible[0], how=f"the only feasible default of {units}{none}")
+    est = sum(sim_budget.estimate_seconds(look.table.op, shape, dtype, u, p, spec.backend) for u, p in feasible)
+    if est <= sim_budget.BUDGET_S:
+        ran = [(_cycles(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
+        sims = [(c, i) for c, i in ran if c is not None]
+        if sims:
+            c, i = min(sims)  # a tie goes to the spec's earlier unit
+            each = ", ".join(f"{feasible[j][0]} {cj:,.0f}" for cj, j in sorted(sims))
+            refused = [feasible[j][0] for c, j in ran if c is None]
+            if refused:
+                each += f"; the simulator refused {_names(refused)}"
+            return UnitChoice(*feasible[i], cycles=c, how=f"the fastest default of {units} on the simulator "
+                                                          f"(cycles: {each}){none}")
+        why = "none of them ran on the simulator"
+    else:
+        why = f"simulating them would take ~{est:.3g} s, over the {sim_budget.BUDGET_S:g} s budget"
+    return _unsimulated(look, shape, dtype, feasible, f"the defaults were not simulated ({why}){none}")
+
+
+def _unsimulated(look, shape, dtype, feasible, why: str) -> UnitChoice:
+    """The defaults could not be simulated: the table's nearest entry, else the spec's order decides."""
+    from autotile.tables.lookup import distance  # here: lookup imports this module
+
+    by_unit = dict(feasible)
+    key = tuple(shape.values())
+    near = sorted((distance(key, tuple(e.shape.values())), i) for i, e in enumerate(look.table.entries)
+                  if e.dtype == dtype and e.unit in by_unit)
+    if near:
+        e = look.table.entries[near[0][1]]
+        at = ",".join(f"{k}={v}" for k, v in e.shape.items())
+        return UnitChoice(e.unit, by_unit[e.unit], how=f"the unit the table chose at the nearest tuned shape, "
+                                                       f"{at}; {why}")
+    unit, params = feasible[0]
+    return UnitChoice(unit, params, how=f"the spec's first unit with a feasible default; {why}")
+
+
+def _cycles(look, shape, dtype, unit, params) -> float | None:
+    """``params``' simulated cycles on ``unit`` (count mode), or None when the simulator refuses it."""
+    spec = look.table.spec
+    res = look.kernel.simulate(dict(shape), dict(params), dtype, spec.hardware, unit=unit,
+                               options=dict(spec.inputs or {}))
+    return float(res.cycles) if res.feasible else None
+
+
+def _names(units: list[str]) -> str:
+    return units[0] if len(units) == 1 else ", ".join(units[:-1]) + f" and {units[-1]}"
