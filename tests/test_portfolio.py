@@ -394,6 +394,40 @@ def test_mutation_with_a_space_skips_moves_that_snap_to_a_measured_configuration
     assert seen[0] == (1, 6) and len(set(seen)) == len(seen)  # every trial a new configuration
 
 
+COUPLED = """op: elementwise
+shapes: [{n: 4096}]
+params:
+  db: {type: int, low: 1, high: 2}
+  m: {type: int, low: 1, high: 8}
+  n: {type: int, low: 1, high: "8 // (db * m)"}
+  p: {type: int, low: 0, high: 8}
+  q: {type: int, low: 0, high: 8}
+  r: {type: int, low: 0, high: 8}
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mutation_repairs_a_move_that_a_coupled_bound_undoes(seed):
+    """Bigger m * n is better and db = 1 costs a little, but m * n * db <= 8 (n's bound): from
+    db=2, m=n=2 every single move is worse (m=3 snaps n to 1, db=1 alone pays), so one-param
+    moves stayed at -4 (pairs drawn at random once they were spent: -4 for these seeds). m=3
+    disturbs n, db=1 repairs it: the pair keeps n=2, and the search goes on to the optimum."""
+    spec = load_spec_text(COUPLED, "s.yaml")
+    space = spec.space(spec.shapes[0], spec.dtypes[0], spec.units[0])
+    study = optuna.create_study(sampler=GreedyMutationSampler(seed=seed, space=space))
+    study.enqueue_trial({"db": 2, "m": 2, "n": 2, "p": 4, "q": 4, "r": 4})
+    proposed = []
+
+    def objective(t):
+        c, reason = suggest(t, space)
+        proposed.append(reason)
+        return -c["m"] * c["n"] + 0.5 * (c["db"] == 1) + 0.01 * sum(abs(c[k] - 4) for k in "pqr")
+
+    study.optimize(objective, n_trials=20)
+    assert study.best_value == -7.5  # db=1 and m * n = 8
+    assert proposed == [None] * 20  # and no move the space rejects
+
+
 def test_repeats_are_told_by_the_recorded_configuration():
     """Two Optuna values that the tuner snaps to one configuration are one configuration."""
     members = {"tpe": optuna.samplers.TPESampler(seed=0, n_startup_trials=5),

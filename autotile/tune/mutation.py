@@ -2,10 +2,20 @@
 
 Each trial copies the incumbent (the best feasible trial; with two objectives, one of the Pareto
 front) and moves one parameter to a neighbouring value: the next or previous value on its
-integer grid, or another category. Among those single moves it picks, at random, one whose
-configuration has not been tried yet (two moves when every single one has). A parameter whose
-domain no longer holds the incumbent's value (its bounds depend on the moved one) takes the
-nearest allowed value. Before the first feasible trial it samples at random.
+integer grid, or another category. A parameter whose domain no longer holds the incumbent's
+value (its bounds depend on the moved one) takes the nearest allowed value. Among the moves it
+picks, at random, one whose configuration has not been tried yet (two single moves on different
+params when every move has). Before the first feasible trial it samples at random.
+
+With the space, a single move that disturbs the rest of the configuration (it breaks a
+constraint, or a later parameter no longer fits its new domain and snaps to another value) also
+brings its *repairs*: the pairs of that move and one more single move, on a parameter it did not
+disturb, whose configuration is feasible and disturbs strictly fewer of the others (none needed
+for an infeasible move). Spaces couple their parameters through bounds: in studies/matmul.yaml a
+larger base_m shrinks base_n's bound unless db_l0c halves, so from the 4096^3 default every
+single move was worse or no better after one step (889,912 cycles), while base_m up with db_l0c
+down, then base_m and base_k, reached 762,921 (91.6% of peak). A move the space rejects is not
+proposed (its trial would only be pruned).
 
 OpenTuner's portfolio has such members (its greedy mutations); here it serves the portfolio's
 lead once the lead starts proposing configurations it has already measured
@@ -25,6 +35,11 @@ from autotile.tune.suggest import suggest
 from autotile.tune.trialseed import PerTrial
 
 PAIR_DRAWS = 16
+
+
+def param_of(name: str) -> str:
+    """The space parameter an Optuna parameter sets (``suggest`` names powers of two ``p.log2``)."""
+    return name.removesuffix(".log2")
 
 
 def neighbours(dist: BaseDistribution, value) -> list:
@@ -88,18 +103,61 @@ class GreedyMutationSampler(BaseSampler):
         self._random = PerTrial(lambda s: optuna.samplers.RandomSampler(seed=s), seed)
         self._space = space
         self._plans: dict[int, dict | None] = {}  # trial id -> {param: value} to propose
-        self._configs: dict[tuple, object] = {}  # Optuna values -> configuration (memo)
+        self._made: dict[tuple, tuple] = {}  # Optuna values -> (params, reason) (memo)
         self._config_attr = config_attr if space is not None else None
+
+    def _make(self, values: dict) -> tuple[dict, str | None]:
+        """The params Optuna ``values`` make in the space, and why they are infeasible (None:
+        feasible by the space's domains and constraints)."""
+        return self._made_of(values)[:2]
+
+    def _made_of(self, values: dict) -> tuple:
+        """(params, why infeasible, configuration) of Optuna ``values`` in the space (memo)."""
+        key = tuple(sorted(values.items()))
+        if key not in self._made:
+            params, reason = suggest(_PlanTrial(values), self._space)
+            config = config_key(params) if reason is None else key
+            self._made[key] = (params, reason if reason is not None else self._space.check(params), config)
+        return self._made[key]
 
     def _config(self, values: dict):
         """The configuration that Optuna ``values`` make (with a space), else the values."""
-        key = tuple(sorted(values.items()))
         if self._space is None:
-            return key
-        if key not in self._configs:
-            params, reason = suggest(_PlanTrial(values), self._space)
-            self._configs[key] = config_key(params) if reason is None else key
-        return self._configs[key]
+            return tuple(sorted(values.items()))
+        return self._made_of(values)[2]
+
+    def _disturbed(self, values: dict, base: dict, move: dict) -> frozenset | None:
+        """The params besides ``move``'s that ``move`` applied to ``values`` (which make
+        ``base``) changes; None when the result is infeasible."""
+        params, reason = self._make({**values, **move})
+        if reason is not None:
+            return None
+        moved = {param_of(k) for k in move}
+        return frozenset(n for n in base if n not in moved and params.get(n) != base[n])
+
+    def _moves(self, inc: FrozenTrial) -> list[dict]:
+        """Moves from the incumbent, as {Optuna param: value}: its single moves, and with a space
+        each disturbing single move's repairs, less those the space rejects (module docstring)."""
+        singles = [(k, v) for k, d in inc.distributions.items() for v in neighbours(d, inc.params[k])]
+        if self._space is None:
+            return [{k: v} for k, v in singles]
+        base, reason = self._make(inc.params)
+        if reason is not None:  # an incumbent outside the space (a changed spec): no repairs
+            return [{k: v} for k, v in singles]
+        moves = []
+        for k, v in singles:
+            hit = self._disturbed(inc.params, base, {k: v})
+            if hit is not None:
+                moves.append({k: v})
+                if not hit:
+                    continue
+            for k2, v2 in singles:
+                if k2 == k or (hit and param_of(k2) in hit):
+                    continue
+                after = self._disturbed(inc.params, base, {k: v, k2: v2})
+                if after is not None and (hit is None or after < hit):
+                    moves.append({k: v, k2: v2})
+        return moves
 
     def _seen(self, trial: FrozenTrial):
         """The configuration a finished trial ran: as recorded, else derived from its values."""
@@ -129,12 +187,11 @@ class GreedyMutationSampler(BaseSampler):
                 inc = front[int(rng.integers(len(front)))] if front else good[-1]
             seen = {self._seen(t) for t in study._get_trials(deepcopy=False, use_cache=True)
                     if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
+            fresh = [m for m in self._moves(inc) if self._config({**inc.params, **m}) not in seen]
             moves = [(k, v) for k, d in inc.distributions.items() for v in neighbours(d, inc.params[k])]
-            fresh = [m for m in moves if self._config({**inc.params, m[0]: m[1]}) not in seen]
             plan = dict(inc.params)
             if fresh:
-                k, v = fresh[int(rng.integers(len(fresh)))]
-                plan[k] = v
+                plan.update(fresh[int(rng.integers(len(fresh)))])
             elif moves:  # every single move is measured: two, on different params (a few draws
                 # for an unseen pair)
                 for _ in range(PAIR_DRAWS):
