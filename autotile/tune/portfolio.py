@@ -31,7 +31,10 @@ the strongest generalist in ``bench/portfolio.py``):
   the trial after a lead trial that repeated a measured configuration goes to it: a lead that
   re-proposes what it has measured has concentrated on the incumbent (TPE does this on small
   discrete spaces, most of its trials after a few dozen configurations), and an unmeasured
-  neighbour of the incumbent is the new point it was after. The local member is no challenger;
+  neighbour of the incumbent is the new point it was after. The local member is a challenger
+  too: TPE seldom repeats on a large space (matmul 4096^3 at 150 configurations: 8 mutation
+  trials of 164, the default never beaten, 77.6% of peak; as a challenger, 12-18 trials and
+  78.6-91.7% over seeds 0-2);
 - a trial's configuration, for repeats, is its ``config_attr`` user attribute when the objective
   records one (the tuner's does), else its parameter values.
 
@@ -269,7 +272,7 @@ class PortfolioSampler(BaseSampler):
             return self._explorer
         if self._local is not None and led.last == (self._lead, True):
             return self._local
-        challengers = [n for n in eligible if n not in (self._lead, self._local)
+        challengers = [n for n in eligible if n != self._lead
                        and (n not in self._late or done >= self._late_after)]
         if not challengers:
             return self._lead

@@ -97,10 +97,10 @@ def _portfolio(seed: int | None, n_objectives: int, n_startup: int, space=None):
     TPE has the portfolio's seed and makes the first ``n_startup`` trials (its random start, no
     credit); while it proposes new configurations and keeps improving, a portfolio run is
     exactly the TPE run with that seed. The trial after TPE repeats a measured configuration goes
-    to the greedy mutation (``space``: it judges moves by the configuration they make); during
-    stalls (``2 * n_startup`` member trials of new configurations without a new best) the
-    challengers share their quota, the genetic search and CMA-ES from ``2 * n_startup`` trials
-    on. The other members are seeded from ``seed`` too."""
+    to the greedy mutation (``space``: it judges moves by the configuration they make and
+    repairs moves its bounds undo); during stalls (``2 * n_startup`` member trials of new
+    configurations without a new best) the challengers, the mutation among them, share their
+    quota, the genetic search and CMA-ES from ``2 * n_startup`` trials on. The other members are seeded from ``seed`` too."""
     from autotile.tune.mutation import GreedyMutationSampler
     from autotile.tune.portfolio import PortfolioSampler
     from autotile.tune.runner import CONFIG_ATTR
