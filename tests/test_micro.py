@@ -150,3 +150,15 @@ def test_every_calibration_row_fits_every_profile(csv_path):
     rows = C.read_measurements(csv_path)
     for name in bundled_names():
         C.check_fits(rows, load_profile(name), csv_path)
+
+
+@pytest.mark.parametrize("hw", ["ascend910", "ascend310p3"])
+@pytest.mark.parametrize("argv", [["mmad", "m=16,k=16,n=16"], ["copy", "path=gm_ub,bytes=1024"]])
+def test_a_dtype_the_chip_lacks_is_refused(capsys, hw, argv):
+    """bf16 on a chip without it: the Mmad divided by the cube's missing rate (ZeroDivisionError,
+    exit 1) and the copy answered as if the chip had it."""
+    from autotile.cli import run as cli
+
+    assert cli(["micro", *argv, "--dtype", "bf16", "--hw", hw]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--dtype bf16: {hw} has no bf16" in err, err

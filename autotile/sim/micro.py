@@ -166,6 +166,9 @@ def micro(kind: str, params: dict, dtype: str | None, hw: HardwareProfile) -> Mi
 def _micro_mmad(params, dtype, hw) -> MicroResult:
     if dtype not in DTYPES:
         raise InputError(f"mmad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    problem = hw.dtype_problem("cube", dtype)  # the 910A's cube has no bf16 rate: a division by zero
+    if problem:
+        raise InputError(f"--dtype {dtype}: {problem}")
     m, k, n = (_positive_int(params, key) for key in ("m", "k", "n"))
     repeat = _positive_int(params, "repeat", 1)
     _fits(f"micro mmad m={m},k={k},n={n}", mmad_uses(m, k, n, dtype, hw), hw)
@@ -186,6 +189,9 @@ def _micro_copy(params, dtype, hw) -> MicroResult:
         raise InputError(f"copy path {path!r}: expected one of {', '.join(E.PATH_NAMES)}")
     if dtype not in DTYPES:
         raise InputError(f"copy dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    problem = hw.dtype_problem(None, dtype)
+    if problem:
+        raise InputError(f"--dtype {dtype}: {problem}")
     nbytes = _positive_int(params, "bytes")
     repeat = _positive_int(params, "repeat", 1)
     _fits(f"micro copy path={path},bytes={nbytes}", copy_uses(path, nbytes, hw), hw)
