@@ -148,7 +148,7 @@ def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray
     for op, _sig in (o for _, o in used):
         _known(op, KERNEL_VECTOR_OPS, "vector op")
         if op not in hw.vector:
-            raise profile_error(hw, ("vector", "ops"), f"hardware profile {hw.name} has no cost for vector op "
+            raise profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.name} has no cost for vector op "
                                 f"{op!r}, which this kernel needs: add it under vector.ops")
     out = np.zeros((max(1, len(ops)), 4))
     out[:, 3] = -1  # op code (trace names): none for a row never issued
