@@ -190,13 +190,14 @@ def test_interruptible_gives_back_the_answer_or_the_error():
 
 
 @contextlib.contextmanager
-def _jobs_run(out: Path, trials: int = 100000):
+def _jobs_run(out: Path, trials: int = 100000, quiet: bool = True):
     """`tune --jobs 2` on a budget it never reaches, in its own session, once it holds trials;
     its output goes to files (a pipe would stay open as long as a worker does). On leaving, any
     process left in its session is killed and the main one reaped."""
     out.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out), "--quiet",
-                             "--trials", str(trials), "--jobs", "2", "--no-verify"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    proc = subprocess.Popen([sys.executable, "-m", "autotile", "tune", TINY, "--out", str(out),
+                             *(["--quiet"] if quiet else []), "--trials", str(trials), "--jobs", "2", "--no-verify"],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)),
                             stdout=(out / "stdout").open("wb"), stderr=(out / "stderr").open("wb"),
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -246,6 +247,30 @@ def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
     assert "not run (interrupted)" in (out / "stdout").read_text()
 
 
+def test_a_stopped_jobs_run_logs_its_studies_as_interrupted_and_not_run(tmp_path):
+    """After SIGTERM the progress log said "study 2/2 done" of a study that never ran (and
+    "1/2 done" of one cut short): a worker task's return read as its study being done."""
+    out = tmp_path / "out"
+    with _jobs_run(out, quiet=False) as proc:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    assert proc.returncode == 143
+    log = [ln for ln in (out / "stderr").read_text().splitlines() if " study " in ln]
+    assert len(log) == 2 and " done" not in "".join(log), log
+    assert log[0].startswith("autotile: study 1/2 interrupted: fp16/m=256,n=256,k=128/cube, ")
+    assert log[0].split(", ")[1].endswith("configs measured")
+    assert log[1] == "autotile: study 2/2 not run (interrupted): fp16/m=192,n=320,k=96/cube"
+
+
+def test_an_interrupted_study_is_not_logged_done(run_cli, write_spec, sigint_after, tmp_path):
+    """Without --jobs, the study a SIGINT cut short was logged "done: 2 configs measured"."""
+    sigint_after(2)
+    code, _, err = run_cli("tune", write_spec(EW2), "--out", str(tmp_path / "out"))
+    assert code == 130
+    log = [ln for ln in err.splitlines() if " study " in ln]
+    assert len(log) == 1 and log[0].startswith("autotile: study 1/2 interrupted: fp16/n=4096/vector, "), log
+
+
 def test_a_killed_jobs_worker_is_replaced_and_the_run_completes(tmp_path):
     """Killing one --jobs worker broke the process pool: a traceback, exit 1, no outputs, and
     the other worker's trial left RUNNING. New workers now take over; the dead ones' trials are
@@ -275,7 +300,7 @@ def test_workers_that_keep_dying_end_the_run_with_one_error():
     from autotile.tune import workers
 
     with pytest.raises(RunError, match="died 3 times in a row"):
-        workers.run_pool([(0, ())], 1, _die, lambda key: None)
+        workers.run_pool([(0, ())], 1, _die, lambda key, result: None)
 
 
 def test_a_study_deleted_by_another_process_ends_the_run_with_one_line(tmp_path):

@@ -140,16 +140,17 @@ def interrupted_code() -> int:
     return 143 if runner._Stop.signum == signal.SIGTERM else 130
 
 
-def _worker(spec_path: str, opts: Options, index: int, worker: int) -> None:
+def _worker(spec_path: str, opts: Options, index: int, worker: int) -> runner.StudyOutcome | None:
     """One worker process on one study (re-loads the spec: plans hold compiled expressions);
-    ``worker`` tells the study's tasks apart (every worker has the plan's seed)."""
+    ``worker`` tells the study's tasks apart (every worker has the plan's seed). Returns the
+    study's outcome as this worker left it, for the progress line; None if it did not run."""
     if runner._Stop.is_set():  # stopped before this study started: leave it unrun
-        return
+        return None
     quiet_heartbeat_failures()
     spec = load_spec(spec_path)
     storage = make_storage(opts.storage, opts.out)
     plan = plans(spec, opts)[index]
-    runner.run(plan, storage)
+    return runner.run(plan, storage)
 
 
 @dataclass
@@ -307,17 +308,32 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
                 runner.prepare(plan, job.storage)
             except storage_mod.storage_errors() as exc:
                 raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
-    studies = set()
+    returned: dict = {}  # (spec, plan) -> what its finished tasks returned
+    told = set()
 
-    def done(key) -> None:
-        if key[:2] not in studies:
-            studies.add(key[:2])
-            plan = queue[key[0]].plans[key[1]]
-            bar.study_done(plan.budget, plan.name)
+    def tell(study) -> None:
+        told.add(study)
+        plan = queue[study[0]].plans[study[1]]
+        bar.study_done(plan.budget, plan.name, _furthest(returned[study]))
+
+    def done(key, outcome) -> None:
+        # a study is over once all its tasks are: one stopped short (or never started) by a
+        # signal used to be logged "done" as soon as any task of it returned
+        returned.setdefault(key[:2], []).append(outcome)
+        if len(returned[key[:2]]) == jobs:
+            tell(key[:2])
 
     tasks = [((n, i, w), (job.spec.file, job.opts, i, w)) for n, job in enumerate(queue)
              for i in range(len(job.plans)) for w in range(jobs)]
     workers.run_pool(tasks, jobs, _worker, done)
+    for study in sorted(set(returned) - told):  # tasks a dead worker took, left unrun after a stop
+        tell(study)
+
+
+def _furthest(outcomes: list) -> runner.StudyOutcome | None:
+    """Of one study's worker outcomes, the one that saw it furthest (None if none ran)."""
+    ran = [oc for oc in outcomes if oc is not None]
+    return max(ran, key=lambda oc: (oc.unique, oc.trials)) if ran else None
 
 
 def _collect(job: _Job) -> list[runner.StudyPlan]:
@@ -530,8 +546,8 @@ class _Progress:
 
     Both count what was measured: a study that ends short of its budget (space exhausted, only
     infeasible trials, interrupted) takes what it did not measure off the total, so a study that
-    measured nothing no longer reads "10/10 configs ... done". A study run by worker processes
-    reports no count here (its trials are in the storage): the bar takes its budget as measured.
+    measured nothing no longer reads "10/10 configs ... done". A study cut short by a stop reads
+    "interrupted", one a stop kept from starting "not run (interrupted)".
     """
 
     LOG_EVERY_S = 10.0
@@ -584,16 +600,21 @@ class _Progress:
         self.bar.refresh()
 
     def study_done(self, budget: int, name: str = "", outcome=None) -> None:
-        """A study ended: ``outcome`` (a StudyOutcome, None from worker processes) says what it measured."""
-        measured = budget if outcome is None else min(budget, outcome.unique)
+        """A study ended: ``outcome`` (a StudyOutcome) says what it measured; None, that a stop
+        kept it from starting."""
+        measured = 0 if outcome is None else min(budget, outcome.unique)
         self.total -= budget - measured
         self.done_before += measured
         self.studies_done += 1
         self.current = 0
         name = name.split("/", 2)[-1] if name else self.name or "a study"
         if self.log is not None:
-            self._line(f"study {self.studies_done}/{self.studies} done: {name}"
-                       + ("" if outcome is None else f", {_measured(outcome)}"))
+            if outcome is None:
+                what = f"not run (interrupted): {name}"
+            else:
+                state = "interrupted" if getattr(outcome, "interrupted", False) else "done"
+                what = f"{state}: {name}, {_measured(outcome)}"
+            self._line(f"study {self.studies_done}/{self.studies} {what}")
             self.best = None
         if self.bar is not None:
             self.bar.total = self.total

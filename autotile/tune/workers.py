@@ -32,7 +32,7 @@ MAX_BARREN = 3  # pools in a row that break before any task finishes: the run gi
 
 def run_pool(tasks: list, jobs: int, work, done) -> None:
     """``work(*args)`` for every ``(key, args)`` of ``tasks`` in ``jobs`` worker processes, in
-    order; ``done(key)`` as each one finishes. Tasks cut short by a dead worker go to a new pool;
+    order; ``done(key, result)`` as each one finishes, with what ``work`` returned. Tasks cut short by a dead worker go to a new pool;
     after a stop request they are left unrun."""
     ctx = multiprocessing.get_context()
     runner._Stop.shared = ctx.RawValue("b", 0)
@@ -65,12 +65,12 @@ def _one_pool(ctx, tasks: list, jobs: int, work, done) -> tuple[list, int]:
         futures = [(key, pool.submit(call, work, *args)) for key, args in tasks]
         for (key, args), (_, fut) in zip(tasks, futures):
             try:
-                fut.result()
+                result = fut.result()
             except BrokenProcessPool:
                 lost.append((key, args))
                 continue
             finished += 1
-            done(key)
+            done(key, result)
     except BaseException:
         runner._Stop.shared.value = 1
         pool.shutdown(wait=True, cancel_futures=True)
@@ -105,8 +105,10 @@ def init(shared, parent: int) -> None:
     runner._Stop.parent = parent
 
 
-def call(work, *args) -> None:
-    """``work(*args)`` in a worker; an orphaned worker exits instead of waiting for more work."""
-    work(*args)
+def call(work, *args):
+    """``work(*args)`` in a worker, returning its result; an orphaned worker exits instead of
+    waiting for more work."""
+    result = work(*args)
     if runner._Stop.orphaned():
         os._exit(1)
+    return result
