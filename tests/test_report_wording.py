@@ -152,3 +152,17 @@ def test_report_printout_counts_one_trace(run_cli, tmp_path, monkeypatch):
     code, stdout, err = run_cli("report", str(tmp_path))
     assert code == 0, err
     assert "(4 plots, 1 trace) in 0.5 s" in stdout
+
+
+def test_a_summary_that_does_not_record_a_default_is_not_read_as_having_none(tmp_path):
+    """Failed studies of older summaries lack baseline_params: read as "no feasible default"."""
+    ok = {"shape": {"n": 1}, "dtype": "fp16", "unit": "vector", "baseline_params": {"tile_len": 16}}
+    failed = {"shape": {"n": 1}, "dtype": "fp16", "unit": "scalar", "cycles": None, "reason": "FAILED verification"}
+
+    def text(*results):
+        return sections.baseline_text(ReportData(out_dir=tmp_path, summary={"op": "sigmoid", "results": list(results)},
+                                                 hw=None))
+
+    assert text(failed) == ""
+    assert text(ok, failed).endswith("trial 0 of 1 of 2 studies (the summary does not say whether the others had one).")
+    assert text(ok, {**failed, "baseline_params": None}).endswith("(the others have no default).")

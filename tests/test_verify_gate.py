@@ -100,3 +100,54 @@ def test_a_claimed_error_is_the_tolerance_and_is_not_held_against_its_candidate(
     calls.clear()
     g = verify.gate(kernel, SHAPE, INEXACT[:1], "fp16", HW, unit="scalar", claimed=errs, recorded=errs)
     assert g.params == INEXACT[0] and calls == INEXACT[:1]
+
+
+# fp16 sigmoid with inexact forms only on the Scalar unit (the Vector keeps its exact one): every
+# Scalar candidate fails verification, the Vector's pass
+INEXACT_SPEC = """op: sigmoid
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector, scalar]
+shapes: [{n: 1024}]
+inputs: {data: gm}
+params:
+  tile_len: {type: int, low: 16, high: "shape.n", pow2: true}
+  buffer_num: {type: int, low: 1, high: 2}
+  cores: {type: fixed, value: 1}
+  variant: {type: categorical, choices: {vector: [exact], scalar: [poly, lut_nearest]}}
+constraints:
+  - {expr: "2 * buffer_num * tile_len * dtype.bytes + 4096 <= hw.ub_bytes", message: "fit UB"}
+objective: cycles
+budget: {trials: 4}
+seed: 0
+"""
+
+
+def _report_best(out) -> str:
+    md = (out / "report.md").read_text()
+    return md.split("## Best configurations", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_study_that_failed_verification_keeps_its_default_heuristic(run_cli, write_spec, tmp_path):
+    """A study whose every candidate failed the gate lost its baseline: the report said "No study
+    had a feasible default heuristic" when every study failed, "(the others have no default)" here."""
+    import json
+
+    out = tmp_path / "mixed"
+    assert run_cli("tune", write_spec(INEXACT_SPEC), "--out", str(out), "--quiet")[0] == 0
+    failed = next(r for r in json.loads((out / "summary.json").read_text())["results"] if r["unit"] == "scalar")
+    assert failed["reason"].startswith("FAILED verification") and failed["baseline_params"] is not None
+    assert failed["baseline_cycles"] > 0 and failed["speedup_vs_baseline"] is None
+    assert "it was trial 0 of every study" in _report_best(out) and "no default" not in _report_best(out)
+
+
+def test_a_run_with_no_verified_result_says_so_instead_of_empty_tables(run_cli, write_spec, tmp_path):
+    out = tmp_path / "scalar"
+    assert run_cli("tune", write_spec(INEXACT_SPEC.replace("[vector, scalar]", "[scalar]")), "--out", str(out),
+                   "--quiet")[0] == 0
+    best = _report_best(out)
+    assert "| shape | dtype | unit | cycles |" not in best and "**Configurations**" not in best
+    assert ("No study has a verified result, so the table exports no configuration: of 1 study, 1 FAILED "
+            "verification") in best
+    assert "it was trial 0 of every study" in best and "No study had a feasible default" not in best
+    assert "| n=1024 fp16 scalar | FAILED verification: " in best

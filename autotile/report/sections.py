@@ -161,16 +161,23 @@ def verify_status(r: dict) -> str:
 
 def baseline_text(data: ReportData) -> str:
     """Where the default heuristic stands in the studies: trial 0 of each, of some, or of none
-    (replayed measurements have no kernel to propose one)."""
-    have = sum(1 for r in data.results if r.get("baseline_params"))
+    (replayed measurements have no kernel to propose one). A result without the field (a summary
+    written before failed studies recorded it) says nothing either way."""
+    known = [r for r in data.results if "baseline_params" in r]
+    have = sum(1 for r in known if r["baseline_params"])
     if have and have == len(data.results):
         return "The default heuristic is the careful-engineer tiling each kernel proposes; it was trial 0 of every study."
-    if have:
+    if have and len(known) == len(data.results):
         return (f"The default heuristic is the careful-engineer tiling each kernel proposes; it was trial 0 of the "
                 f"{have} of {len(data.results)} studies whose spec allows it (the others have no default).")
+    if have:
+        return (f"The default heuristic is the careful-engineer tiling each kernel proposes; it was trial 0 of "
+                f"{have} of {len(data.results)} studies (the summary does not say whether the others had one).")
     if data.replayed:
         return ("Replayed measurements have no default heuristic (there is no kernel to propose one), so there "
                 "is no default to compare with and trial 0 is the sampler's first proposal.")
+    if not known:
+        return ""
     return "No study had a feasible default heuristic, so there is no default to compare with."
 
 
@@ -252,6 +259,10 @@ def best(data: ReportData) -> Section:
         intro += (f"The speedup counts cycles only; the {' and '.join(errors)} "
                   f"column{'s give' if len(errors) > 1 else ' gives'} the configuration's error with the "
                   "default's in brackets, so a speedup bought with precision shows. ")
+    none = [r for r in data.results if r.get("cycles") is None]
+    if not rows:  # two empty tables read as a rendering fault; say why nothing is exported
+        text = " ".join(t for t in (_nothing_exported(none), baseline_text(data)) if t)
+        return Section("Best configurations", [Para(text), *_without_result(none)], "best")
     blocks = [
         Para(intro + baseline_text(data)),
         Table(["shape", "dtype", "unit", "cycles", "time", "% of peak", "% of HBM bw", "band", "bound",
@@ -260,11 +271,29 @@ def best(data: ReportData) -> Section:
         Table(["study", "tuned parameters", "changed from the default heuristic"], cfg,
               caption="Configurations"),
     ]
-    none = [r for r in data.results if r.get("cycles") is None]
-    if none:
-        blocks.append(Table(["study", "reason"], [[result_label(r), r.get("reason", "-")] for r in none],
-                            caption="Studies without a result (no feasible configuration, or none passed verification)"))
-    return Section("Best configurations", blocks, "best")
+    return Section("Best configurations", blocks + _without_result(none), "best")
+
+
+def _without_result(none: list[dict]) -> list:
+    """The table of studies without a result and why (none: nothing)."""
+    if not none:
+        return []
+    return [Table(["study", "reason"], [[result_label(r), r.get("reason", "-")] for r in none],
+                  caption="Studies without a result (no feasible configuration, or none passed verification)")]
+
+
+def _nothing_exported(none: list[dict]) -> str:
+    """Why no study has a verified result: how many failed verification, how many found nothing feasible."""
+    if not none:
+        return "No study ran before the interruption, so there is no configuration to export."
+    wrong = sum(1 for r in none if r.get("rejected"))
+    why = []
+    if wrong:
+        why.append(f"{wrong} FAILED verification (every candidate the gate checked disagreed with the reference)")
+    if len(none) > wrong:
+        why.append(f"{len(none) - wrong} found no feasible configuration")
+    return (f"No study has a verified result, so the table exports no configuration: of {count(len(none), 'study')}, "
+            f"{' and '.join(why)}. The table below gives each study's reason.")
 
 
 def _error_cell(r: dict, objective: str) -> str:

@@ -455,6 +455,11 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
         rec["members"] = oc.members
     if oc.infeasible_reasons:
         rec["infeasible_reasons"] = oc.infeasible_reasons
+    # the default heuristic (trial 0) whatever became of the study: a study that failed verification
+    # still had one, and the report read its absence as "no feasible default"
+    base_params, base_values = oc.baseline if oc.baseline is not None else (None, None)
+    rec.update(baseline_params=base_params, baseline_values=base_values,
+               baseline_cycles=(base_values or {}).get("cycles"), speedup_vs_baseline=None)
     if not oc.best:
         rec.update(params=None, cycles=None, verified=False, reason=no_feasible_reason(oc))
         return rec
@@ -484,14 +489,10 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
                verified=ver is not None and ver.passed,
                verification=ver.to_json() if ver else (dict(REPLAY_SKIP) if replay else None),
                rejected=rejected)
-    if oc.baseline is not None:
-        base_cycles = oc.baseline[1].get("cycles")
-        # the baseline's values beside the pick's: with a second objective (an error) the speedup
-        # can trade accuracy, and the printout and report say at what error
-        rec.update(baseline_params=oc.baseline[0], baseline_cycles=base_cycles, baseline_values=oc.baseline[1],
-                   speedup_vs_baseline=(base_cycles / res.cycles) if base_cycles else None)
-    else:
-        rec.update(baseline_params=None, baseline_cycles=None, baseline_values=None, speedup_vs_baseline=None)
+    # the baseline's values beside the pick's: with a second objective (an error) the speedup
+    # can trade accuracy, and the printout and report say at what error
+    if rec["baseline_cycles"]:
+        rec["speedup_vs_baseline"] = rec["baseline_cycles"] / res.cycles
     if plan.sampler == "exhaustive" or oc.exhausted:  # every configuration measured: the best is the optimum
         # the report draws it as the optimum line and lists the gap to it
         # ``optimum`` is in the first objective's own unit (what ``history`` holds, so the report's
