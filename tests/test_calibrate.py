@@ -191,6 +191,11 @@ def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
     (HEADER + "x,vmla,fp16_fp16_fp32,,,,,255,5,vector\n",
      ":2:8: repeat: vmla fp16_fp16_fp32: src0 (32640 fp16) + src1 (32640 fp16) + dst (32640 fp32) need 261120 "
      "bytes of UB: expected at most ub_bytes = 196608"),
+    # a short row named neither column nor field: "m.csv:2: expected 10 columns, got 9"
+    (HEADER + "x,mmad,fp16,16,16,16,,,5\n", ":2:10: series: expected 10 columns, got 9"),
+    (HEADER + "x,mmad,fp16\n", ":2:4: m: expected 10 columns, got 3"),
+    (HEADER + "x,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":2:11: expected 10 columns, got 11 (a value past "
+     "the last one, series)"),
 ])
 @pytest.mark.parametrize("fit", [False, True])
 def test_every_row_error_is_located(tmp_path, run_cli, body, needle, fit):

@@ -138,11 +138,21 @@ def read_measurements(path: str | Path, known_ops=None) -> list[Measurement]:
         if not rec or all(not x.strip() for x in rec):
             continue
         if len(rec) != len(header):
-            raise InputError(f"expected {len(header)} columns, got {len(rec)}", file=str(path), line=lineno)
+            raise _width_error(path, lineno, header, len(rec))
         rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header), known_ops))
     if not rows:
         raise InputError("no measurement rows", file=str(path), line=2)
     return rows
+
+
+def _width_error(path, line: int, header: list, got: int) -> InputError:
+    """A row with fewer or more fields than the header, located like any row error: at the first
+    missing field (and its column's name), or at the first one past the header."""
+    if got < len(header):
+        return InputError(f"expected {len(header)} columns, got {got}", file=str(path), line=line,
+                          col=got + 1, field=header[got])
+    return InputError(f"expected {len(header)} columns, got {got} (a value past the last one, {header[-1]})",
+                      file=str(path), line=line, col=len(header) + 1)
 
 
 def _row(path, line, rec: dict, header: tuple, known_ops=None) -> Measurement:
