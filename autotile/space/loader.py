@@ -373,8 +373,12 @@ class _Parser:
             raise self.err(path, f"expected a non-empty list of choices, got {_kind(choices)}")
         for j, c in enumerate(choices):
             self.choice_value(path + (j,), c)
-            if any(c == o and type(c) is type(o) for o in choices[:j]):
-                raise self.err(path + (j,), f"choice {_show(c)} listed twice")
+            # equal numbers are one value whatever their type: 1 and 1.0, or true and 1 (a bool
+            # is the number 0 or 1 in expressions and in a column), so the space would hold it twice
+            same = next((o for o in choices[:j] if c == o and isinstance(c, str) == isinstance(o, str)), None)
+            if same is not None:
+                also = "" if type(c) is type(same) else f" (as {_show(same)}: the same number)"
+                raise self.err(path + (j,), f"choice {_show(c)} listed twice{also}")
         if len({isinstance(c, str) for c in choices}) > 1:
             raise self.err(path, "expected all choices text or all numbers/bools, not both")
         return tuple(choices)
@@ -453,8 +457,17 @@ class _Parser:
         return ChoiceParam(name, "fixed", (self.choice_value(path + ("value",), d["value"]),), units, desc)
 
     def choice_value(self, path, c):
+        """A choice or fixed value: text, a bool, or a finite number at most 2**62 in magnitude,
+        as a number in an expression must be (``-.inf`` crashed the kernels' integer check, an
+        integer beyond int64 the enumeration)."""
         if not isinstance(c, (int, float, str, bool)) or (isinstance(c, float) and c != c):
             raise self.err(path, f"expected a number, text or a bool, got {_kind(c)}")
+        if isinstance(c, float) and not math.isfinite(c):
+            raise self.err(path, f"expected a finite number, got {_show(c)}")
+        if not isinstance(c, (str, bool)) and abs(c) > CAP:
+            shown = f"{c:g}" if isinstance(c, float) else (str(c) if c.bit_length() < 200 else
+                                                           f"an integer of {c.bit_length()} bits")
+            raise self.err(path, f"number {shown} larger than 2**62")
         return c
 
     def derived(self, value, ns, params) -> tuple[Derived, ...]:
