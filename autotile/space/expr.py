@@ -8,7 +8,8 @@ configurations at once, for enumeration) with the same results.
 Evaluation problems (division by zero, an exponent above 64, an integer beyond 2**62, ``log2`` of
 a non-positive number) make the configuration infeasible: in scalar mode they raise
 :class:`EvalError`, in array mode they mark the row in a ``bad`` mask. Sub-expressions without
-names are folded at compile time, so ``10**10**10`` or ``1/0`` is refused when the spec loads.
+names are folded at compile time, so ``10**10**10``, ``1/0`` or ``1e300 * 1e300`` (not finite)
+is refused when the spec loads.
 
 >>> e = compile_expr("align_up(shape.m, 16) // base_m", Scope({"shape": ("m",)}, ("base_m",)))
 >>> e.eval({"shape.m": 1000, "base_m": 64})
@@ -312,6 +313,9 @@ class _Compiler:
                 value = fn({}, _Ctx(None))
             except EvalError as exc:
                 raise self.error(node, exc.reason) from None
+            # 1e300 * 1e300 (inf) or inf - inf (nan): no bound, value or test means anything with it
+            if isinstance(value, float) and not math.isfinite(value):
+                raise self.error(node, f"part computes to {value}, not a finite number")
             fn = _literal(value)
         return fn, names
 
