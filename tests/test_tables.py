@@ -167,6 +167,55 @@ def test_export_refuses_to_write_over_its_table(tmp_path, doc, fmt, how, capsys)
     assert cli(["export", str(source), "--format", fmt, "-o", str(tmp_path / "other.h")]) == 0
 
 
+OWNED = ["studies.journal", "summary.json", "report.html", "report.md", "studies.journal.lock",
+         "report_files/extra.png", "traces/extra.json", "report_files/../summary.json"]
+
+
+@pytest.mark.parametrize("name", OWNED)
+def test_export_refuses_to_write_over_what_the_tune_run_owns(tmp_path, doc, name, capsys):
+    """export DIR -o DIR/studies.journal exited 0 and replaced the journal, every trial of the run,
+    with the table (so did -o summary.json or report.html); only table.json was guarded."""
+    run = tmp_path / "run"
+    for sub in ("report_files", "traces"):
+        (run / sub).mkdir(parents=True)
+    write_table(run / "table.json", doc)
+    files = {f: run / f for f in ("studies.journal", "summary.json", "report.html", "report.md")}
+    for f, path in files.items():
+        path.write_text(f"{f}\n")
+    out = run / name
+    assert cli(["export", str(run), "--format", "json", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"-o {out}: is " in err and "of the tune run in" in err, err
+    assert all(path.read_text() == f"{f}\n" for f, path in files.items())
+    assert not (run / "report_files" / "extra.png").exists() and not (run / "traces" / "extra.json").exists()
+
+
+def test_export_refuses_a_link_to_the_journal_and_the_storage_summary_records(tmp_path, doc, capsys):
+    run, elsewhere = tmp_path / "run", tmp_path / "db"
+    run.mkdir()
+    elsewhere.mkdir()
+    write_table(run / "table.json", doc)
+    (run / "studies.journal").write_text("trials\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(run / "studies.journal")
+    assert cli(["export", str(run / "table.json"), "--format", "c", "-o", str(link)]) == 2
+    assert "is the study journal of the tune run in" in capsys.readouterr().err
+    for url, store in ((f"journal:{elsewhere / 'j.log'}", elsewhere / "j.log"),
+                       (f"sqlite:///{elsewhere / 'o.db'}", elsewhere / "o.db")):
+        (run / "summary.json").write_text(json.dumps({"storage": url}))
+        assert cli(["export", str(run), "--format", "json", "-o", str(store)]) == 2
+        assert "is the study storage of the tune run in" in capsys.readouterr().err
+        assert not store.exists()
+    assert cli(["export", str(run), "--format", "json", "-o", str(run / "export.json")]) == 0
+    assert (run / "studies.journal").read_text() == "trials\n"
+
+
+def test_a_table_not_named_table_json_has_no_tune_run_to_guard(tmp_path, doc):
+    """Only a table.json (what tune writes) makes its folder a tune output folder."""
+    table = write_table(tmp_path / "mine.json", doc)
+    assert cli(["export", str(table), "--format", "json", "-o", str(tmp_path / "summary.json")]) == 0
+
+
 def _rehash(d):
     """Recompute the table's hashes as a careful hand edit would (content_hash without a profile)."""
     import hashlib

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from autotile.atomic import refuse_input
 from autotile.cli.common import given, nonempty
+from autotile.tune.outputs import refuse_owned
 
 HELP = "export a tune output's table as JSON, a C99 header or an Ascend C tiling header"
 
@@ -38,6 +41,8 @@ def run(args) -> int:
     table = load_table(args.table)
     refuse_input("-o", args.output, {f"the table this export reads ({table.file})": table.file},
                  "write the export to another file")  # the atomic write would replace it
+    if table.file is not None and Path(table.file).name == "table.json":  # the name tune writes
+        refuse_owned("-o", args.output, Path(table.file).parent, "write the export to another file")
     for text in notices(table):
         print(f"autotile: warning: {text}", file=sys.stderr)
     if args.format in ("c", "ascendc"):

@@ -72,7 +72,7 @@ def run(args) -> int:
 def _not_an_input(opts, specs) -> None:
     """Refuse a run whose outputs (or study storage) would replace a file it reads: a spec, its
     profile or measurements (e.g. a spec named summary.json in --out, or --storage journal:SPEC)."""
-    from autotile.tune.driver import OUTPUT_FILES
+    from autotile.tune.outputs import OUTPUT_FILES
     from autotile.tune.storage import JOURNAL_NAME, sqlite_file
 
     inputs = {}

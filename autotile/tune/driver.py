@@ -27,13 +27,12 @@ from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, identity, preflight, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
+from autotile.tune.outputs import OUTPUT_FILES, OUTPUT_FOLDERS
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import GateResult, gate
 from autotile.words import count
 
 WARM_CONFIGS = 3
-OUTPUT_FILES = ("summary.json", "table.json", "report.html", "report.md")  # what a run writes in its --out
-OUTPUT_FOLDERS = ("report_files", "traces")
 REPLAY_SKIP = {"skipped": "replay backend: no kernel to execute"}
 
 

@@ -37,9 +37,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotile.atomic import OutputError, check_writable, make_folder
 from autotile.errors import InputError, StorageError
+from autotile.tune.outputs import JOURNAL_NAME
 
 OWNER_ATTR = "autotile.owner"
-JOURNAL_NAME = "studies.journal"
 
 
 def heartbeat_s() -> int:

@@ -1,0 +1,63 @@
+"""The files a tune run owns in its output folder, so another command's output never replaces them.
+
+``export DIR -o DIR/studies.journal`` exited 0 and replaced the journal, with every trial, by the
+exported table; only ``table.json`` (the file export reads) was guarded. Kept free of Optuna so
+that light commands can ask.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from autotile.atomic import same_file
+from autotile.errors import InputError
+
+OUTPUT_FILES = ("summary.json", "table.json", "report.html", "report.md")  # what a run writes in its --out
+OUTPUT_FOLDERS = ("report_files", "traces")
+JOURNAL_NAME = "studies.journal"  # the default study storage, in the output folder
+
+
+def owned_files(folder: str | Path) -> dict[str, Path]:
+    """What the tune run in ``folder`` owns there (how an error names it -> its path): its outputs,
+    the journal and its lock file, and the study storage its summary.json records elsewhere."""
+    folder = Path(folder)
+    out = {f"the {name} of the tune run in {folder}": folder / name for name in OUTPUT_FILES}
+    out[f"the study journal of the tune run in {folder}"] = folder / JOURNAL_NAME
+    out[f"the study journal's lock file of the tune run in {folder}"] = folder / (JOURNAL_NAME + ".lock")
+    store = _recorded_storage(folder / "summary.json")
+    if store is not None:
+        out[f"the study storage of the tune run in {folder}"] = Path(store)
+    return out
+
+
+def refuse_owned(flag: str, output: str | Path, folder: str | Path, advice: str) -> None:
+    """An InputError when ``output`` (given as ``flag``) is a file the tune run in ``folder`` owns
+    (through a link or another spelling too) or lies in one of its output folders."""
+    for label, path in owned_files(folder).items():
+        if same_file(output, path):
+            raise InputError(f"{flag} {output}: is {label}; {advice}")
+    real = Path(os.path.realpath(output))
+    for name in OUTPUT_FOLDERS:
+        sub = Path(os.path.realpath(Path(folder) / name))
+        if real != sub and sub in real.parents:
+            raise InputError(f"{flag} {output}: is in {name}/ of the tune run in {folder}, a folder the "
+                             f"run's report writes; {advice}")
+
+
+def _recorded_storage(summary: Path) -> str | None:
+    """The journal or SQLite file a summary.json records as its study storage, if it names one."""
+    try:
+        url = json.loads(summary.read_text(encoding="utf-8")).get("storage")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(url, str) or not url:
+        return None
+    if url.startswith("journal:"):
+        return url[len("journal:"):] or None
+    if url.startswith("sqlite"):
+        from autotile.tune.storage import sqlite_file  # Optuna's import only for this case
+
+        return sqlite_file(url)
+    return url if os.path.isabs(url) and "://" not in url else None  # the default: the journal's path
