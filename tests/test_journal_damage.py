@@ -138,6 +138,48 @@ def test_damage_appended_by_another_process_mid_run_is_reported(tmp_path):
         storage.get_all_studies()
 
 
+def _study_journal(tmp_path, n: int = 3):
+    storage = make_storage(None, tmp_path)
+    for i in range(n):
+        storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], f"s{i}")
+    return tmp_path / JOURNAL_NAME
+
+
+def test_a_file_that_is_no_journal_at_all_is_called_that(tmp_path):
+    """A journal overwritten by pretty JSON (export -o studies.journal) was 'damaged at line 844,
+    keep the 843 records before it (head -n 843)', and after that head, at 843, and so on."""
+    journal = _study_journal(tmp_path)
+    doc = json.dumps({"schema": "autotile.table/1", "entries": [{"a": 1}, {"b": 2}]}, indent=2) + "\n"
+    for text in (doc, '{"op": 1}\n'):
+        journal.write_text(text)
+        for write in (True, False):
+            with pytest.raises(JournalDamaged) as info:
+                make_storage(None, tmp_path, write=write)
+            message = str(info.value)
+            assert message.startswith(f"{journal}:1: not a study journal (") and "head -n" not in message
+            assert journal.read_text() == text
+    journal.write_text(doc)
+    assert f"none of its {doc.count(chr(10))} lines is a journal record" in _damage(tmp_path)
+
+
+def test_damage_at_the_end_names_its_first_line_so_the_advice_opens_the_journal(tmp_path):
+    """Lines appended after the records: the first of them is named, and head -n before it opens."""
+    journal = _study_journal(tmp_path)
+    whole = journal.read_bytes()
+    n = whole.count(b"\n")
+    journal.write_bytes(whole + b"{\n" + b'  "a": 1\n' + b"}\n")
+    message = _damage(tmp_path)
+    assert message.startswith(f"{journal}:{n + 1}: the study journal is damaged") and f"head -n {n})" in message
+    journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[:n]))  # the advice
+    assert [s.study_name for s in make_storage(None, tmp_path).get_all_studies()] == ["s0", "s1", "s2"]
+
+
+def _damage(folder) -> str:
+    with pytest.raises(JournalDamaged) as info:
+        make_storage(None, folder, write=False)
+    return str(info.value)
+
+
 @pytest.fixture
 def tuned_by_two(run_cli, write_spec, tmp_path):
     """(spec, out): a finished run of the tiny elementwise spec by two worker processes."""

@@ -406,16 +406,42 @@ def _tail(f) -> tuple[int, int, int]:
     return size, end, start
 
 
-def _count_lines(f, end: int) -> int:
+def _line_problem(raw: bytes) -> str | None:
+    """Why one journal line (without its newline) is no journal record, or None."""
+    try:
+        return _record_problem(json.loads(raw))
+    except ValueError as exc:
+        return _decode_problem(exc)
+
+
+def _first_damage(path: str, f, end: int) -> JournalDamaged:
+    """The error for a journal whose last line up to ``end`` is no record, found by reading it all.
+
+    It names the first line that is no record, so that keeping the lines before it (the advice)
+    leaves a journal that opens: naming the last line sent a file overwritten by something else
+    (``export -o studies.journal``: 844 lines of JSON) round ``head -n 843``, ``head -n 842``, ...
+    A file none of whose lines is a record is no journal at all, and is called that."""
     f.seek(0)
-    n, left = 0, end
-    while left > 0:
-        chunk = f.read(min(_CHUNK, left))
-        if not chunk:
+    first, records, pos, line = None, False, 0, 0
+    while pos < end:
+        raw = f.readline()
+        if not raw:
             break
-        n += chunk.count(b"\n")
-        left -= len(chunk)
-    return n
+        pos, line = pos + len(raw), line + 1
+        why = _line_problem(raw.rstrip(b"\n"))
+        if why is None:
+            records = True
+        elif first is None:
+            first = (line, why)
+        if records and first is not None:
+            break  # damage next to records: a journal, damaged at ``first``
+    if first is None:  # not reached (the last line is no record), but for a file changed meanwhile
+        first = (line, "its last line is no journal record")
+    if records:
+        return _damaged(path, *first)
+    what = f"{first[1]}" if line == 1 else f"none of its {line} lines is a journal record; line 1: {first[1]}"
+    return JournalDamaged(f"{path}:1: not a study journal ({what}); restore it from a backup, or tune into a "
+                          "new --out (or another --storage)")
 
 
 def _check_last_record(path: str, f, end: int, start: int) -> None:
@@ -424,13 +450,8 @@ def _check_last_record(path: str, f, end: int, start: int) -> None:
     if end == 0:
         return
     f.seek(start)
-    text = f.read(end - start)
-    try:
-        why = _record_problem(json.loads(text))
-    except ValueError as exc:
-        why = _decode_problem(exc)
-    if why is not None:
-        raise _damaged(path, _count_lines(f, end), why)
+    if _line_problem(f.read(end - start)) is not None:
+        raise _first_damage(path, f, end)
 
 
 def _repair_tail(path: str) -> None:
