@@ -28,6 +28,8 @@ ENV = {"a": 7, "b": 2, "c": 0, "shape.m": 1000, "shape.n": 64, "shape.k": 48, "d
     ("min(a, b, 3)", 2), ("max(a, b)", 7), ("ceil(a / b)", 4), ("floor(a / b)", 3),
     ("log2(shape.n)", 6.0), ("align_up(shape.m, 16)", 1008), ("align_up(shape.k, 16)", 48),
     ("divides(b, shape.n)", True), ("divides(a, shape.n)", False), ("divides(c, 0)", True),
+    ("is_pow2(shape.n)", True), ("is_pow2(shape.k)", False), ("is_pow2(c)", False), ("is_pow2(-b)", False),
+    ("is_pow2(a / 3.5)", True), ("is_pow2(b / 4)", False), ("is_pow2(True)", True),
     ("hw.l1_bytes // (dtype.bytes * shape.k)", 5461), ("dtype.acc_bytes * 2.5", 10.0),
     ("True + b", 3), ("16", 16), ("1.5e3", 1500.0),
 ])
@@ -73,8 +75,8 @@ def test_guarded_division_is_not_an_error_in_either_mode():
 
 
 @pytest.mark.parametrize("text,message,offset", [
-    ("__import__('os').system('id')", "only the functions min, max, ceil, floor, log2, align_up, divides can be called", 0),
-    ("__import__('os')", "unknown function '__import__', expected one of min, max, ceil, floor, log2, align_up, divides", 0),
+    ("__import__('os').system('id')", "only the functions min, max, ceil, floor, log2, align_up, divides, is_pow2 can be called", 0),
+    ("__import__('os')", "unknown function '__import__', expected one of min, max, ceil, floor, log2, align_up, divides, is_pow2", 0),
     ("().__class__", "attribute access is only allowed as shape.<name>, dtype.<name>, hw.<name>", 0),
     ("hw.__dict__", "unknown hw field '__dict__', expected one of l1_bytes, cube_cores", 0),
     ("10**10**10", "exponent 10000000000 is larger than 64", 0),
@@ -96,7 +98,7 @@ def test_guarded_division_is_not_an_error_in_either_mode():
     ("min(a, key=b)", "min() takes no keyword arguments", 0),
     ("max(*a)", "starred arguments are not allowed in expressions", 4),
     ("min(a)", "min() takes 2 to 16 arguments, got 1", 0),
-    ("sqrt(a)", "unknown function 'sqrt', expected one of min, max, ceil, floor, log2, align_up, divides", 0),
+    ("sqrt(a)", "unknown function 'sqrt', expected one of min, max, ceil, floor, log2, align_up, divides, is_pow2", 0),
     ("shape.q", "unknown shape field 'q', expected one of m, n, k", 0),
     ("dtype.byts", "unknown dtype field 'byts', expected one of bytes, c0, acc_bytes, did you mean bytes?", 0),
     ("shape", "shape is a namespace, use one of shape.m, shape.n, shape.k", 0),
@@ -137,7 +139,7 @@ def _grow(children):
         st.tuples(children, children, children).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
         st.tuples(st.sampled_from(["min", "max", "align_up", "divides"]), children, children).map(
             lambda t: f"{t[0]}({t[1]}, {t[2]})"),
-        st.tuples(st.sampled_from(["ceil", "floor", "log2"]), children).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(st.sampled_from(["ceil", "floor", "log2", "is_pow2"]), children).map(lambda t: f"{t[0]}({t[1]})"),
     )
 
 

@@ -478,7 +478,7 @@ def test_content_hash_follows_content_not_formatting(write_spec):
 _NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True), min_size=1, max_size=5,
                   unique=True).filter(
     lambda names: not {"hw", "dtype", "shape", "min", "max", "ceil", "floor", "log2",
-                       "align_up", "divides", "and", "or", "not", "if", "else", "in", "is",
+                       "align_up", "divides", "is_pow2", "and", "or", "not", "if", "else", "in", "is",
                        "for", "as", "def", "del", "try", "with", "from", "pass"} & set(names))
 
 

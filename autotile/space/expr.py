@@ -38,6 +38,7 @@ FUNCTIONS = {  # name -> (min args, max args)
     "log2": (1, 1),
     "align_up": (2, 2),
     "divides": (2, 2),
+    "is_pow2": (1, 1),
 }
 DTYPE_NAME = "dtype.name"  # a text field of the namespaces (as are the text options in ``inputs``)
 TEXT_CHOICES = "text_choices."  # environment key prefix: a text param's choices in its space
@@ -719,6 +720,17 @@ def _divides(args, ctx):
     return np.where(zero, b == 0, np.mod(b, np.where(zero, 1, a)) == 0)
 
 
+def _is_pow2(args, ctx):
+    """``x`` is a power of two (1, 2, 4, ...; a whole float counts): a domain of powers of two
+    plus another value is ``where: "is_pow2(x) or x == ..."``."""
+    x = _num(args[0], ctx)
+    if _is_int(x):
+        return (x >= 1) & ((x & (x - 1)) == 0)
+    with np.errstate(invalid="ignore"):
+        mant, _ = np.frexp(x)
+        return (np.asarray(x) >= 1) & (mant == 0.5) if ctx.vec else bool(x >= 1 and mant == 0.5)
+
+
 _FUNCS = {
     "min": _fmin,
     "max": _fmax,
@@ -727,4 +739,5 @@ _FUNCS = {
     "log2": _log2,
     "align_up": _align_up,
     "divides": _divides,
+    "is_pow2": _is_pow2,
 }
