@@ -27,7 +27,7 @@ def _heuristic(space):
     (300, "vector", {"tile_len": 256, "cores": 1}),  # 304 among powers of two: 256 (ratio 1.19 against 1.68)
     (100, "scalar", {"tile_len": 64}),  # 112: the domain stops at n=100
     (1_000_000, "vector", {"cores": 16}),  # 15 cores: 16 is nearer by ratio than 8
-    (4_194_304, "cube", {"cores": 16}),  # 24 cube cores: the spec's powers of two stop at 16
+    (1_310_720, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
 ])
 def test_projection_moves_each_param_to_its_nearest_allowed_value(n, unit, want):
     space = WS.space({"n": n}, "fp16", unit)
