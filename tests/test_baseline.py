@@ -26,8 +26,9 @@ def _heuristic(space):
 @pytest.mark.parametrize("n,unit,want", [
     (300, "vector", {"tile_len": 256, "cores": 1}),  # 304 among powers of two: 256 (ratio 1.19 against 1.68)
     (100, "scalar", {"tile_len": 64}),  # 112: the domain stops at n=100
-    (1_000_000, "vector", {"cores": 16}),  # 15 cores: 16 is nearer by ratio than 8
-    (1_310_720, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
+    (36_864, "vector", {"cores": 32}),  # 36 cores: 32 is nearer by ratio (1.125) than 48 (1.33)
+    (40_960, "vector", {"cores": 48}),  # 40 cores: 48, every core (1.2), rather than 32 (1.25)
+    (81_920, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
 ])
 def test_projection_moves_each_param_to_its_nearest_allowed_value(n, unit, want):
     space = WS.space({"n": n}, "fp16", unit)
@@ -56,7 +57,9 @@ def test_non_power_of_two_shape_gets_a_baseline(tmp_path, capsys):
     assert cli(["tune", str(spec), "--out", str(tmp_path / "out"), "--trials", "4", "--quiet", "--no-verify"]) == 0
     capsys.readouterr()
     results = json.loads((tmp_path / "out" / "summary.json").read_text())["results"]
-    assert results and all(r["baseline_cycles"] and r["baseline_params"]["tile_len"] == 256 for r in results)
+    assert results and all(r["baseline_cycles"] for r in results)
+    tiles = {r["unit"]: (r["baseline_params"]["tile_len"], r["baseline_params"]["cores"]) for r in results}
+    assert tiles == {"vector": (256, 1), "cube": (256, 1), "scalar": (64, 8)}  # Scalar: 9 cores, 48-element tiles; projected: 8, 64
     m = lookup(tmp_path / "out" / "table.json", {"n": 100})
     assert m.match == "default" and m.params["tile_len"] == 64
 

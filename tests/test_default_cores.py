@@ -1,8 +1,9 @@
-"""The 1-D studies reach every core of the unit.
+"""The 1-D studies reach every core of the unit, and their default tilings use them.
 
 Before: sigmoid, elementwise and weighted_sum declared ``cores`` as powers of two, so the 910B2's
-48 vector cores (24 cube cores) stopped at 32 (16): sigmoid's Scalar at n = 1 Mi could not get
-below 427,529 cycles on 32 cores, against 285,992 on all 48 (1.49x).
+48 vector cores (24 cube cores) stopped at 32 (16), and the default heuristics asked for one core
+per 16-64 Ki elements: sigmoid's Scalar at n = 1 Mi ran on 32 cores, 427,529 cycles against
+285,992 on all 48 (1.49x); weighted_sum's Scalar on 16, 132,294 against 45,534 (2.9x).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from autotile.hardware import load_profile
+from autotile.kernels import _common as C
+from autotile.kernels import registry
 from autotile.space import load_spec
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
@@ -35,3 +38,36 @@ def test_the_cores_domain_reaches_every_core_and_stays_small(op, unit):
     assert len(cores) <= 11  # powers of two plus the full count (global_sum: the even splits)
     if op != "global_sum":
         assert cores == [c for c in (1, 2, 4, 8, 16, 32) if c < cores[-1]] + [cores[-1]]
+
+
+@pytest.mark.parametrize("op,unit", CASES)
+@pytest.mark.parametrize("n", [1 << 20, 3 << 20])
+def test_a_large_default_uses_every_core(op, unit, n):
+    space = _space(op, unit, n)
+    default = space.default_tiling()
+    assert space.check(default) is None
+    assert default["cores"] == _unit_cores(unit), default
+
+
+@pytest.mark.parametrize("op", ["sigmoid", "elementwise", "weighted_sum"])
+def test_the_compute_bound_scalar_default_is_faster_on_every_core(op):
+    """The Scalar unit is compute-bound: all 48 cores against the 32 a power of two stopped at."""
+    space = _space(op, "scalar", 1 << 20)
+    kernel = registry.implementation(op)
+    default = space.default_tiling()
+
+    def cycles(p):
+        r = kernel.simulate({"n": 1 << 20}, p, "fp32", HW, unit="scalar", options=space.spec.inputs)
+        assert r.feasible, r.reason
+        return r.cycles
+
+    assert cycles({**default, "cores": 32}) > 1.4 * cycles(default)
+
+
+def test_small_work_keeps_few_cores_and_reductions_spread_later():
+    assert C.default_cores(16, "scalar", HW) == 1
+    assert C.default_cores(1024, "vector", HW) == 8  # 128 elements a core
+    assert C.default_cores(1024, "vector", HW, combined=True) == 1  # a combine costs more than it saves
+    assert C.default_cores(1024, "scalar", HW, combined=True) == 32
+    assert C.default_cores(1 << 14, "cube", HW, combined=True) == 4
+    assert C.default_cores(1 << 30, "cube", HW, combined=True) == 24

@@ -157,7 +157,7 @@ def _vector_event_names(doc: dict) -> list[str]:
 
 @pytest.mark.parametrize("spec, args, expected", [
     # bf16 exact sigmoid: widen, x * -1, exp, + 1, reciprocal, narrow
-    ("sigmoid.yaml", ("--shape", "n=4096", "--dtype", "bf16", "--set", "variant=exact,cores=1"),
+    ("sigmoid.yaml", ("--shape", "n=4096", "--dtype", "bf16", "--set", "variant=exact,cores=1,tile_len=4096"),
      ["vconv", "vmuls", "vexp", "vadds", "vrec", "vconv"]),
     # two cores: products, add tree, in-core VCADD, then core 0's combine, a VCADD from a second
     # cost table whose row 0 (the code a row index gave) is the first table's vmul; then the

@@ -554,6 +554,27 @@ def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, wor
         raise InfeasibleConfig(f"cores={p['cores']} exceeds the {work} {what}")
 
 
+# Elements a core must get before a 1-D default tiling spreads to one more core. The Scalar unit
+# is compute-bound (7-13 cycles an element for sigmoid) and gains from every core down to tiny
+# slices; the Vector streams at HBM rate but still gains down to ~128 elements a core, or ~1024
+# where a reduction's partials are combined across cores (the combine costs 400-800 cycles); the
+# Cube's reductions pay the same combine and more per Mmad, so ~4096. bench/default_cores.py
+# (fp32): at n = 1 Mi every op and unit within 1.01x of its best core count (the per-op 16-64 Ki
+# rules, snapped to powers of two, left up to 2.9x: weighted_sum's Scalar on 16 of 48 cores);
+# at 64 Ki within 1.17x (was up to 31x).
+MIN_SLICE = {"scalar": 32, "vector": 128, "cube": 4096}
+MIN_SLICE_COMBINED = {"scalar": 32, "vector": 1024, "cube": 4096}
+
+
+def default_cores(n: int, unit: str, hw: HardwareProfile, combined: bool = False) -> int:
+    """Cores of a 1-D default tiling over ``n`` elements on ``unit``: one per ``MIN_SLICE``
+    elements (``MIN_SLICE_COMBINED`` when the cores' partials are combined), up to every core
+    of the unit, not the power of two below it (32 of 48 left sigmoid's Scalar 1.49x slower)."""
+    most = hw.cube_cores if unit == "cube" else hw.vector_cores
+    per = (MIN_SLICE_COMBINED if combined else MIN_SLICE).get(unit, MIN_SLICE["vector"])
+    return max(1, min(most, n // per))
+
+
 def busy_cores(tiles: int, max_cores: int) -> int:
     """The fewest cores that still take ceil(tiles / cores) tiles each: a kernel giving each core a
     contiguous run of that many tiles leaves the cores past ``tiles / run`` idle, so asking for

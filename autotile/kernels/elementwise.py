@@ -197,11 +197,12 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: 8 KiB tiles double-buffered (smaller if UB cannot hold them), one core per
-    16 Ki elements."""
+    """Baseline: 8 KiB tiles double-buffered (smaller if UB cannot hold them), the cores
+    ``default_cores`` gives."""
     n = shape["n"]
-    cores = max(1, min(hw.vector_cores, n // 16384))
+    unit = unit or UNITS[0]
+    cores = C.default_cores(n, unit, hw)
     per = -(-n // cores)
     p = {"tile_len": min(-(-per // 16) * 16, 8192 // C.BYTES[dtype]), "buffer_num": 2, "cores": cores}
     kind = kind_of(options)
-    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit or UNITS[0], kind))
+    return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit, kind))

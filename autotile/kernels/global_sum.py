@@ -320,13 +320,12 @@ def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | Non
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: 16 KiB tiles double-buffered, one core per 64 KiB of input, fp32 accumulation,
-    Scalar combine (cube: 8 KiB tiles, so the ones block and two tiles fit L0A / L0B); smaller
-    tiles where the profile's buffers cannot hold them."""
+    """Baseline: 16 KiB tiles double-buffered, the cores ``default_cores`` gives a reduction,
+    fp32 accumulation, Scalar combine (cube: 8 KiB tiles, so the ones block and two tiles fit
+    L0A / L0B); smaller tiles where the profile's buffers cannot hold them."""
     unit = unit or UNITS[0]
     n, nb = shape["n"], C.BYTES[dtype]
-    max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
-    cores = max(1, min(max_cores, n * nb // 65536))
+    cores = C.default_cores(n, unit, hw, combined=True)
     per = -(-n // cores)
     tile = min(C.align(per, 16), (8192 if unit == "cube" else 16384) // nb)
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}

@@ -385,12 +385,11 @@ def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | Non
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
     """Baseline: 8 KiB tiles double-buffered (smaller where the profile's buffers cannot hold
-    them), one core per 64 Ki elements, tree reduction in fp32."""
+    them), the cores ``default_cores`` gives a reduction, tree reduction in fp32."""
     unit = unit or UNITS[0]
     n = shape["n"]
     nb = C.BYTES[dtype]
-    max_cores = hw.cube_cores if unit == "cube" else hw.vector_cores
-    cores = max(1, min(max_cores, n // 65536))
+    cores = C.default_cores(n, unit, hw, combined=True)
     per = -(-n // cores)
     tile = min(C.align(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
