@@ -47,3 +47,17 @@ def test_the_bundled_profile_passes_the_check(tmp_path, capsys):
     spec = _spec(tmp_path, "ascend910b2")
     code = cli(["tune", str(spec), "--out", str(tmp_path / "out"), "--trials", "2", "--quiet"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_a_cost_only_two_choices_together_need_is_refused_too(tmp_path, capsys):
+    """VMLA fp16_fp16_fp16 is needed by reduction=vmla with acc_dtype=fp16 only; the check tried
+    one-choice changes of the default (tree, fp32), so a random search met it at trial 18, with a
+    traceback and a journal holding one failed trial."""
+    text = (ROOT / "autotile/hardware/ascend910b2.yaml").read_text().splitlines()
+    hw = tmp_path / "hw.yaml"
+    hw.write_text("\n".join(t for t in text if not t.strip().startswith("fp16_fp16_fp16: {startup: 0.0323")) + "\n")
+    out = tmp_path / "out"
+    code = cli(["tune", str(_spec(tmp_path, hw)), "--out", str(out), "--trials", "3", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "vmla in fp16_fp16_fp16" in err and f"{hw}:" in err, err
+    assert not out.exists()

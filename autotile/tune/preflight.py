@@ -2,11 +2,14 @@
 
 A profile holds every vector op the kernels use (checked when it loads), but which of an op's
 dtype signatures a kernel needs depends on the study: its dtype, unit and choices (weighted_sum's
-fp32 accumulator needs VCONV fp16_fp32). A profile without one failed at trial 0, inside Optuna,
-with its traceback and a journal holding one failed trial. Simulating each study's baseline, and
-each one-choice change of it, once in count mode (well under a millisecond each) asks the profile
-for those costs first, so the run is refused with the profile's file, line and column before any
-output exists.
+fp32 accumulator needs VCONV fp16_fp32; a VMLA into an fp16 accumulator, VMLA fp16_fp16_fp16). A
+profile without one failed at trial 0, or whenever a trial first needed it, inside Optuna, with its
+traceback and a journal holding one failed trial. Simulating each study's baseline with every
+combination of its choice params the spec accepts, once each in count mode (well under a
+millisecond; a few dozen combinations at most in the bundled specs), asks the profile for those
+costs first, so the run is refused with the profile's file, line and column before any output
+exists. Signatures that depend on integer params alone, or a study whose default is infeasible
+in its space, are still met at the trial that needs them.
 """
 
 from __future__ import annotations
@@ -14,18 +17,20 @@ from __future__ import annotations
 from autotile.kernels import registry
 from autotile.space.params import ChoiceParam
 
+MAX_VARIANTS = 512  # combinations simulated per study at most (the bundled specs have <= 8)
+
 
 def variants(space, base: dict) -> list[dict]:
-    """``base`` and each configuration that changes one of its choice params to another value
-    its domain allows and the spec accepts."""
-    out = [base]
+    """``base`` with every combination of values of its choice params (in spec order, each from
+    its domain given the ones before) that the spec accepts; ``base`` first. One-choice changes
+    missed what only two choices together need (reduction vmla with acc_dtype fp16)."""
+    combos = [dict(base)]
     for p in space.params:
         if not isinstance(p, ChoiceParam) or p.name not in base:
             continue
-        for v in space.domain(p.name, base):
-            cand = {**base, p.name: v}
-            if v != base[p.name] and space.check(cand) is None:
-                out.append(cand)
+        combos = [{**c, p.name: v} for c in combos for v in space.domain(p.name, c)][:MAX_VARIANTS]
+    out = [base]
+    out += [c for c in combos if c != base and space.check(c) is None]
     return out
 
 
