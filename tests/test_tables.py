@@ -557,7 +557,7 @@ def test_an_entry_breaking_a_constraint_is_an_input_error(tmp_path, capsys):
     assert not (tmp_path / "t.h").exists()
 
 
-@pytest.mark.parametrize("indent", [None, 1])
+@pytest.mark.parametrize("indent", [None, 1, "\t"])  # a tab: YAML refuses it as indentation
 @pytest.mark.parametrize("edit, field, at", [
     (lambda d: d["entries"][1].__setitem__("cycles", "fast"), "entries[1].cycles", '"fast"'),
     (lambda d: d["entries"][0]["params"].__setitem__("base_m", [1]), "entries[0].params.base_m", "["),

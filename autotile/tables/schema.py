@@ -181,8 +181,9 @@ def _located(exc: InputError, text: str, file: str) -> InputError:
     if exc.line is not None or exc.field is None or exc.file != file:
         return exc
     path = tuple(int(i) if i else key for i, key in _FIELD_PART.findall(exc.field))
-    try:
-        line, col = load_text(text, file).where(path)
+    try:  # YAML refuses tab indentation; a JSON tab is whitespace between tokens (never inside a
+        # string), so a space in its place keeps every line and column
+        line, col = load_text(text.replace("\t", " "), file).where(path)
     except (InputError, RecursionError):
         return exc
     return InputError(exc.message, file=file, line=line, col=col, field=exc.field)
