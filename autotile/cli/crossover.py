@@ -83,7 +83,7 @@ def run(args) -> int:
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "range": [lo, hi], "range_edges": at_edge,
            "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
-                     "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two, "
+                     "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
                      "a simulated range narrower than a grid step can be missed. "
                      "learned_*: the model asked at every integer n (its windows agree with decide)",
