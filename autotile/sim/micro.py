@@ -143,6 +143,13 @@ def footprint_signature(op: str, dtype: str, costed: str) -> str:
     return dtype if len(dtype.split("_")) == VECTOR_OPS[op] else costed
 
 
+def _chip_has(hw: HardwareProfile, unit: str | None, dtype: str) -> None:
+    """Refuse a dtype the chip (or its ``unit``) does not compute in: bf16 on the 910A / 310P."""
+    problem = hw.dtype_problem(unit, dtype)
+    if problem:
+        raise InputError(f"--dtype {dtype}: {problem}")
+
+
 def _fits(given: str, uses, hw: HardwareProfile) -> None:
     """Refuse an operation whose operands overflow an on-chip buffer of ``hw``."""
     problem = overflow(uses, hw)
@@ -166,9 +173,7 @@ def micro(kind: str, params: dict, dtype: str | None, hw: HardwareProfile) -> Mi
 def _micro_mmad(params, dtype, hw) -> MicroResult:
     if dtype not in DTYPES:
         raise InputError(f"mmad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
-    problem = hw.dtype_problem("cube", dtype)  # the 910A's cube has no bf16 rate: a division by zero
-    if problem:
-        raise InputError(f"--dtype {dtype}: {problem}")
+    _chip_has(hw, "cube", dtype)  # the 910A's cube has no bf16 rate: a division by zero
     m, k, n = (_positive_int(params, key) for key in ("m", "k", "n"))
     repeat = _positive_int(params, "repeat", 1)
     _fits(f"micro mmad m={m},k={k},n={n}", mmad_uses(m, k, n, dtype, hw), hw)
@@ -189,9 +194,7 @@ def _micro_copy(params, dtype, hw) -> MicroResult:
         raise InputError(f"copy path {path!r}: expected one of {', '.join(E.PATH_NAMES)}")
     if dtype not in DTYPES:
         raise InputError(f"copy dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
-    problem = hw.dtype_problem(None, dtype)
-    if problem:
-        raise InputError(f"--dtype {dtype}: {problem}")
+    _chip_has(hw, None, dtype)
     nbytes = _positive_int(params, "bytes")
     repeat = _positive_int(params, "repeat", 1)
     _fits(f"micro copy path={path},bytes={nbytes}", copy_uses(path, nbytes, hw), hw)
