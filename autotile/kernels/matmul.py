@@ -732,6 +732,20 @@ def step_cycles(hw: HardwareProfile, dt, bm: int, bn: int, bk: int) -> float:
     return max(cube + hw.cube.issue_cycles, mte1, mte2)
 
 
+def chip_read_cycles(hw: HardwareProfile, read_bytes: float, unique_bytes: float) -> float:
+    """Fewest cycles in which the whole chip can read ``read_bytes`` from GM, ``unique_bytes`` of
+    them distinct: the first touch of each byte at HBM's bandwidth, every re-read at L2's (the
+    profile's per-core L2 rate times the cube cores), both shared by all the cores reading. A
+    grid of many small blocks re-reads more and is held back by that, not by its cube: 64 x 64
+    blocks on 24 cores for 192x2048x2048 fp16 were estimated faster than 128 x 128 on 16 and ran
+    1.38x slower (27,682 against 20,003 cycles)."""
+    first = min(unique_bytes, read_bytes)
+    again = read_bytes - first
+    hit = working_set_hit(float(hw.l2_bytes), unique_bytes)  # a re-read L2 no longer holds goes to HBM
+    return (first + again * (1.0 - hit)) / hw.hbm_bytes_per_cycle \
+        + again * hit / (hw.l2_read_bytes_per_cycle * hw.cube_cores)
+
+
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
     """The baseline: what a careful engineer writes without a tuner.
@@ -741,9 +755,13 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
        base_k = 64 for 2-byte inputs (128x64 A/B blocks of 16 KiB: double-buffered L0A/L0B
        uses half of L0), 32 for fp32, 128 for int8; shrunk to the 16-aligned shape when small.
     2. Core split: the fastest estimated grid of whole-base-block core blocks (``step_cycles``
-       per K step of one base block, times the steps of the largest core block), then the most
-       cores, the larger base block, the smallest largest block (least imbalance) and squarer
-       blocks. Where the M x N grid leaves cores idle, K is split over them too (whole base_k
+       per K step of one base block, times the steps of the largest core block; at least its
+       blocks' FixPipe writes, and at least the whole chip's reads through the HBM and L2 it
+       shares, ``chip_read_cycles``; plus what no loop hides: the first L1 load, the GM round
+       trips and the last FixPipe), then the most cores, the larger base block, the smallest
+       largest block (least imbalance) and squarer blocks. Over 120 seeded shapes
+       (``bench/matmul_default.py``) the default is 1.03x the best grid simulated (geomean; p90
+       1.10x), and it no longer gets cheaper as M grows by more than 6% (was 1.38x at m=185). Where the M x N grid leaves cores idle, K is split over them too (whole base_k
        steps) when that estimate, plus what the combine adds (``split_cycles``), is faster:
        64x64x65536 fp16 ran on one core (142k cycles) and runs on 24 (23k). A 64 x 64 base block is tried too; it wins only where it spreads the work over
        enough more cores to pay for its lower cube use (ranking by cores first picked 64 x 64 on
@@ -761,10 +779,18 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     bk = {1: 128, 2: 64, 4: 32}[dt.bytes]
     bk = min(bk, _align(K, dt.c0 if dt.c0 > 16 else 16))
     kt = _cdiv(K, bk)
+    unique = (M * K + K * N) * dt.bytes
     best = split = None
     for base in (128, 64):
         bm, bn = min(base, _align(M, 16)), min(base, _align(N, 16))
         step = step_cycles(hw, dt, bm, bn, bk)
+        panel = (bm + bn) * _align(bk, dt.c0) * dt.bytes  # a K step's A and B blocks
+        # what no loop hides: the first L1 load before the first Mmad, and (without a K split,
+        # whose estimate has its own) the GM round trips and the last block's FixPipe
+        fill = min(4, kt) * panel / min(hw.copy["gm_l1"].bytes_per_cycle, hw.l2_read_bytes_per_cycle)
+        drain = bm * bn * out_bytes_of(dt, False) / min(hw.copy["l0c_gm"].bytes_per_cycle,
+                                                         hw.l2_write_bytes_per_cycle)  # a block's FixPipe
+        edges = hw.copy["gm_l1"].latency_cycles + hw.copy["l0c_gm"].latency_cycles + drain
         mblocks, nblocks = _cdiv(M, bm), _cdiv(N, bn)
         for cm in range(1, min(hw.cube_cores, mblocks) + 1):
             for cn in range(1, min(hw.cube_cores // cm, nblocks) + 1):
@@ -772,13 +798,15 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                 scn = _cdiv(nblocks, cn) * bn
                 used = _cdiv(M, scm) * _cdiv(N, scn)
                 blocks = _cdiv(min(scm, M), bm) * _cdiv(min(scn, N), bn)
-                key = (blocks * step, -used, -bm * bn, min(scm, M) * min(scn, N), abs(scm - scn))
+                reads = chip_read_cycles(hw, used * blocks * kt * panel, unique)
+                key = (max(blocks * kt * step, blocks * drain, reads) + fill + edges, -used, -bm * bn, min(scm, M) * min(scn, N), abs(scm - scn))
                 if best is None or key < best[0]:
-                    best = (key, bm, bn, scm, scn, kt * bk, blocks * kt * step)  # all of K
+                    best = (key, bm, bn, scm, scn, kt * bk, key[0])  # all of K
                 for ck in range(2, min(hw.cube_cores // used, kt) + 1):
                     sck = _cdiv(kt, ck) * bk
                     nbk = _cdiv(K, sck)
-                    est = blocks * _cdiv(sck, bk) * step + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn)
+                    est = max(blocks * _cdiv(sck, bk) * step
+                              + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn), reads) + fill
                     if split is None or (est, -used * nbk) < split[0]:
                         split = ((est, -used * nbk), bm, bn, scm, scn, sck)
     # HBM bounds every split: where it binds, more cores do not help
