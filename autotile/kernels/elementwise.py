@@ -197,12 +197,11 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: 8 KiB tiles double-buffered (smaller if UB cannot hold them), the cores
-    ``default_cores`` gives."""
+    """Baseline: tiles double-buffered, several a core of 2-8 KiB (``stream_tile``; smaller if UB
+    cannot hold them), the cores ``default_cores`` gives."""
     n = shape["n"]
     unit = unit or UNITS[0]
     cores = C.default_cores(n, unit, hw)
-    per = -(-n // cores)
-    p = {"tile_len": min(-(-per // 16) * 16, 8192 // C.BYTES[dtype]), "buffer_num": 2, "cores": cores}
+    p = {"tile_len": C.stream_tile(-(-n // cores), C.BYTES[dtype]), "buffer_num": 2, "cores": cores}
     kind = kind_of(options)
     return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit, kind))

@@ -268,13 +268,12 @@ def errors(variant: str, unit: str, dtype: str, hw: HardwareProfile, n: int = 40
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: exact variant, 8 KiB tiles double-buffered (smaller if UB cannot hold them), the
-    cores ``default_cores`` gives (every core from 6 Ki elements on the Vector, 1.5 Ki on the
-    Scalar)."""
+    """Baseline: exact variant, tiles double-buffered, several a core of 2-8 KiB (``stream_tile``;
+    smaller if UB cannot hold them), the cores ``default_cores`` gives (every core from 6 Ki
+    elements on the Vector, 1.5 Ki on the Scalar)."""
     n = shape["n"]
     unit = unit or UNITS[0]
     cores = C.default_cores(n, unit, hw)
-    per = -(-n // cores)
-    tile = min(-(-per // 16) * 16, 8192 // C.BYTES[dtype])
-    p = {"tile_len": tile, "buffer_num": 2, "cores": cores, "variant": "exact"}
+    p = {"tile_len": C.stream_tile(-(-n // cores), C.BYTES[dtype]), "buffer_num": 2, "cores": cores,
+         "variant": "exact"}
     return C.fit_default(p, lambda q: check(shape, q, dtype, hw, unit))
