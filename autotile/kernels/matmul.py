@@ -741,7 +741,7 @@ def chip_read_cycles(hw: HardwareProfile, read_bytes: float, unique_bytes: float
     1.38x slower (27,682 against 20,003 cycles)."""
     first = min(unique_bytes, read_bytes)
     again = read_bytes - first
-    hit = working_set_hit(float(hw.l2_bytes), unique_bytes)  # a re-read L2 no longer holds goes to HBM
+    hit = working_set_hit(float(hw.l2_bytes), float(unique_bytes))  # a re-read L2 no longer holds goes to HBM
     return (first + again * (1.0 - hit)) / hw.hbm_bytes_per_cycle \
         + again * hit / (hw.l2_read_bytes_per_cycle * hw.cube_cores)
 
