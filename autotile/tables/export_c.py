@@ -229,7 +229,11 @@ def _ints(values) -> str:
 def _lookup(table: Table, n: Names, nd: int) -> list[str]:
     fill = "\n".join(f"    x[{n.dim(d)}] = s->{n.member(d)};" for d in table.dims)
     return f"""\
-/* 1 when shape x lies in entry e's validity region. */
+/*
+ * 1 when shape x (every x[d] >= 1) lies in entry e's validity region. No int64 overflow at any
+ * x: ceil(x / split) is (x - 1) / split + 1, and the block product is never formed past
+ * max_blocks (blocks * b > max_blocks exactly when blocks > max_blocks / b).
+ */
 static inline int {n.pre}fits(const {n.entry_t} *e, const int64_t x[{nd}])
 {{
     int64_t blocks = 1;
@@ -237,10 +241,14 @@ static inline int {n.pre}fits(const {n.entry_t} *e, const int64_t x[{nd}])
     for (d = 0; d < {nd}; ++d) {{
         if (x[d] < e->lo[d] || x[d] > e->hi[d])
             return 0;
-        if (e->split[d] > 0)
-            blocks *= (x[d] + e->split[d] - 1) / e->split[d];
+        if (e->split[d] > 0 && e->max_blocks > 0) {{
+            int64_t b = (x[d] - 1) / e->split[d] + 1;
+            if (blocks > e->max_blocks / b)
+                return 0;
+            blocks *= b;
+        }}
     }}
-    return e->max_blocks == 0 || blocks <= e->max_blocks;
+    return 1;
 }}
 
 /* Squared log-space distance from x to entry e's shape, summed in dim order. */

@@ -140,6 +140,20 @@ class Lookup:
     def find(self, shape: dict, dtype: str | None = None) -> Match:
         """The tiling for ``shape`` (dict of dims) and ``dtype`` (default: the spec's first)."""
         shape, dtype = self._query(shape, dtype)
+        got = self.from_table(shape, dtype)
+        if got is not None:
+            return got
+        skipped = []
+        if self.model is not None:
+            got = self._from_model(shape, dtype, skipped)
+            if got is not None:
+                return got
+        return self._default(shape, dtype, skipped)
+
+    def from_table(self, shape: dict, dtype: str | None = None) -> Match | None:
+        """Steps 1-2 of the rule alone (what the C lookup implements): the exact or nearest entry
+        for ``shape`` and ``dtype``, or None when no entry fits."""
+        shape, dtype = self._query(shape, dtype)
         key = tuple(shape.values())
         best, best_d = None, math.inf
         for i, (e, r) in enumerate(zip(self.table.entries, self.regions)):
@@ -154,12 +168,7 @@ class Lookup:
             return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
                          dict(e.shape), best, best_d, verified=e.verified, cycles=e.cycles if known else None,
                          cycles_from="table" if known else None)
-        skipped = []
-        if self.model is not None:
-            got = self._from_model(shape, dtype, skipped)
-            if got is not None:
-                return got
-        return self._default(shape, dtype, skipped)
+        return None
 
     def _query(self, shape: dict, dtype: str | None) -> tuple[dict, str]:
         dims = self.table.dims
