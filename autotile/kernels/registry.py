@@ -80,6 +80,49 @@ class Option:
 
 
 @dataclass(frozen=True)
+class CoreSplit:
+    """How a unit's kernel spreads its work over cores: the cores it uses, as the simulator counts
+    them (``SimResult.block_dim``) and the Ascend C export sets blockDim.
+
+    The work is ``items``: the product over ``work`` of ceil(product of the dims / the param), or
+    the dims' product for a factor without a param; in bytes (times the dtype's size) when
+    ``in_bytes``. With ``count``, the param asking for cores, each core takes a contiguous run of
+    ceil(items / count) items rounded up to ``granule`` (a number or a param), so ceil(items / run)
+    cores get work (every asked one when ``work`` is empty: nothing more is known). Without
+    ``count`` every item is a core block (matmul's cube: ceil(m / single_core_m) x ...). A
+    factor whose param the spec leaves out (``optional``) is 1.
+    """
+
+    count: str | None
+    work: tuple[tuple[tuple[str, ...], str | None], ...] = ()
+    granule: int | str = 1
+    in_bytes: bool = False
+
+    def params(self) -> tuple[str, ...]:
+        """The params the count reads."""
+        names = [self.count] + [p for _, p in self.work] + [self.granule]
+        return tuple(dict.fromkeys(p for p in names if isinstance(p, str)))
+
+    def busy(self, shape: dict, params: dict, elem_bytes: int = 1) -> int:
+        """The cores that get work at ``shape`` with ``params`` (ints; the dtype's ``elem_bytes``)."""
+        items = elem_bytes if self.in_bytes else 1
+        for dims, by in self.work:
+            size = math.prod(int(shape[d]) for d in dims)
+            if by is None:
+                items *= size
+            elif by in params:  # else an optional param left out: the whole dim on each core
+                items *= -(-size // int(params[by]))
+        if self.count is None:
+            return items
+        count = int(params[self.count])
+        if not self.work:
+            return count
+        granule = self.granule if isinstance(self.granule, int) else int(params[self.granule])
+        run = -(-items // (count * granule)) * granule
+        return -(-items // run)
+
+
+@dataclass(frozen=True)
 class OpInfo:
     """What a spec may say about an operator."""
 
@@ -93,6 +136,11 @@ class OpInfo:
     options: tuple[Option, ...] = ()  # the keys its ``inputs:`` mapping may hold
     unit_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, dtypes) where a unit has fewer
     optional: tuple[str, ...] = ()  # params a kernel reads but a spec may leave out (the kernel's default then)
+    cores: tuple[tuple[str, CoreSplit], ...] = ()  # (unit, how its kernel spreads over cores); absent: one core
+
+    def core_split(self, unit: str) -> CoreSplit | None:
+        """How the kernel on ``unit`` spreads its work over cores (None: it runs on one core)."""
+        return dict(self.cores).get(unit)
 
     def supports(self, unit: str, dtype: str) -> bool:
         """Whether the kernel on ``unit`` computes in ``dtype`` (``dtypes`` unless ``unit_dtypes`` narrows it)."""
@@ -142,6 +190,8 @@ class OpInfo:
 
 
 _TILE = ("tile_len", "buffer_num", "cores")
+# the 1-D ops' split (_common.split): runs of whole 16-element granules, one per core
+_SPLIT_1D = CoreSplit("cores", ((("n",), None),), granule=16)
 # where the inputs start: "gm" (what a real kernel sees) or "on_chip" (the published tables' framing)
 _DATA = Option("data", "choice", "gm", ("gm", "on_chip"))
 
@@ -155,30 +205,43 @@ OPS: dict[str, OpInfo] = {
                           "single_core_n", "single_core_k")),
                 ("vector", ("tile_m", "buffer_num", "cores"))),
                unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),),
-               optional=("single_core_k",)),  # absent: all of K on each core (specs from before split K)
+               optional=("single_core_k",),  # absent: all of K on each core (specs from before split K)
+               # cube: a core block per single_core_m x single_core_n x single_core_k (matmul.core_classes);
+               # vector: runs of whole tile_m rows (matmul_vector's starts)
+               cores=(("cube", CoreSplit(None, ((("m",), "single_core_m"), (("n",), "single_core_n"),
+                                                (("k",), "single_core_k")))),
+                      ("vector", CoreSplit("cores", ((("m",), None),), granule="tile_m")))),
         OpInfo("copy", ("n",), ("vector",), ("int8", "fp16", "bf16", "fp32"),
                "copy", "out = x streamed GM -> UB -> GM (n elements; bytes for int8)",
-               (("vector", ("block_dim", "tile_bytes", "depth")),)),
+               (("vector", ("block_dim", "tile_bytes", "depth")),),
+               cores=(("vector", CoreSplit("block_dim", ((("n",), None),), granule=32, in_bytes=True)),)),
         OpInfo("weighted_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "weighted_sum", "out = sum(w[i] * x[i])",
                (("vector", (*_TILE, "reduction", "acc_dtype")), ("cube", (*_TILE, "cube_form")),
-                ("scalar", (*_TILE, "acc_dtype"))), (_DATA,)),
+                ("scalar", (*_TILE, "acc_dtype"))), (_DATA,),
+               cores=(("vector", _SPLIT_1D), ("cube", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("global_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "global_sum", "sum of a whole tensor",
-               (("vector", (*_TILE, "acc_dtype", "combine")), ("cube", _TILE), ("scalar", _TILE))),
+               (("vector", (*_TILE, "acc_dtype", "combine")), ("cube", _TILE), ("scalar", _TILE)),
+               cores=(("vector", _SPLIT_1D), ("cube", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("sigmoid", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
                "sigmoid", "1 / (1 + exp(-x)), exact and approximate variants",
-               (("vector", (*_TILE, "variant")), ("scalar", (*_TILE, "variant"))), (_DATA,)),
+               (("vector", (*_TILE, "variant")), ("scalar", (*_TILE, "variant"))), (_DATA,),
+               cores=(("vector", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("elementwise", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
                "elementwise", "add, mul, relu", (("vector", _TILE), ("scalar", _TILE)),
-               (Option("kind", "choice", "add", ("add", "mul", "relu")), _DATA)),
+               (Option("kind", "choice", "add", ("add", "mul", "relu")), _DATA),
+               cores=(("vector", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("resize", ("n", "c", "h_in", "w_in", "h_out", "w_out"), ("vector",), ("fp32", "fp16"),
                "resize", "nearest / bilinear interpolation",
                (("vector", ("tile_h", "tile_w", "tile_c", "buffer_num", "cores")),),
                (Option("mode", "choice", "bilinear", ("nearest", "bilinear")),
                 Option("layout", "choice", "NCHW", ("NCHW", "NHWC")),
                 # PyTorch refuses align_corners with the non-interpolating nearest mode
-                Option("align_corners", "bool", False, only_with=("mode", ("bilinear",))))),
+                Option("align_corners", "bool", False, only_with=("mode", ("bilinear",)))),
+               # runs of whole output tiles (resize._ntiles)
+               cores=(("vector", CoreSplit("cores", ((("n",), None), (("c",), "tile_c"), (("h_out",), "tile_h"),
+                                                     (("w_out",), "tile_w")))),)),
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling",
                (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),
@@ -192,9 +255,14 @@ OPS: dict[str, OpInfo] = {
                 Option("aligned", "bool", True),
                 Option("roi_seed", "int", 0, low=0, high=2**32 - 1),
                 Option("roi_min", "number", 0.05, low=0, high=1, low_open=True, at_most="roi_max"),
-                Option("roi_max", "number", 0.5, low=0, high=1, low_open=True))),
+                Option("roi_max", "number", 0.5, low=0, high=1, low_open=True)),
+               # runs of whole tiles (roi_align._ntiles)
+               cores=(("vector", CoreSplit("cores", ((("rois",), "tile_rois"), (("pooled_h", "pooled_w"), "tile_bins"),
+                                                     (("c",), "tile_c")))),)),
         OpInfo("replay", (), ("default",), ("fp32", "fp16", "bf16", "int8"),
-               "", "any kernel with recorded measurements (backend: replay); dims from the shapes"),
+               "", "any kernel with recorded measurements (backend: replay); dims from the shapes",
+               # a spec param named cores is taken as the cores the measured kernel ran on
+               cores=(("default", CoreSplit("cores")),)),
     )
 }
 

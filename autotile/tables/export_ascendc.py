@@ -22,14 +22,19 @@ dim, ``unit`` when the spec has several units, then one per param of the spec's 
 like the C names (:mod:`autotile.tables.cnames`) to stay legal and distinct. ``unit`` is the C header's
 enum ``autotile_<op>_unit``; a field that does not apply to the entry's unit holds
 ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
-blockDim is, per unit, the cube's core blocks (TCubeTiling), else the ``cores`` param where the
-unit has one, else 1.
+blockDim is, per unit, the cores its kernel gives work at the shape, as the simulator counts them
+(``SimResult.block_dim``), from the op's declaration (``registry.CoreSplit``): the cube's core
+blocks (usedCoreNum), else the cores among those the count param (``cores``, copy's ``block_dim``)
+asks for that the kernel's split leaves work, else 1. It was the ``cores`` param or 1: a copy
+tiling tuned for block_dim 28 launched one core.
 """
 
 from __future__ import annotations
 
 import re
 
+from autotile.dtypes import get as get_dtype
+from autotile.kernels import registry
 from autotile.tables import export_c
 from autotile.tables.cnames import DEFAULT_PREFIX, Names, Scope, ident, int_choices
 from autotile.tables.ctext import comment
@@ -61,8 +66,8 @@ TCUBE = (
 SHAPE_FIELDS = ("usedCoreNum", "M", "N", "Ka", "Kb")  # filled for every unit; the rest are cube-only
 CUBE_PARAMS = tuple(dict.fromkeys(name for _, e in TCUBE for name in re.findall(r"p->(\w+)", e or "")))
 ORDERS = ("m_first", "n_first")  # iterate_order's values, iterateOrder 0 and 1
-CUBE_USED_MN = "((x[0] + p->single_core_m - 1) / p->single_core_m) * ((x[1] + p->single_core_n - 1) / p->single_core_n)"
-CUBE_USED = f"{CUBE_USED_MN} * ({WHOLE_K} ? 1 : (x[2] + p->single_core_k - 1) / p->single_core_k)"
+# a param as the entry runs it at shape x, where that is not as stored (the kernel's ``served``)
+SERVED = {("matmul", "single_core_k"): f"({WHOLE_K} ? x[2] : p->single_core_k)"}
 OPTIONAL = ("single_core_k",)  # a spec from before split K leaves it out: every entry keeps K whole
 
 
@@ -76,11 +81,6 @@ def _tcube(table: Table) -> tuple[tuple[str, str | None], ...]:
     if _splits_k(table):
         return TCUBE
     return tuple((f, "x[2]" if f == "singleCoreK" else e) for f, e in TCUBE)
-
-
-def _cube_used(table: Table) -> str:
-    """usedCoreNum's C expression (the K ranges counted only where the spec can split K)."""
-    return CUBE_USED if _splits_k(table) else CUBE_USED_MN
 
 
 def camel(name: str) -> str:
@@ -108,20 +108,28 @@ def render(table: Table, prefix: str = DEFAULT_PREFIX, op_type: str | None = Non
     out.append(f"BEGIN_TILING_DATA_DEF({cls}TilingData)")
     out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
     out += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)", ""]
-    dbytes = ""
-    if fills_tcube(table):
-        sizes = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
-        cases = "".join(f"    case {n.dtype(d)}: return {sizes[d]};\n" for d in table.spec.dtypes if d in sizes)
-        dbytes = (f"/* Bytes of one input element of dtype. */\n"
-                  f"static inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
-                  f"    return 2;\n}}\n\n")
-    used, used_doc = _used(table, n)
+    used, used_doc = _used(table, n, cls)
+    helpers = ""
+    if fills_tcube(table) or f"{cls}DtypeBytes(" in used:
+        cases = "".join(f"    case {n.dtype(d)}: return {get_dtype(d).bytes};\n" for d in table.spec.dtypes)
+        helpers += (f"/* Bytes of one input element of dtype. */\n"
+                    f"static inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
+                    f"    return 2;\n}}\n\n")
+    if f"{cls}Mul(" in used:
+        helpers += (f"/* a * b (both >= 1), saturated at INT64_MAX: a count of work items past it is no tuned\n"
+                    f" * shape's. */\nstatic inline int64_t {cls}Mul(int64_t a, int64_t b)\n{{\n"
+                    f"    return a > INT64_MAX / b ? INT64_MAX : a * b;\n}}\n\n")
+    if f"{cls}Busy(" in used:
+        helpers += (f"/*\n * The cores that get work when count cores each take a run of ceil(items / count) items\n"
+                    f" * rounded up to granule: ceil(items / run), in divisions only (items, count, granule >= 1).\n"
+                    f" */\nstatic inline int64_t {cls}Busy(int64_t items, int64_t count, int64_t granule)\n{{\n"
+                    f"    return ((items - 1) / granule) / ((items - 1) / count / granule + 1) + 1;\n}}\n\n")
     none = ("use the default tiling then" if table.spec.backend != "replay" else
             "a replay table has no default tiling, only its tuned shapes")
-    out.append(dbytes + f"""\
+    out.append(helpers + f"""\
 /*
  * Fill tiling from the table for shape x (x[{n.PRE}DIM_*], in this order: {comment(', '.join(table.dims))})
- * and dtype (enum {n.pre}dtype); sets *blockDim ({used_doc}) and returns 0.
+ * and dtype (enum {n.pre}dtype); sets *blockDim ({comment(used_doc)}) and returns 0.
  * Returns -1 and leaves both untouched when no entry fits: {none}.
  */
 static inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
@@ -187,16 +195,17 @@ def _members(expr: str, n: Names) -> str:
     return re.sub(r"p->(\w+)", lambda m: f"p->{n.field(m.group(1))}", expr)
 
 
-def _used(table: Table, n: Names) -> tuple[str, str]:
-    """The blockDim of an entry, as a C expression switching on its unit, and in words."""
+def _used(table: Table, n: Names, cls: str) -> tuple[str, str]:
+    """The blockDim of an entry, as a C expression switching on its unit, and in words: the cores
+    its kernel gives work at shape x, as the op declares them (``registry.CoreSplit``)."""
+    info = registry.get(table.op)
     per_unit = {}
     for u in table.spec.units:
-        if u == "cube" and fills_tcube(table):
-            per_unit[u] = (_cube_used(table), "= usedCoreNum")
-        elif "cores" in table.spec.param_names(u):
-            per_unit[u] = ("p->cores", "the cores param")
+        split, have = info.core_split(u), table.spec.param_names(u)
+        if split is None or (split.count is not None and split.count not in have):
+            per_unit[u] = ("1", "1: one core")
         else:
-            per_unit[u] = ("1", "1: no core count param")
+            per_unit[u] = _busy(table, split, have, cls)
     per_unit = {u: (_members(e, n), d) for u, (e, d) in per_unit.items()}
     exprs = list(per_unit.values())
     if len({e for e, _ in exprs}) == 1:
@@ -204,3 +213,35 @@ def _used(table: Table, n: Names) -> tuple[str, str]:
     *head, (_, last) = [(u, e) for u, (e, _) in per_unit.items()]
     expr = "".join(f"e->unit == {n.unit(u)} ? ({e}) : " for u, e in head) + f"({last})"
     return expr, "; ".join(f"{u}: {d}" for u, (_, d) in per_unit.items())
+
+
+def _busy(table: Table, split: registry.CoreSplit, have, cls: str) -> tuple[str, str]:
+    """``split``'s busy cores as a C expression over x and p, and in words."""
+    def param(name: str) -> str:
+        return SERVED.get((table.op, name), f"p->{name}")
+
+    dims = table.dims
+    factors, said = [], []
+    for names, by in split.work:
+        size = f"x[{dims.index(names[0])}]"
+        for d in names[1:]:
+            size = f"{cls}Mul({size}, x[{dims.index(d)}])"
+        if by is None:
+            factors.append(size)
+            said.append("*".join(names))
+        elif by in have:  # else an optional param left out: the whole dim on each core
+            factors.append(f"(({size}) - 1) / {param(by)} + 1")
+            said.append(f"ceil({'*'.join(names)} / {by})")
+    if split.in_bytes:
+        factors.append(f"{cls}DtypeBytes(dtype)")
+        said.append("dtype bytes")
+    items = factors[0] if factors else "1"
+    for f in factors[1:]:
+        items = f"{cls}Mul({items}, {f})"
+    if split.count is None:
+        return items, " x ".join(said) + " core blocks"
+    if not split.work:
+        return f"p->{split.count}", f"the {split.count} param"
+    granule = split.granule if isinstance(split.granule, int) else param(split.granule)
+    return (f"{cls}Busy({items}, p->{split.count}, {granule})",
+            f"the {split.count} param's cores that get a run of {' x '.join(said)} in granules of {split.granule}")
