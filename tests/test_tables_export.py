@@ -10,7 +10,16 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import C_MAIN, STAND_IN, ascendc_fill, compile_ok, default_table, inside, region_edges
+from tablekit import (
+    C_MAIN,
+    STAND_IN,
+    UNITS_SPEC,
+    ascendc_fill,
+    compile_ok,
+    default_table,
+    inside,
+    region_edges,
+)
 
 from autotile.cli import run as cli
 from autotile.tables.export_ascendc import TCUBE
@@ -222,6 +231,32 @@ int main()
     r = subprocess.run(["g++", "-std=c++17", "-I.", "-fsyntax-only", "main.cc"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode != 0 and "another autotile matmul table" in r.stderr, r.stderr
+
+
+def test_two_prefixed_ascendc_headers_in_one_translation_unit(built, tmp_path):
+    """Two SoCs' tables of one op, exported with --prefix soc_a / soc_b: one .cpp includes both
+    (the TilingData they share is defined once; the tables and functions are prefixed) and the
+    unprefixed one. It was a redefinition of optiling::MatmulTilingData. A TilingData of the same
+    OpType with other fields is an #error naming --op-type."""
+    d, _, _ = built
+    for prefix in ("soc_a", "soc_b", None):
+        flags = ["--prefix", prefix] if prefix else []
+        assert cli(["export", str(d), "--format", "ascendc", "-o", str(tmp_path / f"{prefix}.h"), *flags]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    calls = " + ".join(f"optiling::{f}TilingFromTable(x, 0, t, &b)"
+                       for f in ("soc_a_Matmul", "soc_b_Matmul", "Matmul"))
+    (tmp_path / "main.cc").write_text('#include "soc_a.h"\n#include "soc_b.h"\n#include "None.h"\n'
+                                      "int main() { const int64_t x[3] = {1, 1, 1}; optiling::MatmulTilingData t; "
+                                      f"uint32_t b; return {calls}; }}\n")
+    compile_ok(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc"], tmp_path)
+    write_table(tmp_path / "units.json", default_table(UNITS_SPEC))  # cube and vector: a unit field more
+    assert cli(["export", str(tmp_path / "units.json"), "--format", "ascendc", "-o", str(tmp_path / "units.h"),
+                "--prefix", "soc_c"]) == 0
+    (tmp_path / "main.cc").write_text('#include "soc_a.h"\n#include "units.h"\n')
+    r = subprocess.run(["g++", "-std=c++17", "-I.", "-fsyntax-only", "main.cc"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "MatmulTilingData is already defined with other fields" in r.stderr, r.stderr
 
 
 def test_a_spec_from_before_split_k_keeps_its_regions_and_tcubetiling(tmp_path, capsys):

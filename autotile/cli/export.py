@@ -16,8 +16,10 @@ def add_arguments(p) -> None:
     p.add_argument("--format", choices=("json", "c", "ascendc"), default="json", help="output format (default json)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write (atomically)")
     p.add_argument("--prefix", metavar="NAME", help="c and ascendc: start the header's C names with NAME instead of "
-                   "autotile (NAME_<op>_lookup, NAME_<OP>_ENTRIES), so two tables of one op (two SoCs) fit in one "
-                   "translation unit")
+                   "autotile (NAME_<op>_lookup, NAME_<OP>_ENTRIES) and, in ascendc, its functions' names "
+                   "(optiling::NAME_<Op>TilingFromTable), so two tables of one op (two SoCs) fit in one translation "
+                   "unit; the <Op>TilingData class they share is defined once (if their fields differ, that is an "
+                   "#error: give one another --op-type)")
     p.add_argument("--op-type", metavar="NAME", help="ascendc: the OpType the TilingData registers under, also the "
                    "prefix of its class and functions (default: the op's name in camel case, e.g. Matmul)")
 

@@ -5,7 +5,11 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 ``REGISTER_TILING_DATA_CLASS`` (from CANN's ``register/tilingdata_base.h``) in namespace
 ``optiling``, and ``static inline <Op>TilingFromTable(x, dtype, tiling, &blockDim)`` that fills it
 for a shape. ``<Op>`` is the registered OpType: the op's name in camel case (``Matmul``), or the
-``op_type`` given (a custom op registers under its own, e.g. ``MatmulCustom``).
+``op_type`` given (a custom op registers under its own, e.g. ``MatmulCustom``). With another
+prefix than ``autotile`` the functions are ``<prefix>_<Op>...`` and the TilingData class, whose
+definition and registration sit under a guard keyed by its name, is defined once: two SoCs' tables
+of one op, exported with two prefixes, go in one translation unit (a class of the same name with
+other fields is an ``#error``).
 
 For a matmul spec whose cube unit declares every param TCubeTiling is built from (see
 :func:`fills_tcube`) the struct is TCubeTiling's fields (int32, in TCubeTiling's order,
@@ -31,6 +35,7 @@ tiling tuned for block_dim 28 launched one core.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from autotile.dtypes import get as get_dtype
@@ -99,30 +104,29 @@ def render(table: Table, prefix: str = DEFAULT_PREFIX, op_type: str | None = Non
     registers under ``op_type`` (default: the op's name in camel case)."""
     n = Names(table, prefix)
     cls = op_type or class_name(table.op)
-    fields = _fields(table, n, cls)
+    fn = function_prefix(cls, prefix)
+    fields = _fields(table, n, cls, fn)
     out = [export_c._banner(table, "ascendc"), "#pragma once", "",
            '#include "register/tilingdata_base.h"', "", export_c.body(table, n), "namespace optiling {", ""]
     if _multi_unit(table):
         out += ["/*", f" * unit: the entry's compute unit (enum {n.pre}unit). A field that does not apply",
                 f" * to that unit holds {n.na} (INT32_MIN), never a value or enum code.", " */"]
-    out.append(f"BEGIN_TILING_DATA_DEF({cls}TilingData)")
-    out += [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
-    out += ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)", ""]
-    used, used_doc = _used(table, n, cls)
+    out += [_tiling_data(cls, fields), ""]
+    used, used_doc = _used(table, n, fn)
     helpers = ""
-    if fills_tcube(table) or f"{cls}DtypeBytes(" in used:
+    if fills_tcube(table) or f"{fn}DtypeBytes(" in used:
         cases = "".join(f"    case {n.dtype(d)}: return {get_dtype(d).bytes};\n" for d in table.spec.dtypes)
         helpers += (f"/* Bytes of one input element of dtype. */\n"
-                    f"static inline int32_t {cls}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
+                    f"static inline int32_t {fn}DtypeBytes(int dtype)\n{{\n    switch (dtype) {{\n{cases}    }}\n"
                     f"    return 2;\n}}\n\n")
-    if f"{cls}Mul(" in used:
+    if f"{fn}Mul(" in used:
         helpers += (f"/* a * b (both >= 1), saturated at INT64_MAX: a count of work items past it is no tuned\n"
-                    f" * shape's. */\nstatic inline int64_t {cls}Mul(int64_t a, int64_t b)\n{{\n"
+                    f" * shape's. */\nstatic inline int64_t {fn}Mul(int64_t a, int64_t b)\n{{\n"
                     f"    return a > INT64_MAX / b ? INT64_MAX : a * b;\n}}\n\n")
-    if f"{cls}Busy(" in used:
+    if f"{fn}Busy(" in used:
         helpers += (f"/*\n * The cores that get work when count cores each take a run of ceil(items / count) items\n"
                     f" * rounded up to granule: ceil(items / run), in divisions only (items, count, granule >= 1).\n"
-                    f" */\nstatic inline int64_t {cls}Busy(int64_t items, int64_t count, int64_t granule)\n{{\n"
+                    f" */\nstatic inline int64_t {fn}Busy(int64_t items, int64_t count, int64_t granule)\n{{\n"
                     f"    return ((items - 1) / granule) / ((items - 1) / count / granule + 1) + 1;\n}}\n\n")
     none = ("use the default tiling then" if table.spec.backend != "replay" else
             "a replay table has no default tiling, only its tuned shapes")
@@ -132,7 +136,7 @@ def render(table: Table, prefix: str = DEFAULT_PREFIX, op_type: str | None = Non
  * and dtype (enum {n.pre}dtype); sets *blockDim ({comment(used_doc)}) and returns 0.
  * Returns -1 and leaves both untouched when no entry fits: {none}.
  */
-static inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
+static inline int {fn}TilingFromTable(const int64_t x[{len(table.dims)}], int dtype, {cls}TilingData &tiling,
                                 uint32_t *blockDim)
 {{
     const {n.entry_t} *e = {n.lookup}(x, dtype, NULL);
@@ -141,11 +145,31 @@ static inline int {cls}TilingFromTable(const int64_t x[{len(table.dims)}], int d
     const {n.params_t} *p = &e->params;""")
     if fills_tcube(table):
         out.append(f"    const int cube = e->unit == {n.unit('cube')};")
-        out.append(f"    const int32_t dbytes = {cls}DtypeBytes(dtype);")
+        out.append(f"    const int32_t dbytes = {fn}DtypeBytes(dtype);")
     out.append(f"    const int32_t used = (int32_t)({used});")
     out += [f"    tiling.set_{f}((int32_t)({expr}));" for f, expr in fields]
     out += ["    *blockDim = (uint32_t)used;", "    return 0;", "}", "", "}  // namespace optiling", ""]
     return "\n".join(out)
+
+
+def function_prefix(cls: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """What the header's functions are named after: ``Matmul`` (``MatmulTilingFromTable``), or
+    with another ``--prefix`` ``soc_a_Matmul``, so two tables' headers of one OpType fit in one
+    translation unit (they share the TilingData class, defined once)."""
+    return cls if prefix == DEFAULT_PREFIX else f"{prefix}_{cls}"
+
+
+def _tiling_data(cls: str, fields: list[tuple[str, str]]) -> str:
+    """The TilingData class and its registration, under a guard keyed by the class name: a second
+    header of the OpType (another --prefix, say another SoC's table) with the same fields skips
+    it, one with other fields is an #error (the guard's value is a hash of the definition)."""
+    text = "\n".join([f"BEGIN_TILING_DATA_DEF({cls}TilingData)"]
+                     + [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
+                     + ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)"])
+    guard, mark = f"AUTOTILE_TILING_DATA_{cls}TilingData", "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    return (f"#ifndef {guard}\n#define {guard} {mark}\n{text}\n#elif {guard} != {mark}\n"
+            f'#error "{cls}TilingData is already defined with other fields by another header '
+            f'(export one of them with another --op-type)"\n#endif')
 
 
 def _multi_unit(table: Table) -> bool:
@@ -174,10 +198,11 @@ def _iterate_order(table: Table, n: Names) -> str:
     return f"p->iterate_order == {n.choice('iterate_order', 'n_first')} ? 1 : 0"
 
 
-def _fields(table: Table, n: Names, cls: str) -> list[tuple[str, str]]:
+def _fields(table: Table, n: Names, cls: str, fn: str) -> list[tuple[str, str]]:
     """(field, C expression) in declaration order; params missing on a unit are NA in the entries.
     Field names are camel case, mangled like the C names (see cnames) to stay legal and unique."""
-    scope = Scope(n.globals | {cls, f"{cls}TilingData", f"{cls}TilingFromTable", f"{cls}DtypeBytes"}, members=True)
+    taken = {cls, f"{cls}TilingData"} | {f"{fn}{f}" for f in ("TilingFromTable", "DtypeBytes", "Mul", "Busy")}
+    scope = Scope(n.globals | taken, members=True)
     unit = [(scope.take("unit"), "e->unit")] if _multi_unit(table) else []
     params = n.params
     if fills_tcube(table):
@@ -195,7 +220,7 @@ def _members(expr: str, n: Names) -> str:
     return re.sub(r"p->(\w+)", lambda m: f"p->{n.field(m.group(1))}", expr)
 
 
-def _used(table: Table, n: Names, cls: str) -> tuple[str, str]:
+def _used(table: Table, n: Names, fn: str) -> tuple[str, str]:
     """The blockDim of an entry, as a C expression switching on its unit, and in words: the cores
     its kernel gives work at shape x, as the op declares them (``registry.CoreSplit``)."""
     info = registry.get(table.op)
@@ -205,7 +230,7 @@ def _used(table: Table, n: Names, cls: str) -> tuple[str, str]:
         if split is None or (split.count is not None and split.count not in have):
             per_unit[u] = ("1", "1: one core")
         else:
-            per_unit[u] = _busy(table, split, have, cls)
+            per_unit[u] = _busy(table, split, have, fn)
     per_unit = {u: (_members(e, n), d) for u, (e, d) in per_unit.items()}
     exprs = list(per_unit.values())
     if len({e for e, _ in exprs}) == 1:
@@ -215,7 +240,7 @@ def _used(table: Table, n: Names, cls: str) -> tuple[str, str]:
     return expr, "; ".join(f"{u}: {d}" for u, (_, d) in per_unit.items())
 
 
-def _busy(table: Table, split: registry.CoreSplit, have, cls: str) -> tuple[str, str]:
+def _busy(table: Table, split: registry.CoreSplit, have, fn: str) -> tuple[str, str]:
     """``split``'s busy cores as a C expression over x and p, and in words."""
     def param(name: str) -> str:
         return SERVED.get((table.op, name), f"p->{name}")
@@ -225,7 +250,7 @@ def _busy(table: Table, split: registry.CoreSplit, have, cls: str) -> tuple[str,
     for names, by in split.work:
         size = f"x[{dims.index(names[0])}]"
         for d in names[1:]:
-            size = f"{cls}Mul({size}, x[{dims.index(d)}])"
+            size = f"{fn}Mul({size}, x[{dims.index(d)}])"
         if by is None:
             factors.append(size)
             said.append("*".join(names))
@@ -233,15 +258,15 @@ def _busy(table: Table, split: registry.CoreSplit, have, cls: str) -> tuple[str,
             factors.append(f"(({size}) - 1) / {param(by)} + 1")
             said.append(f"ceil({'*'.join(names)} / {by})")
     if split.in_bytes:
-        factors.append(f"{cls}DtypeBytes(dtype)")
+        factors.append(f"{fn}DtypeBytes(dtype)")
         said.append("dtype bytes")
     items = factors[0] if factors else "1"
     for f in factors[1:]:
-        items = f"{cls}Mul({items}, {f})"
+        items = f"{fn}Mul({items}, {f})"
     if split.count is None:
         return items, " x ".join(said) + " core blocks"
     if not split.work:
         return f"p->{split.count}", f"the {split.count} param"
     granule = split.granule if isinstance(split.granule, int) else param(split.granule)
-    return (f"{cls}Busy({items}, p->{split.count}, {granule})",
+    return (f"{fn}Busy({items}, p->{split.count}, {granule})",
             f"the {split.count} param's cores that get a run of {' x '.join(said)} in granules of {split.granule}")
