@@ -1,5 +1,7 @@
 """weighted_sum: execute mode against the reference on tails, and the published on-chip figures."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -7,9 +9,11 @@ from hypothesis import strategies as st
 
 from autotile.hardware import load_profile
 from autotile.kernels import weighted_sum as W
+from autotile.space import load_spec
 from autotile.tune import verify
 
 HW = load_profile()
+STUDIES = Path(__file__).resolve().parents[1] / "studies"
 ON = {"data": "on_chip"}
 
 
@@ -236,6 +240,19 @@ def test_bf16_vector_multiplies_and_accumulates_in_fp32():
     for dtype in ("bf16", "fp32"):
         r = W.simulate({"n": n}, {**p, "acc_dtype": "fp16"}, dtype, HW)
         assert not r.feasible and "acc_dtype=fp16" in r.reason
+
+
+def test_the_scalar_refuses_an_accumulator_narrower_than_its_input():
+    """The Scalar took acc_dtype fp16 for fp32 input (same cycles as fp32, 470 at n = 64, so tune
+    picked it and its verification allowed 0.30 at n = 4096): the S pipe accumulates fp32 and
+    bf16 in fp32 (README), so the kernel and the spec refuse it as they do on the Vector."""
+    p = {"tile_len": 64, "buffer_num": 1, "cores": 1, "acc_dtype": "fp16"}
+    for dtype in ("fp32", "bf16"):
+        r = W.simulate({"n": 64}, p, dtype, HW, unit="scalar")
+        assert not r.feasible and "acc_dtype=fp16" in r.reason
+        space = load_spec(STUDIES / "weighted_sum.yaml").space({"n": 4096}, dtype, "scalar").enumerate()
+        assert {space.row(i)["acc_dtype"] for i in range(len(space))} == {"fp32"}
+    assert W.simulate({"n": 64}, p, "fp16", HW, unit="scalar").feasible
 
 
 @pytest.mark.parametrize("unit", ["vector", "scalar"])

@@ -9,7 +9,8 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
   fp16 input only. A dtype the Vector has no arithmetic for (bf16 on the 910B) is converted to
   fp32 first, x and w both (VCONV), and multiplied and accumulated in fp32.
 * scalar: the plain loop on the S pipe (2 loads issuing beside a mul and an add per element),
-  tiles copied into UB.
+  tiles copied into UB. ``acc_dtype`` fp16 (a running sum rounded to fp16) is for fp16 input
+  only, as on the Vector: fp32 and bf16 input accumulate in fp32.
 * cube: ``cube_form="trace"`` maps both vectors onto [16 x n/16] fractals (block-wise, so a
   contiguous vector already is the zZ / nZ fractal order) and takes the trace of A @ B^T; the
   ``naive`` form pads [1 x n] @ [n x 1] to 16 x 16 fractals (wasting 255/256 of the cube). The
@@ -184,10 +185,11 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
         p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
         accb = C.BYTES[p["acc_dtype"]]
         used = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
+        if p["acc_dtype"] == "fp16" and dtype != "fp16":  # never an accumulator narrower than the input
+            raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: the {unit.capitalize()} accumulates "
+                                   f"{dtype} in fp32")
         if unit == "vector":
             p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
-            if p["acc_dtype"] == "fp16" and dtype != "fp16":
-                raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: the Vector accumulates {dtype} in fp32")
             if C.compute_dtype(hw, dtype) != dtype:  # x and w converted: two fp32 tiles, the products in one
                 used += 2 * C.align(p["tile_len"] * 4, 32) + C.align(p["tile_len"] * accb, 32)
             else:
