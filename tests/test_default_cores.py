@@ -68,9 +68,39 @@ def test_small_work_keeps_few_cores_and_reductions_spread_later():
     assert C.default_cores(16, "scalar", HW) == 1
     assert C.default_cores(1024, "vector", HW) == 8  # 128 elements a core
     assert C.default_cores(1024, "vector", HW, combined=True) == 1  # a combine costs more than it saves
-    assert C.default_cores(1024, "scalar", HW, combined=True) == 32
+    assert C.default_cores(1024, "scalar", HW, combined=True, scalar_elem=2.0) == 32
+    assert C.default_cores(255, "scalar", HW, combined=True, scalar_elem=2.0) == 1  # the combine outweighs it
     assert C.default_cores(1 << 14, "cube", HW, combined=True) == 4
     assert C.default_cores(1 << 30, "cube", HW, combined=True) == 24
+
+
+@pytest.mark.parametrize("op,n", [("weighted_sum", 64), ("weighted_sum", 240), ("global_sum", 64),
+                                  ("global_sum", 256), ("global_sum", 496)])
+def test_a_small_scalar_reduction_stays_on_one_core(op, n):
+    """One core per 32 elements spread n = 64 over 2 cores, whose partials' combine (~400 cycles)
+    cost more than the halved loop saved: weighted_sum 889 cycles against 470 on one (1.9x),
+    global_sum 811 against 357 (2.3x). Until its S-pipe loop takes 512 cycles (weighted_sum 256
+    elements, global_sum 512) one core beats every spread, whatever its tiles."""
+    space = _space(op, "scalar", n)
+    kernel = registry.implementation(op)
+    default = space.default_tiling()
+
+    def cycles(p):
+        r = kernel.simulate({"n": n}, p, "fp32", HW, unit="scalar", options=space.spec.inputs)
+        return r.cycles if r.feasible else float("inf")
+
+    assert default["cores"] == 1
+    spread = [{**default, "cores": c, "tile_len": t} for c in range(2, n // 16 + 1)
+              for t in (16, 32, 64, 128, 256) if t <= C.align(-(-n // c), 16)]
+    assert cycles(default) < min(map(cycles, spread))
+
+
+@pytest.mark.parametrize("op,n,spread", [("weighted_sum", 256, 8), ("global_sum", 512, 16)])
+def test_a_scalar_reduction_spreads_once_its_loop_outweighs_the_combine(op, n, spread):
+    space = _space(op, "scalar", n)
+    assert space.default_tiling()["cores"] == spread
+    assert _space(op, "scalar", n - 16).default_tiling()["cores"] == 1
+    assert C.default_cores(64, "scalar", HW) == 2  # nothing to combine: the streaming ops spread
 
 
 def test_a_streaming_default_gives_each_core_several_tiles():

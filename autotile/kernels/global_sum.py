@@ -40,6 +40,7 @@ DIMS = ("n",)
 ACC = ("fp16", "fp32")
 COMBINES = ("scalar", "vector")
 Q_IN = 0
+SCALAR_LOOP = (("load", 1), ("add", 1))  # the S pipe's ops an element
 V_DUP, V_CONV, V_ADD, V_CADD = range(4)  # vector cost rows
 RESULT_FRACTAL = 16 * 16 * 4  # bytes FixPipe writes: one fp32 16 x 16 fractal
 
@@ -170,7 +171,7 @@ def _run(shape, p, dtype, hw, unit, execute=False, x=None, trace_capacity=0):
     cost = cost_vector(hw, dtype, active_cores=active)
     x = np.zeros(1) if x is None else x
     sc_add, sc_load = C.scalar_cost(hw, "add"), C.scalar_cost(hw, "load")
-    sc_elem = C.scalar_per_elem(hw, (("load", 1), ("add", 1)))
+    sc_elem = C.scalar_per_elem(hw, SCALAR_LOOP)
     acc_dtype = p.get("acc_dtype", "fp32")
     accb = 4 if unit != "vector" else C.BYTES[acc_dtype]
     if unit == "vector":
@@ -325,7 +326,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     L0A / L0B); smaller tiles where the profile's buffers cannot hold them."""
     unit = unit or UNITS[0]
     n, nb = shape["n"], C.BYTES[dtype]
-    cores = C.default_cores(n, unit, hw, combined=True)
+    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP))
     per = -(-n // cores)
     tile = min(C.align(per, 16), (8192 if unit == "cube" else 16384) // nb)
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}

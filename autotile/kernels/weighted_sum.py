@@ -47,6 +47,7 @@ ACC = ("fp16", "fp32")
 FORMS = ("trace", "naive")
 Q_IN = 0
 SETUP_OPS = 4  # scalar ops that set up the Mmad's fractal view (K, strides, pad)
+SCALAR_LOOP = (("load", 2), ("mul", 1), ("add", 1))  # the S pipe's ops an element
 
 # vector cost rows
 V_MUL, V_CONV, V_ADD, V_MLA, V_CADD, V_CONV_IN = range(6)
@@ -236,7 +237,7 @@ def _run(shape, p, dtype, hw, unit, onchip, cost, execute=False, x=None, w=None,
     w = np.zeros(1) if w is None else w
     sc_add = C.scalar_cost(hw, "add")
     sc_load = C.scalar_cost(hw, "load")
-    sc_elem = C.scalar_per_elem(hw, (("load", 2), ("mul", 1), ("add", 1)))
+    sc_elem = C.scalar_per_elem(hw, SCALAR_LOOP)
     acc_dtype = p.get("acc_dtype", "fp32")
     acc_code = C.CODES[acc_dtype]
     accb = 4 if unit == "cube" else C.BYTES[acc_dtype]
@@ -391,7 +392,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     unit = unit or UNITS[0]
     n = shape["n"]
     nb = C.BYTES[dtype]
-    cores = C.default_cores(n, unit, hw, combined=True)
+    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP))
     per = -(-n // cores)
     tile = min(C.align(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
