@@ -451,20 +451,47 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return 0.0, 12 * eps
 
 
+# The default's output tile: ~8 KiB (NCHW: whole rows, then whole planes of several channels when
+# a plane is smaller), then halved (channels, rows, columns) until every core gets SPREAD_TILES
+# tiles, as long as a tile keeps MIN_TILE_BYTES; powers of two where channels are grouped or a
+# dimension is cut. One channel a tile left 16 x 512 planes of 14 x 14 fp16 (nearest) at 24,576
+# cycles, 16 channels take 15,740 (bench/resize_default.py's grid best: 14,594); 1024-column
+# tiles put one 8192-column fp32 row on 8 cores, 1,172 cycles against 539 (128 columns, 32 cores).
+TILE_BYTES = 8192
+SPREAD_TILES = 4
+MIN_TILE_BYTES = 512
+
+
+def _pow2_floor(v: int) -> int:
+    return 1 << (max(1, v).bit_length() - 1)
+
+
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline (``options`` gives the layout; NCHW without): whole output rows (NCHW: one channel; NHWC: every channel), as many rows as keep
-    the output tile near 8 KiB, halved until UB fits; double buffered; as few cores as keep the most tiles
-    a core takes at its lowest over all the cores the tiles allow, so the split gives each work."""
+    """Baseline (``options`` gives the layout; NCHW without): an output tile near ``TILE_BYTES``
+    (NCHW: whole rows of one channel, or whole planes of several when a plane is smaller; NHWC:
+    every channel up to 256, whole columns), cut until each core has ``SPREAD_TILES`` tiles of at
+    least ``MIN_TILE_BYTES``, then halved until UB fits; double buffered; as few cores as keep the
+    most tiles a core takes at its lowest over all the cores the tiles allow."""
     layout = opts(options)[1]
     nb = C.BYTES[dtype]
-    Wo, Cn = shape["w_out"], shape["c"]
+    Ho, Wo, Cn = shape["h_out"], shape["w_out"], shape["c"]
     if layout == "NHWC":
-        tc, tw = min(Cn, 256), max(1, min(Wo, 8192 // (min(Cn, 256) * nb)))
+        tc = min(Cn, 256)
+        tw = max(1, min(Wo, TILE_BYTES // (tc * nb)))
+        th = max(1, min(Ho, TILE_BYTES // (tc * tw * nb)))
     else:
-        tc, tw = 1, min(Wo, 1024)
-    th = max(1, min(shape["h_out"], 8192 // (tc * tw * nb)))
+        tw = min(Wo, 1024)
+        th = max(1, min(Ho, TILE_BYTES // (tw * nb)))
+        tc = min(Cn, 256, _pow2_floor(TILE_BYTES // (Ho * tw * nb))) if th == Ho else 1
     p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": 1}
+    order = ("tile_c", "tile_h", "tile_w") if layout == "NCHW" else ("tile_h", "tile_w", "tile_c")
+    while (_ntiles(shape, p) < SPREAD_TILES * hw.vector_cores
+           and p["tile_h"] * p["tile_w"] * p["tile_c"] * nb >= 2 * MIN_TILE_BYTES):
+        cut = next((k for k in order if p[k] > (16 if k == "tile_w" else 1)), None)
+        if cut is None:
+            break
+        p[cut] = _pow2_floor(p[cut] - 1) if p[cut] & (p[cut] - 1) == 0 else _pow2_floor(p[cut])
     while True:
         p["cores"] = C.busy_cores(_ntiles(shape, p), hw.vector_cores)
         try:
