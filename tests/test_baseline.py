@@ -117,3 +117,31 @@ def test_the_1d_defaults_fit_a_small_ub(name):
             assert space.check(p) is None, (unit, dtype, p)
             r = kernel.simulate(space.shape, p, dtype, spec.hardware, unit=unit, options=spec.inputs)
             assert r.feasible, (unit, dtype, r.reason)
+
+
+def _nhwc_resize():
+    text = (ROOT / "studies" / "resize.yaml").read_text().replace("layout: NCHW", "layout: NHWC")
+    from autotile.space import load_spec_text
+
+    return load_spec_text(text, "resize_nhwc.yaml")
+
+
+RGB = {"n": 2, "c": 3, "h_in": 480, "w_in": 640, "h_out": 224, "w_out": 224}
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_nhwc_resize_of_three_channels_can_take_them_all(dtype):
+    """tile_c was a power of two only: for c=3, 1 or 2, which in NHWC pads each pixel's channels
+    to 32 B (the default needed 457,472 B of UB, tune had no baseline, tile_c=3 was refused)."""
+    space = _nhwc_resize().space(RGB, dtype, "vector")
+    assert list(space.domain("tile_c", {})) == [1, 2, 3]
+    p = space.default_tiling()
+    assert p["tile_c"] == 3 and space.check(p) is None
+
+
+def test_roi_align_of_three_channels_can_take_them_all():
+    spec = load_spec(str(ROOT / "studies" / "roi_align.yaml"))
+    space = spec.space({"n": 1, "c": 3, "h": 100, "w": 152, "rois": 512, "pooled_h": 7, "pooled_w": 7}, "fp16")
+    assert list(space.domain("tile_c", {})) == [1, 2, 3]
+    assert space.default_tiling()["tile_c"] == 3
+

@@ -257,3 +257,23 @@ def test_describe_shows_the_domain_pattern(dom, text):
     from autotile.space.space import describe
 
     assert describe(dom) == text
+
+
+@pytest.mark.parametrize("c", [3, 2048, 65536])
+def test_a_where_domain_that_reads_no_param_is_filtered_once(c):
+    """roi_align's tile_c (powers of two, and c) is filtered by a ``where``: per row of tile_rois
+    x tile_bins that was up to 980 x 19,660 tests (14 x 14 bins), past the 5e6 limit, so counting a wide map
+    failed. Its counts are those of the plain powers of two, plus c's own configurations when c
+    is not one (c=3: tile_c=3)."""
+    spec = load_spec(str(ROOT / "studies" / "roi_align.yaml"))
+    text = (ROOT / "studies" / "roi_align.yaml").read_text()
+    text = text.replace('high: "min(shape.c, hw.ub_bytes // (5 * dtype.bytes))"', 'high: "shape.c"')
+    text = text.replace('where: "is_pow2(tile_c) or tile_c == shape.c"', "pow2: true")
+    from autotile.space import load_spec_text
+
+    pow2 = load_spec_text(text, "roi_pow2.yaml")
+    shape = {"n": 1, "c": c, "h": 100, "w": 152, "rois": 512, "pooled_h": 14, "pooled_w": 14}
+    got, old = spec.space(shape, "fp16").count(), pow2.space(shape, "fp16").count()
+    assert got.method == old.method == "exact"
+    extra = int((spec.space(shape, "fp16").enumerate().columns["tile_c"] == 3).sum()) if c == 3 else 0
+    assert got.feasible_size == old.feasible_size + extra and (extra > 0) == (c == 3)
