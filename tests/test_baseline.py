@@ -145,3 +145,28 @@ def test_roi_align_of_three_channels_can_take_them_all():
     assert list(space.domain("tile_c", {})) == [1, 2, 3]
     assert space.default_tiling()["tile_c"] == 3
 
+
+def test_a_projection_that_breaks_a_constraint_moves_to_a_feasible_neighbour():
+    """NHWC, c=512 fp32: the heuristic's tile_w=8 raised to the spec's low (16) overflowed UB
+    (284,416 B of 196,608); the default is now the nearest tiling that fits: half the channels."""
+    space = _nhwc_resize().space({**RGB, "n": 1, "c": 512}, "fp32", "vector")
+    kernel = registry.implementation("resize")
+    base = kernel.default_params(space.shape, "fp32", space.spec.hardware, options=space.spec.inputs)
+    moved = space.project(base)
+    assert (base["tile_w"], moved["tile_w"]) == (8, 16) and "fit in UB" in space.check(moved)
+    p = space.default_tiling()
+    assert space.check(p) is None
+    assert p == {**moved, "tile_c": 128}
+
+
+def test_a_default_nothing_near_fits_stays_the_projection():
+    """A UB too small for any tiling: the walk gives up and the projection is kept (and said infeasible)."""
+    import dataclasses
+
+    spec = _nhwc_resize()
+    spec = dataclasses.replace(spec, hardware=dataclasses.replace(spec.hardware, ub_bytes=256))
+    space = spec.space(RGB, "fp16", "vector")
+    kernel = registry.implementation("resize")
+    base = kernel.default_params(space.shape, "fp16", spec.hardware, options=spec.inputs)
+    assert space.default_tiling() == space.project(base)
+    assert space.check(space.default_tiling()) is not None

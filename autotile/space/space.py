@@ -18,6 +18,7 @@ from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space
 from autotile.space.expr import TEXT_CHOICES, EvalError, Scope, compile_expr, fixed_parts
 from autotile.space.loader import input_fields, namespaces, text_fields
 from autotile.space.params import BoundError, ChoiceParam, IntParam, Param
+from autotile.space.repair import nearest_feasible
 from autotile.space.spec import Constraint, Derived, Spec
 from autotile.yamlsrc import suggest
 
@@ -209,14 +210,20 @@ class Space:
 
     def default_tiling(self) -> dict:
         """The kernel's heuristic tiling for this shape, dtype, unit and the spec's ``inputs``,
-        restricted to this space's params and ``project``-ed onto their domains (``check`` it:
-        constraints are not looked at). The tune baseline, simulate's and lookup's default."""
+        restricted to this space's params and ``project``-ed onto their domains; when that breaks
+        a constraint, the nearest feasible tiling a short walk over the domains finds
+        (``repair.nearest_feasible``), else the projection (``check`` it). The tune baseline,
+        simulate's and lookup's default."""
         from autotile.kernels import registry
 
         kernel = registry.implementation(self.spec.op.name)
         base = kernel.default_params(dict(self.shape), self.dtype, self.spec.hardware, self.unit,
                                      options=self.spec.inputs)
-        return self.project({k: v for k, v in base.items() if k in self.names})
+        base = {k: v for k, v in base.items() if k in self.names}
+        moved = self.project(base)
+        if set(moved) != set(self.names) or self.check(moved) is None:
+            return moved
+        return nearest_feasible(self, moved, base) or moved
 
     def require_evaluable(self) -> None:
         """Raise an InputError, located at the expression, if a part of one that reads no param
