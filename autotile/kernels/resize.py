@@ -7,11 +7,14 @@ opmath type of fp16 and fp32; the source coordinate's multiply-add fused, as com
 does): nearest ``min(floor(dst * in/out), in-1)``; bilinear ``dst * (in-1)/(out-1)`` with
 align_corners, else ``(dst + 0.5) * in/out - 0.5`` clamped at 0, ``lambda1`` its fraction and
 ``lambda0 = 1 - lambda1`` in the dtype; the neighbour is ``i0 + 1`` unless ``i0`` is the last
-index; an unchanged size is a copy. The host computes these index/weight tables (tiling data).
+index; an unchanged size is a copy. The host computes these index/weight tables and leaves them
+in GM: two 4-byte entries per output column.
 
 The output is cut into tiles of ``tile_c`` channels x ``tile_h`` rows x ``tile_w`` columns,
 walked in layout order and split over ``cores`` in contiguous runs. Per tile:
 
+* MTE2 copies the tile's columns of the index/weight tables: into the input slot with every
+  tile, or once per core when a tile spans the whole output width (the tables then stay in UB).
 * MTE2 copies the distinct source rows the tile's output rows need (2 per output row for
   bilinear, 1 for nearest; rows shared by neighbours once), each over the tile's source column
   span; one DataCopy per run of consecutive rows (NCHW: per channel; NHWC with a channel tile
@@ -127,6 +130,10 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     nwt = (Wo + tw - 1) // tw
     t = 0.0
     npts = 4 if bil else 1
+    resident = nwt == 1  # every tile needs every column: the tables are loaded once
+    tables_ready = 0.0
+    if resident and t1 > t0:
+        tables_ready = E.copy(st, cost, E.GM_UB, float(2 * ((Wo * 4 + 31) // 32) * 32), 0.0)
     for ti in range(t0, t1):
         if nhwc:
             ct = ti % nct
@@ -154,7 +161,9 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
             obytes, ocopy = cc * rh * ((cw * nb + 31) // 32) * 32, cc
         # copy in: one DataCopy per run of rows
         slot, free = E.alloc(st, Q_IN)
-        ready = free
+        ready = max(free, tables_ready)
+        if not resident:  # this tile's columns of the two tables, in its input slot
+            ready = max(ready, E.copy(st, cost, E.GM_UB, float(2 * ((cw * 4 + 31) // 32) * 32), free))
         for _ in range(ncopy):
             ready = max(ready, E.copy(st, cost, E.GM_UB, float(nbytes / ncopy), free))
         # row indices and weights on the S pipe
@@ -249,7 +258,8 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
 
     UB holds ``buffer_num`` slots of the source rows (``span_bound`` columns, 2 rows per output
     row for bilinear) and of the output tile, every row's burst padded to 32 B, the gathered
-    points (4 for bilinear) and the two index tables of the output columns."""
+    points (4 for bilinear) and the two index/weight tables over the tile's columns
+    (``tables_bytes``; sized by the whole width, every tiling was infeasible from w_out ~ 24,576)."""
     C.check_shape(shape, DIMS)
     mode, layout, ac = opts(options)
     p = C.ints(params, PARAMS)
@@ -266,13 +276,19 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     else:
         inb, outb = rows * span * _al(tc * nb), th * tw * _al(tc * nb)
     work = 4 * _al(tc * th * tw * nb) if mode == "bilinear" else _al(tc * th * tw * nb)
-    used = p["buffer_num"] * (inb + outb) + work + 2 * _al(shape["w_out"] * 4)
+    used = p["buffer_num"] * (inb + outb) + work + tables_bytes(shape["w_out"], tw, p["buffer_num"])
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes (source rows, output tile, "
                                f"gathered points), UB holds {hw.ub_bytes}")
     C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=_ntiles(shape, p), what="tiles")
     return p, bufs, (mode, layout, ac)
+
+
+def tables_bytes(w_out: int, tw: int, buffer_num: int) -> int:
+    """UB of the index/weight tables (two 4-byte entries per column): the whole width once when
+    a tile of ``tw`` columns spans it, else the tile's columns in each of the ``buffer_num`` slots."""
+    return 2 * _al(tw * 4) * (1 if tw >= w_out else buffer_num)
 
 
 def _ntiles(shape, p):
