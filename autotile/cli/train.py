@@ -54,7 +54,7 @@ def run(args) -> int:
     def log(op, entry):
         if not args.json:
             for kind, e in entry.items():
-                if isinstance(e, dict):
+                if isinstance(e, dict) and not e.get("interrupted"):
                     print(f"{op} {kind}: {e['rows']} rows ({'built' if e['rebuilt'] else 'cached'} "
                           f"{e['data_s']}s, fit {e['fit_s']}s) -> {e['model']}", file=sys.stderr)
 
@@ -67,8 +67,26 @@ def run(args) -> int:
     summary = training.train(ops, hw, args.out, cost=cost_ops, rebuild=args.rebuild, log=log, jobs=args.jobs)
     out = {"hw": hw.name, "profile_hash": hw.content_hash(), "ops": summary,
            "seconds": round(time.monotonic() - t0, 2), "model_seconds": round(training.total_seconds(summary), 2)}
+    if training.interrupted(summary):
+        return _interrupted(summary, out, args.json)
     if args.json:
         print_json(out)
     else:
         print(f"trained {', '.join(ops)} in {out['seconds']}s ({out['model_seconds']}s summed over the models)")
     return 0
+
+
+def _interrupted(summary: dict, out: dict, as_json: bool) -> int:
+    """Say what a stopped run kept (whole files) and what it did not train; 130 (SIGINT) or 143."""
+    from autotile.models import training
+    from autotile.tune.driver import interrupted_code
+
+    kept = training.written(summary)
+    cut = [f"{op} {kind}" for op, v in summary.items() for kind, e in v.items()
+           if isinstance(e, dict) and e.get("interrupted")]
+    if as_json:
+        print_json({**out, "interrupted": True, "kept": kept})
+    print(f"autotile: interrupted: not trained: {', '.join(cut)}; "
+          f"{'written, whole: ' + ', '.join(kept) if kept else 'nothing written'} (rerun the command to "
+          "finish: it reuses the finished datasets)", file=sys.stderr)
+    return interrupted_code()

@@ -226,9 +226,10 @@ def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
 
 
 def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, placements=None,
-              sizes=None, spec=None, progress=None) -> list[Row]:
+              sizes=None, spec=None, progress=None, stop=None) -> list[Row]:
     """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement
-    (by default every placement the op's kernels model, ``OpInfo.placements``)."""
+    (by default every placement the op's kernels model, ``OpInfo.placements``). ``stop``: called
+    before each unit's search (it raises to end the build)."""
     info = registry.get(op)
     rows = []
     for data in placements or info.placements:
@@ -236,6 +237,8 @@ def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, plac
         for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
             for dtype in dtypes:
                 for unit in (u for u in info.units if not hw.dtype_problem(u, dtype)):
+                    if stop:
+                        stop()
                     cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)
                     if math.isfinite(cycles):
                         rows.append(Row(op, {"n": n}, dtype, unit, params, float(cycles), "sim", data))
@@ -273,8 +276,9 @@ class _Sim:
         return float(res.cycles) if res.feasible else None
 
 
-def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = None) -> list[Row]:
-    """Up to ``count`` distinct feasible random configurations of ``space``, simulated."""
+def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = None, stop=None) -> list[Row]:
+    """Up to ``count`` distinct feasible random configurations of ``space``, simulated.
+    ``stop``: called before each simulation (it raises to end the build)."""
     from autotile.tune.evaluate import config_key
 
     sim = _Sim(space)
@@ -288,6 +292,8 @@ def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = Non
         if cfg is None or config_key(cfg) in seen:
             continue
         seen.add(config_key(cfg))
+        if stop:
+            stop()
         cycles = sim.cycles(cfg)
         if cycles is not None:
             rows.append(Row(space.spec.op.name, dict(space.shape), space.dtype, space.unit, dict(cfg), cycles,
@@ -295,10 +301,12 @@ def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = Non
     return rows
 
 
-def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0, rounds: int = 1) -> list[Row]:
+def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int = 0, rounds: int = 1,
+                stop=None) -> list[Row]:
     """Simulated one-param neighbours of the ``top`` fastest rows: more data where tilings are good.
 
-    Each further round takes the neighbours of the ``top`` fastest rows found so far.
+    Each further round takes the neighbours of the ``top`` fastest rows found so far. ``stop``:
+    called before each simulation (it raises to end the build).
     """
     from autotile.tune.evaluate import config_key
 
@@ -315,6 +323,8 @@ def refine_rows(space, rows: list[Row], top: int = 3, width: int = 6, seed: int 
                 if config_key(cfg) in seen:
                     continue
                 seen.add(config_key(cfg))
+                if stop:
+                    stop()
                 cycles = sim.cycles(cfg, checked=True)
                 if cycles is not None:
                     out.append(Row(r.op, dict(r.shape), r.dtype, r.unit, dict(cfg), cycles, r.source, r.data,

@@ -8,6 +8,9 @@ others), plus simulated neighbours of the fastest.
 By default only matmul's cost regressor is trained (the one a table lookup falls back to and a
 study warm-starts from); ``cost="all"`` or naming ops adds the others (see ``selection``).
 Each model (dataset and fit) is built in its own worker process, one per core by default.
+SIGINT or SIGTERM (tune's handlers and worker pool) stops every model after the simulation under
+way, or within a fit (``Stopped``): what finished is kept whole (written atomically), nothing of a
+dataset or model cut short is written; a second signal stops at once.
 Datasets are cached beside the models, per profile as the models are
 (``<cache>/datasets/<profile>/<op>.<kind>.json``), and rebuilt when the fingerprint (profile,
 kernel and simulator sources, version) or the dataset settings change.
@@ -15,6 +18,7 @@ kernel and simulator sources, version) or the dataset settings change.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -131,9 +135,10 @@ def shapes_around(shapes, count: int, seed: int, spread: float = 1.0) -> list[di
     return out
 
 
-def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: int = 0) -> list:
+def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: int = 0, stop=None) -> list:
     """Random feasible configurations of ``spec`` over training shapes, every dtype and unit, plus
-    the one-param neighbours of the fastest few (so the model sees where good tilings are)."""
+    the one-param neighbours of the fastest few (so the model sees where good tilings are).
+    ``stop``: called before each simulation (it raises to end the build)."""
     dims = spec.op.dims
     if shapes is None:
         if dims == ("n",):
@@ -152,9 +157,60 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
             for unit in (u for u in spec.units if spec.op.supports(u, dtype)
                          and not spec.hardware.dtype_problem(u, dtype)):  # the spec may be on another chip
                 space = spec.space(s, dtype, unit)
-                sample = D.config_rows(space, configs, seed=seed + i)
-                rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds)
+                sample = D.config_rows(space, configs, seed=seed + i, stop=stop)
+                rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds, stop=stop)
     return rows
+
+
+class Stopped(Exception):
+    """A stop request (SIGINT, SIGTERM) seen while a model was being built: neither its dataset
+    (unless already finished) nor its model is saved."""
+
+
+def stop_check(*_) -> None:
+    """Raise Stopped once a stop was requested: by this process's signal handler, by the parent
+    of a worker (``runner._Stop.shared``), or by the parent's death."""
+    from autotile.tune import runner
+
+    if runner._Stop.is_set():
+        raise Stopped
+
+
+@contextlib.contextmanager
+def stoppable(poll: float = 0.1):
+    """Raise Stopped in this thread within ``poll`` seconds of a stop request while the block
+    runs, for code with no ``stop_check`` of its own: a fit (scikit-learn's boosting loop) took
+    up to 45 s on a busy machine. A watcher thread raises it asynchronously (at the block's next
+    Python line), so the block must write nothing; one not yet raised when the block ends is
+    withdrawn and raised after it instead."""
+    import ctypes
+    import threading
+
+    from autotile.tune import runner
+
+    me, over, lock, fired = threading.get_ident(), threading.Event(), threading.Lock(), []
+
+    def watch():
+        while not over.wait(poll):
+            if runner._Stop.is_set():
+                with lock:
+                    if not over.is_set():
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(me), ctypes.py_object(Stopped))
+                        fired.append(True)
+                return
+
+    watcher = threading.Thread(target=watch, name="autotile-stop-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            over.set()
+            if fired:  # not raised yet if the block ended first: withdrawn, raised below
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(me), None)
+        watcher.join()
+    if fired:
+        raise Stopped
 
 
 def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = False, log=None,
@@ -164,32 +220,45 @@ def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = Fals
     ``cost``: the ops whose cost regressor to train (None: every op in ``ops`` that has one).
     ``jobs``: worker processes, each training whole models (a dataset and its fit) longest
     first; None: one per available core (at most one per model), 1: all in this process.
+    SIGINT and SIGTERM stop it (``stop_check``, ``stoppable``): a model cut short or never
+    started gets ``{"interrupted": True, "kept": [its dataset, if that was finished]}``.
     """
+    from autotile.tune import runner
+    from autotile.tune.driver import _install_stop_signals
+
     fp = D.fingerprint(hw)
     tasks = [(op, kind) for op in ops for kind in ("units", "cost")
              if trainable(op)[kind] and (kind == "units" or cost is None or op in cost)]
     summary: dict = {op: {} for op in ops}
 
-    def done(op, kind, entry):
+    def done(key, entry):
+        op, kind = key
         summary[op][kind] = entry
         if log and all(k in summary[op] for o, k in tasks if o == op):
             log(op, summary[op])
 
     jobs = min(len(tasks), jobs if jobs is not None else available_cores())
-    if jobs <= 1:
-        for op, kind in tasks:
-            done(op, kind, train_one(op, kind, hw, out, fp, rebuild))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    runner._Stop.requested, runner._Stop.signum = False, None
+    saved = _install_stop_signals()  # tune's: the first signal asks to stop, a second one stops at once
+    try:
+        if jobs <= 1:
+            for op, kind in tasks:
+                done((op, kind), train_one(op, kind, hw, out, fp, rebuild))
+        else:
+            import multiprocessing
 
-        settings = _settings()
-        # spawn: a forked child would inherit the parent's OpenMP and Numba thread state
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futs = {pool.submit(train_one, op, kind, hw, out, fp, rebuild, settings): (op, kind)
-                    for op, kind in sorted(tasks, key=lambda t: -_weight(*t))}
-            for f in as_completed(futs):
-                done(*futs[f], f.result())
+            from autotile.tune import workers
+
+            order = sorted(tasks, key=lambda t: -_weight(*t))
+            # spawn: a forked child would inherit the parent's OpenMP and Numba thread state
+            workers.run_pool([(t, (*t, hw, out, fp, rebuild, _settings())) for t in order], jobs, train_one, done,
+                             ctx=multiprocessing.get_context("spawn"), notes=_NOTES)
+    finally:
+        import signal
+
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+        runner._Stop.requested = False  # ``signum`` stays: the exit code (``driver.interrupted_code``)
     for op in ops:
         if not summary[op]:
             what = trainable(op)
@@ -198,6 +267,22 @@ def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = Fals
             if log:
                 log(op, summary[op])
     return {op: {k: summary[op][k] for k in ("units", "cost", "skipped") if k in summary[op]} for op in ops}
+
+
+def interrupted(summary: dict) -> bool:
+    """Whether a stop request cut some model of ``train``'s ``summary`` short (or kept it from starting)."""
+    return any(isinstance(e, dict) and e.get("interrupted") for v in summary.values() for e in v.values())
+
+
+def written(summary: dict) -> list[str]:
+    """The files ``train`` wrote (each whole): the models, and the datasets it built."""
+    out = []
+    for v in summary.values():
+        for e in v.values():
+            if isinstance(e, dict):
+                out += e.get("kept", []) if e.get("interrupted") else \
+                    [e["dataset"], e["model"]] if e["rebuilt"] else [e["model"]]
+    return out
 
 
 def available_cores() -> int:
@@ -215,6 +300,8 @@ _SETTINGS = (("autotile.models.dataset", "PLACEMENTS"), ("autotile.models.traini
              ("autotile.models.training", "COST_ND"), ("autotile.models.training", "REFINE"))
 # rough relative cost of a model, to start the longest first (others: units 1.5, cost 1)
 _WEIGHT = {("roi_align", "cost"): 8.0, ("weighted_sum", "units"): 3.0, ("matmul", "cost"): 3.0}
+_NOTES = ("new workers take over its models", "before any model finished (out of memory?); the models "
+          "and datasets that finished are kept, rerun to train the others")
 
 
 def _settings() -> list:
@@ -230,6 +317,17 @@ def _apply(settings: list) -> None:
         setattr(importlib.import_module(mod), name, value)
 
 
+def _quick_exit() -> None:
+    """Skip the final garbage collection when this (spawned worker) process exits: it went through
+    every object Numba and scikit-learn left, and took 2-5 s of a stopped run's exit on a busy
+    2-core machine (a forked tune worker skips it too, as it ends with ``os._exit``)."""
+    import atexit
+    import gc
+
+    atexit.unregister(gc.freeze)  # once per process
+    atexit.register(gc.freeze)
+
+
 def _weight(op: str, kind: str) -> float:
     return _WEIGHT.get((op, kind), 1.5 if kind == "units" else 1.0)
 
@@ -237,14 +335,25 @@ def _weight(op: str, kind: str) -> float:
 def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bool = False,
               settings: list | None = None) -> dict:
     """Build (or reuse) one dataset, fit its model and save it: the ``kind`` ("units" or "cost")
-    model of ``op``. Returns its summary entry (paths, rows, rebuilt, data_s, fit_s)."""
+    model of ``op``. Returns its summary entry (paths, rows, rebuilt, data_s, fit_s), or, when a
+    stop request cuts it short (``stop_check``), ``{"interrupted": True, "kept": [the dataset
+    if it was built and saved]}``."""
+    kept: list[str] = []
+    try:
+        return _train_one(op, kind, hw, out, fp, rebuild, settings, kept)
+    except Stopped:
+        return {"interrupted": True, "kept": kept}
+
+
+def _train_one(op, kind, hw, out, fp, rebuild, settings, kept) -> dict:
     from autotile.models.regressor import CostRegressor
     from autotile.models.selector import UnitSelector
     from autotile.space import load_spec
 
-    if settings:
+    if settings:  # in a worker process
         _apply(settings)
-    root = D.cache_dir(out)
+        _quick_exit()
+    stop_check()  # a stop before this model started: leave it unrun
     t0 = time.monotonic()
     spec = load_spec(str(D.spec_path(op))) if D.spec_path(op) else None
     if spec is not None and spec.hardware.content_hash() != hw.content_hash():
@@ -256,26 +365,38 @@ def train_one(op: str, kind: str, hw: HardwareProfile, out, fp: str, rebuild: bo
                 "placements": {k: list(D.PLACEMENTS[k]) for k in registry.get(op).placements}}
 
         def build():
-            return D.unit_rows(op, dtypes, hw, spec=spec)
+            rows = D.unit_rows(op, dtypes, hw, spec=spec, stop=stop_check)
+            stop_check()  # a spec search a stop cut short gave rows that are not the best: not saved
+            return rows
     else:
         meta = {"kind": "cost", "op": op, "fingerprint": fp, "spec": spec.content_hash(),
                 "settings": json.loads(json.dumps([COST_SHAPES, COST_CONFIGS, COST_1D, COST_ND, REFINE]))}
 
         def build():
-            return cost_rows(op, spec)
-    path = root / "datasets" / store.profile_folder(hw) / f"{op}.{kind}.json"
+            return cost_rows(op, spec, stop=stop_check)
+    path = dataset_path(op, kind, hw, out)
     if rebuild:
         rows, built = build(), True
         D.save_rows(path, rows, meta)
     else:
         rows, built = D.cached(path, meta, build)
+    if built:
+        kept.append(str(path))
     t1 = time.monotonic()
+    with stoppable():
+        model = (UnitSelector(op, hw=hw) if kind == "units" else
+                 CostRegressor(op, cube_cores=hw.cube_cores, hw=hw)).fit(rows)
     if kind == "units":
-        mpath = store.save_selector(UnitSelector(op, hw=hw).fit(rows), hw, fp, out)
+        mpath = store.save_selector(model, hw, fp, out)
     else:
-        mpath = store.save_regressor(CostRegressor(op, cube_cores=hw.cube_cores, hw=hw).fit(rows), hw, fp, out)
+        mpath = store.save_regressor(model, hw, fp, out)
     return {"model": str(mpath), "dataset": str(path), "rows": len(rows), "rebuilt": built,
             "data_s": round(t1 - t0, 2), "fit_s": round(time.monotonic() - t1, 2)}
+
+
+def dataset_path(op: str, kind: str, hw: HardwareProfile, out=None):
+    """Where the ``kind`` dataset of ``op`` for profile ``hw`` is cached."""
+    return D.cache_dir(out) / "datasets" / store.profile_folder(hw) / f"{op}.{kind}.json"
 
 
 def _with_hw(spec, hw):

@@ -28,13 +28,17 @@ from autotile.tune import runner, storage
 
 _PR_SET_PDEATHSIG = 1
 MAX_BARREN = 3  # pools in a row that break before any task finishes: the run gives up
+# what happens to a dead worker's task, and what is kept when the run gives up (tune's words)
+STUDY_NOTES = ("new workers take over its studies (its unfinished trial is marked failed and retried)",
+               "before any study finished (out of memory?); completed trials are saved, rerun to resume")
 
 
-def run_pool(tasks: list, jobs: int, work, done) -> None:
+def run_pool(tasks: list, jobs: int, work, done, *, ctx=None, notes: tuple[str, str] = STUDY_NOTES) -> None:
     """``work(*args)`` for every ``(key, args)`` of ``tasks`` in ``jobs`` worker processes, in
     order; ``done(key, result)`` as each one finishes, with what ``work`` returned. Tasks cut short by a dead worker go to a new pool;
-    after a stop request they are left unrun."""
-    ctx = multiprocessing.get_context()
+    after a stop request they are left unrun. ``ctx``: the multiprocessing context (default:
+    the platform's); ``notes``: the end of the two dead-worker messages (see STUDY_NOTES)."""
+    ctx = ctx or multiprocessing.get_context()
     runner._Stop.shared = ctx.RawValue("b", 0)
     if runner._Stop.requested:  # a stop before the line above
         runner._Stop.shared.value = 1
@@ -46,10 +50,8 @@ def run_pool(tasks: list, jobs: int, work, done) -> None:
                 return
             barren = 0 if finished else barren + 1
             if barren >= MAX_BARREN:
-                raise RunError(f"--jobs worker processes died {barren} times in a row before any study "
-                               "finished (out of memory?); completed trials are saved, rerun to resume")
-            print("autotile: warning: a --jobs worker process died; new workers take over its studies "
-                  "(its unfinished trial is marked failed and retried)", file=sys.stderr)
+                raise RunError(f"--jobs worker processes died {barren} times in a row {notes[1]}")
+            print(f"autotile: warning: a --jobs worker process died; {notes[0]}", file=sys.stderr)
             tasks = lost
     finally:
         runner._Stop.shared = None

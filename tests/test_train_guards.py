@@ -1,0 +1,133 @@
+"""`autotile train` under a stop signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autotile.models import dataset as D
+from autotile.models import training
+from autotile.tune import runner
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _session(sid: int) -> list[str]:
+    """The live processes of session ``sid``."""
+    ps = subprocess.run(["ps", "-eo", "sid=,pid=,stat="], capture_output=True, text=True).stdout
+    return [ln for ln in ps.splitlines() if ln.split()[0] == str(sid) and not ln.split()[2].startswith("Z")]
+
+
+def _gone(sid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while _session(sid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _session(sid)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_to_the_main_process_stops_the_workers_and_writes_nothing_half_done(tmp_path, sig, code):
+    """`kill -INT` reached only the main process, which waited for its workers to build and save
+    every model (~75 s) before saying "interrupted"; `kill -TERM` killed the main process and
+    left its workers writing models after the command had ended."""
+    out = tmp_path / "cache"
+    proc = subprocess.Popen([sys.executable, "-m", "autotile", "train", "--ops", "sigmoid", "-j", "2", "-o", str(out)],
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=(tmp_path / "stdout").open("wb"),
+                            stderr=(tmp_path / "stderr").open("wb"), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_session(proc.pid)) < 4:  # the main process, the resource tracker, two workers
+            assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
+            time.sleep(0.1)
+        time.sleep(3)  # into the datasets (a stop before them is the same: nothing to write)
+        proc.send_signal(sig)
+        proc.wait(timeout=120)
+        assert _gone(proc.pid, 20), _session(proc.pid)
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    err = (tmp_path / "stderr").read_text()
+    assert proc.returncode == code, err
+    assert err.splitlines()[-1].startswith("autotile: interrupted: not trained: sigmoid "), err
+    assert not list((out / "models").rglob("*.zip")) if (out / "models").exists() else True
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")] if out.exists() else True
+
+
+def test_a_stop_in_one_process_keeps_what_finished_and_nothing_cut_short(tmp_path, hw, monkeypatch):
+    """With -j 1 the stop is seen between simulations: the model under way is left unwritten."""
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 1024))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 1024))
+    monkeypatch.setattr(training, "COST_1D", (256, 512, 1, 6))
+    real, calls = D.best_of_unit, []
+
+    def best_of_unit(*a, **k):  # a real SIGINT to this process on the third search of the cost model's op
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **k)
+
+    monkeypatch.setattr(D, "best_of_unit", best_of_unit)
+    saved = signal.getsignal(signal.SIGINT)
+    try:
+        got = training.train(["elementwise"], hw, tmp_path, jobs=1)
+    finally:
+        runner._Stop.requested = False
+    assert signal.getsignal(signal.SIGINT) is saved  # the handlers are put back
+    assert got["elementwise"] == {"units": {"interrupted": True, "kept": []}, "cost": {"interrupted": True, "kept": []}}
+    assert training.interrupted(got) and training.written(got) == []
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_stop_during_a_fit_keeps_the_dataset_and_writes_no_model(tmp_path, hw, monkeypatch):
+    """A fit has no stop check of its own (45 s of boosting on a busy machine): it is cut short."""
+    from autotile.models.selector import UnitSelector
+
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (256, 512))
+    monkeypatch.setitem(D.PLACEMENTS, "gm", (256, 512))
+
+    def fit(self, rows):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10**9):  # a fit that never looks at the stop request
+            pass
+        raise AssertionError("the fit was not stopped")
+
+    monkeypatch.setattr(UnitSelector, "fit", fit)
+    try:
+        got = training.train(["elementwise"], hw, tmp_path, cost="none", jobs=1)
+    finally:
+        runner._Stop.requested = False
+    dataset = tmp_path / "datasets" / "ascend910b2" / "elementwise.units.json"
+    assert got["elementwise"] == {"units": {"interrupted": True, "kept": [str(dataset)]}}
+    assert training.written(got) == [str(dataset)] and D.load_rows(dataset)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [dataset]
+
+
+def test_stoppable_raises_once_in_the_block_or_right_after_it():
+    runner._Stop.requested = False
+    left = []
+    try:
+        with pytest.raises(training.Stopped):
+            with training.stoppable(poll=0.01):
+                runner._Stop.requested = True
+                for _ in range(10**9):
+                    pass
+                left.append("the loop ran to its end")
+        with pytest.raises(training.Stopped):
+            with training.stoppable(poll=0.01):
+                runner._Stop.requested = True
+                time.sleep(0.2)  # one C call: the watcher fires, but nothing can raise inside it
+        for _ in range(10**5):  # nothing left pending for the code after the block
+            pass
+    finally:
+        runner._Stop.requested = False
+    assert left == []
+    with training.stoppable(poll=0.01):  # no stop request: nothing raised
+        time.sleep(0.05)
+
