@@ -1,4 +1,4 @@
-"""`autotile train` under a stop signal."""
+"""`autotile train` under a stop signal and with outputs in the way."""
 
 from __future__ import annotations
 
@@ -130,4 +130,29 @@ def test_stoppable_raises_once_in_the_block_or_right_after_it():
     assert left == []
     with training.stoppable(poll=0.01):  # no stop request: nothing raised
         time.sleep(0.05)
+
+
+def test_every_output_in_the_way_is_found_before_any_dataset(run_cli, tmp_path, monkeypatch):
+    """A file where the profile's models folder goes cost 75 s of datasets (two written) and then
+    `...elementwise.cost.zip: cannot write: Not a directory`."""
+    called = []
+
+    def fake(ops, *a, **k):  # no datasets: only whether the run got this far
+        called.append(ops)
+        return {op: {} for op in ops}
+
+    monkeypatch.setattr(training, "train", fake)
+    (tmp_path / "a" / "models").mkdir(parents=True)
+    (tmp_path / "a" / "models" / "ascend910b2").write_text("keep")
+    code, _, err = run_cli("train", "--ops", "elementwise", "-o", str(tmp_path / "a"))
+    assert code == 1 and err.count("\n") == 1, err
+    assert "models/ascend910b2: Not a directory" in err
+    assert not (tmp_path / "a" / "datasets").exists()
+    (tmp_path / "b" / "datasets" / "ascend910b2" / "sigmoid.units.json").mkdir(parents=True)
+    code, _, err = run_cli("train", "--ops", "sigmoid", "-o", str(tmp_path / "b"))
+    assert code == 1 and err.count("\n") == 1 and "sigmoid.units.json: cannot write: it is a folder" in err, err
+    (tmp_path / "c" / "models" / "ascend910b2" / "sigmoid.cost.zip").mkdir(parents=True)
+    assert not called
+    code, _, err = run_cli("train", "--ops", "sigmoid", "--cost", "none", "-o", str(tmp_path / "c"))
+    assert code == 0 and called == [["sigmoid"]], err  # its cost model is not asked for: not in the way
 

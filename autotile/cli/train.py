@@ -42,9 +42,7 @@ def _names(text, flag):
 
 
 def run(args) -> int:
-    from autotile.atomic import check_writable
     from autotile.models import training
-    from autotile.models.dataset import cache_dir
 
     nonempty(args.out, "-o", "a folder name")
     cost = args.cost if args.cost in (None, "all", "none") else _names(args.cost, "--cost")
@@ -62,7 +60,7 @@ def run(args) -> int:
         raise InputError(f"--jobs: expected a positive integer, got {args.jobs}")
     int_in(args.jobs, "--jobs", 1, MAX_JOBS)
     # a file in the way (or a read-only folder) is found now, not after minutes of datasets
-    check_writable(cache_dir(args.out), "the cache folder")
+    training.check_outputs(ops, hw, args.out, cost=cost_ops)
     t0 = time.monotonic()
     summary = training.train(ops, hw, args.out, cost=cost_ops, rebuild=args.rebuild, log=log, jobs=args.jobs)
     out = {"hw": hw.name, "profile_hash": hw.content_hash(), "ops": summary,

@@ -227,8 +227,7 @@ def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = Fals
     from autotile.tune.driver import _install_stop_signals
 
     fp = D.fingerprint(hw)
-    tasks = [(op, kind) for op in ops for kind in ("units", "cost")
-             if trainable(op)[kind] and (kind == "units" or cost is None or op in cost)]
+    tasks = _tasks(ops, cost)
     summary: dict = {op: {} for op in ops}
 
     def done(key, entry):
@@ -267,6 +266,27 @@ def train(ops, hw: HardwareProfile, out=None, *, cost=None, rebuild: bool = Fals
             if log:
                 log(op, summary[op])
     return {op: {k: summary[op][k] for k in ("units", "cost", "skipped") if k in summary[op]} for op in ops}
+
+
+def _tasks(ops, cost) -> list[tuple[str, str]]:
+    """The (op, kind) models ``train`` builds (see its ``cost``)."""
+    return [(op, kind) for op in ops for kind in ("units", "cost")
+            if trainable(op)[kind] and (kind == "units" or cost is None or op in cost)]
+
+
+def check_outputs(ops, hw: HardwareProfile, out=None, *, cost=None) -> None:
+    """An OutputError for the first file ``train`` would write (or the folder it goes in) that is
+    in the way: a folder where a dataset or model goes, a file where their profile folders go, a
+    read-only folder. Found before any work: it used to surface after minutes of datasets."""
+    from autotile.atomic import check_outputs as check
+
+    tasks = _tasks(ops, cost)
+    check(D.cache_dir(out), what="the cache folder")
+    for what, path in (("datasets", lambda op, kind: dataset_path(op, kind, hw, out)),
+                       ("models", lambda op, kind: store.path_for(kind, op, out, hw))):
+        names = [path(op, kind) for op, kind in tasks]
+        if names:
+            check(names[0].parent, files=[n.name for n in names], what=f"the {what} folder of {hw.name}")
 
 
 def interrupted(summary: dict) -> bool:
