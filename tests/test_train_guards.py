@@ -1,7 +1,8 @@
-"""`autotile train` under a stop signal and with outputs in the way."""
+"""`autotile train` under a stop signal, with outputs in the way, and on a damaged cached dataset."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -156,3 +157,41 @@ def test_every_output_in_the_way_is_found_before_any_dataset(run_cli, tmp_path, 
     code, _, err = run_cli("train", "--ops", "sigmoid", "--cost", "none", "-o", str(tmp_path / "c"))
     assert code == 0 and called == [["sigmoid"]], err  # its cost model is not asked for: not in the way
 
+
+def _row(**k) -> dict:
+    return {"op": "sigmoid", "shape": {"n": 256}, "dtype": "fp16", "unit": "vector", "params": {"tile_len": 64},
+            "cycles": 100.0, "source": "sim", "data": "gm", "extra": {}, **k}
+
+
+@pytest.mark.parametrize("bad, where", [
+    ({"cycles": 0}, "rows[1].cycles: expected a positive finite number, got 0"),
+    ({"cycles": "fast"}, "rows[1].cycles: expected a positive finite number"),
+    ({"shape": {"n": 0}}, "rows[1].shape: expected positive integers for n"),
+    ({"unit": "cube"}, "rows[1].unit: expected one of vector, scalar"),
+    ({"op": "matmul"}, "rows[1].op: expected sigmoid"),
+])
+def test_a_damaged_cached_dataset_is_rebuilt_with_a_warning(tmp_path, capsys, bad, where):
+    """A cached dataset with a row's cycles set to 0 was used as it was, and the fit failed with a
+    traceback (`array must not contain infs or NaNs`)."""
+    meta = {"kind": "units", "op": "sigmoid", "fingerprint": "f"}
+    path = tmp_path / "sigmoid.units.json"
+    path.write_text(json.dumps({"meta": meta, "rows": [_row(), _row(**bad)]}))
+    with pytest.raises(D.DamagedDataset, match=f"^{path}: " + where.replace("[", r"\[").replace("]", r"\]")):
+        D.load_rows(path, meta)
+    fresh = [D.Row.from_dict(_row(cycles=7.0))]
+    assert D.cached(path, meta, lambda: fresh) == (fresh, True)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and where in err and err.rstrip().endswith("; rebuilding the dataset")
+    assert D.load_rows(path, meta) == fresh  # rewritten, and read back without a word
+    assert D.cached(path, meta, lambda: []) == (fresh, False) and capsys.readouterr().err == ""
+
+
+def test_a_dataset_that_is_not_json_is_rebuilt_with_a_warning_and_a_stale_one_silently(tmp_path, capsys):
+    meta = {"kind": "units", "op": "sigmoid", "fingerprint": "f"}
+    path = tmp_path / "d.json"
+    fresh = [D.Row.from_dict(_row())]
+    path.write_text('{"meta": {')
+    assert D.cached(path, meta, lambda: fresh) == (fresh, True)
+    assert f"{path}: not JSON" in capsys.readouterr().err
+    assert D.cached(path, {**meta, "fingerprint": "g"}, lambda: fresh) == (fresh, True)
+    assert capsys.readouterr().err == ""

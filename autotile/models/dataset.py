@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -361,19 +362,90 @@ def save_rows(path: str | Path, rows: list[Row], meta: dict) -> Path:
 
 
 def load_rows(path: str | Path, expect: dict | None = None) -> list[Row] | None:
-    """Rows of a cached dataset, or None when missing, unreadable or built for other ``expect`` meta."""
+    """Rows of a cached dataset, or None when missing or built for other ``expect`` meta.
+
+    A file whose meta matches but whose rows are not what a build writes (hand-edited, damaged:
+    a "cycles" of 0 made the fit fail on infinite logarithms) is a DamagedDataset naming the
+    first bad field, as is one that is not a dataset's JSON at all.
+    """
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        if expect and any(doc["meta"].get(k) != v for k, v in expect.items()):
-            return None
-        return [Row.from_dict(r) for r in doc["rows"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DamagedDataset(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise DamagedDataset(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict):
+        raise DamagedDataset(f"{path}: meta: expected an object (a dataset is {{meta, rows}})")
+    if expect and any(doc["meta"].get(k) != v for k, v in expect.items()):
+        return None
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise DamagedDataset(f"{path}: rows: expected a non-empty list of rows")
+    op = (expect or {}).get("op")
+    return [_row(r, f"{path}: rows[{i}]", op) for i, r in enumerate(rows)]
+
+
+class DamagedDataset(ValueError):
+    """A cached dataset that cannot be used as it is; the message names the file and field."""
+
+
+def _row(d, where: str, op: str | None) -> Row:
+    """The Row of one cached row ``d``, checked as ``Row`` holds it; a DamagedDataset otherwise."""
+    def bad(field, expected, got):
+        raise DamagedDataset(f"{where}.{field}: expected {expected}, got {json.dumps(got)[:60]}")
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not isinstance(d, dict):
+        bad("", "an object", d)
+    for f in ("op", "shape", "dtype", "unit", "params", "cycles"):
+        if f not in d:
+            bad(f, "a value (the field is missing)", None)
+    try:
+        info = registry.get(d["op"]) if isinstance(d["op"], str) else None
+    except KeyError:
+        info = None
+    if info is None or (op is not None and d["op"] != op):
+        bad("op", op or "a known op", d["op"])
+    shape = d["shape"]
+    if not isinstance(shape, dict) or set(shape) != set(info.dims) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape.values()):
+        bad("shape", f"positive integers for {', '.join(info.dims)}", shape)
+    if d["dtype"] not in info.dtypes:
+        bad("dtype", f"one of {', '.join(info.dtypes)}", d["dtype"])
+    if d["unit"] not in info.units:
+        bad("unit", f"one of {', '.join(info.units)}", d["unit"])
+    params = d["params"]
+    if not isinstance(params, dict) or not all(isinstance(v, (str, bool)) or number(v) for v in params.values()):
+        bad("params", "an object of numbers, texts and true/false", params)
+    if not number(d["cycles"]) or d["cycles"] <= 0:
+        bad("cycles", "a positive finite number", d["cycles"])
+    if not isinstance(d.get("source", "sim"), str):
+        bad("source", "a text", d["source"])
+    if d.get("data", "gm") not in PLACEMENTS:
+        bad("data", f"one of {', '.join(PLACEMENTS)}", d["data"])
+    if not isinstance(d.get("extra", {}), dict):
+        bad("extra", "an object", d["extra"])
+    return Row.from_dict(d)
 
 
 def cached(path: Path, meta: dict, build) -> tuple[list[Row], bool]:
-    """(rows, built): the dataset at ``path`` if its meta matches, else ``build()`` saved there."""
-    rows = load_rows(path, meta)
+    """(rows, built): the dataset at ``path`` if its meta matches, else ``build()`` saved there.
+
+    A damaged one (``load_rows``) is rebuilt too, with a one-line warning saying why: it is a
+    cache of simulations, so rebuilding loses nothing, while refusing would leave the user to
+    delete it or rerun with --rebuild.
+    """
+    try:
+        rows = load_rows(path, meta)
+    except DamagedDataset as exc:
+        print(f"autotile: warning: {exc}; rebuilding the dataset", file=sys.stderr)
+        rows = None
     if rows is not None:
         return rows, False
     rows = build()
