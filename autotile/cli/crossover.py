@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotile.cli.common import check_chip_dtype, int_in, print_json
+from autotile.cli.selector_args import check_units_run, kv, parse_inputs, untrained
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -45,7 +46,8 @@ def run(args) -> int:
         raise InputError(f"op {args.op} runs on one unit ({info.units[0]}): there is no crossover to find")
     if args.dtype not in info.dtypes:
         raise InputError(f"op {args.op} has no dtype {args.dtype!r} (has {', '.join(info.dtypes)})")
-    options = _inputs(args.op, args.inputs)
+    options = parse_inputs(args.op, args.inputs, "crossover runs both framings (data on chip and inputs in GM); "
+                                                 "leave it out")
     _check_range(args.low, args.high)
     for u in (args.small_unit, args.large_unit):
         if u is not None and u not in info.units:
@@ -59,6 +61,7 @@ def run(args) -> int:
     hw = load_profile(args.hw)
     check_chip_dtype(hw, args.dtype)
     args.small_unit, args.large_unit = _units(args)
+    check_units_run(hw, args.dtype, (args.small_unit, args.large_unit))
     args.options = options
     lo, hi = args.low, args.high
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
@@ -109,7 +112,7 @@ def run(args) -> int:
 
         learned_text = "no usable model" if out.get("learned_note") else (
             f"{said('learned_n')} (on chip), {said('learned_end_to_end_n')} (GM)")
-        print(f"{args.op} {args.dtype}{_kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
+        print(f"{args.op} {args.dtype}{kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
               f"{said('simulated_n')} (data on chip), {said('end_to_end_n')} (inputs in GM); learned: {learned_text}")
         print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
               f"{_spans(e2e['windows'])} (inputs in GM); searched n={lo:,}..{hi:,}")
@@ -126,6 +129,8 @@ def run(args) -> int:
             print(f"  {out['simulated_note']}")
         if out.get("learned_note"):
             print(f"  learned: {out['learned_note']}")
+        if out.get("learned_warning"):
+            print(f"  learned: warning: {out['learned_warning']}")
         for framing, items in why.items():
             for e in items:
                 print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
@@ -177,20 +182,6 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
     return out
 
 
-def _inputs(op: str, text: str) -> dict:
-    """``--inputs k=v,...``: the op's options (checked as a spec's ``inputs:``), ``data`` left out."""
-    from autotile.cli.common import parse_kv
-
-    given = parse_kv(text, what="--inputs")
-    if "data" in given:
-        raise InputError("--inputs data: crossover runs both framings (data on chip and inputs in GM); leave it out")
-    try:
-        registry.get(op).check_options(given)
-    except registry.OptionError as exc:
-        raise InputError(f"--inputs {exc.key}: {exc}") from None
-    return given
-
-
 def _units(args) -> tuple[str, str]:
     """The unit pair: as given, else the op's default pair (one given: the other of that pair,
     or of the op's units)."""
@@ -207,25 +198,22 @@ def _units(args) -> tuple[str, str]:
     return (given, other) if small else (other, given)
 
 
-def _kv(options: dict) -> str:
-    return "".join(f" {k}={v}" for k, v in options.items())
-
-
 def _learned(args, hw, framed: bool) -> dict:
     """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
     trained unit selector, if any (it is trained with the op's default options only). A missing
     or unusable model (corrupt, another profile's or simulator's), or a ``--low``/``--high`` range
     too wide to ask the model at every n of, leaves them null with a ``learned_note`` saying why,
     and an unusable one is also warned about on stderr, as lookup does: the simulated results
-    never depend on the model."""
+    never depend on the model. ``learned_warning``: the part of the range outside the sizes the
+    model was trained on, as ``decide`` warns (None inside them)."""
     from autotile.models import store
     from autotile.tables.model_hook import warn_stderr
 
     none = {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None,
-            "learned_end_to_end_windows": None}
-    defaults = registry.get(args.op).check_options(None)
-    if any(v != defaults[k] for k, v in args.options.items()):
-        return {**none, "learned_note": f"the unit selector is trained with the default options, not{_kv(args.options)}"}
+            "learned_end_to_end_windows": None, "learned_warning": None}
+    why = untrained(args.op, args.options)
+    if why:
+        return {**none, "learned_note": why}
     path = store.locate("units", args.op, args.models, hw)
     if not path.exists():
         return {**none, "learned_note": f"no trained model at {path}; run "
@@ -233,17 +221,24 @@ def _learned(args, hw, framed: bool) -> dict:
     if args.high - args.low + 1 > LEARNED_MAX_SIZES:
         return {**none, "learned_note": f"the model is asked at every n, and n={args.low:,}..{args.high:,} holds more "
                                         f"than {LEARNED_MAX_SIZES:,} sizes; narrow --low/--high for learned_n"}
-    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "lo": args.low, "hi": args.high}
+    kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "lo": args.low, "hi": args.high, "hw": hw}
     try:
         sel = store.load_selector(args.op, hw, args.models)
         return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
                 "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
                 "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw) if framed else None,
                 "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw),
-                "learned_note": None}
+                "learned_note": None, "learned_warning": _extrapolates(sel, args.low, args.high, framed)}
     except InputError as exc:
         warn_stderr(f"{exc}; the learned crossover is skipped")
         return {**none, "learned_note": f"model skipped: {exc}"}
+
+
+def _extrapolates(sel, lo: int, hi: int, framed: bool) -> str | None:
+    """What of ``lo..hi`` lies outside the selector's training sizes (as ``decide`` warns at one n), or None."""
+    why = [w for data in (("on_chip", "gm") if framed else ("gm",))
+           for w in (sel.outside({"n": lo}, data), sel.outside({"n": hi}, data)) if w]
+    return f"{'; '.join(why)}; the learned crossover extrapolates there" if why else None
 
 
 def _from(n, edge: str | None = None, hi: int = HIGH) -> str:

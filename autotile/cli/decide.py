@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotile.cli.common import Once, check_chip_dtype, parse_shape, print_json
+from autotile.cli.selector_args import kv, parse_inputs, trained_options, untrained
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
@@ -16,6 +17,8 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--data", default="gm", choices=("gm", "on_chip"),
                    help="where the inputs live: gm (a real kernel, default) or on_chip (the published table)")
+    p.add_argument("--inputs", default="",
+                   help="the op's options as a spec's inputs: has them, e.g. kind=add; the model knows the defaults only")
     p.add_argument("--hw", default=None, help="hardware profile name or path")
     p.add_argument("--models", default=None, help="cache folder given to `autotile train -o`")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -37,13 +40,18 @@ def run(args) -> int:
         raise InputError(f"--data: op {args.op} has no on-chip framing (its kernel always reads its inputs from "
                          f"GM); use --data gm")
     _has_selector(args.op)
+    why = untrained(args.op, parse_inputs(args.op, args.inputs, "use --data"))
+    if why:
+        raise InputError(f"--inputs: {why}; compare the units for them with `autotile crossover {args.op} "
+                         f"--inputs {args.inputs}` (simulated)")
     hw = load_profile(args.hw)
     check_chip_dtype(hw, args.dtype)
     sel = store.load_selector(args.op, hw, store.given_dir(args.models))
-    unit, cycles = sel.decide(shape, args.dtype, args.data)
-    out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "unit": unit,
-           "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda kv: kv[1])},
-           "warning": None}
+    unit, cycles = sel.decide(shape, args.dtype, args.data, hw=hw)
+    options = trained_options(args.op)
+    out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "inputs": options, "unit": unit,
+           "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda item: item[1])},
+           "excluded": sel.unrunnable(args.dtype, hw), "warning": None}
     far = sel.outside(shape, args.data)
     if far:
         out["warning"] = f"{far}; the prediction extrapolates"
@@ -51,7 +59,9 @@ def run(args) -> int:
         print_json(out)
     else:
         pred = ", ".join(f"{u} {c:.1f}" for u, c in out["predicted_cycles"].items())
-        print(f"{args.op} {args.dtype} {args.shape}: {unit} (predicted cycles: {pred})")
+        print(f"{args.op} {args.dtype} {args.shape}{kv(options)}: {unit} (predicted cycles: {pred})")
+        for u, problem in out["excluded"].items():
+            print(f"  {u} excluded: {problem}")
         if far:
             print(f"  warning: {out['warning']}")
     return 0

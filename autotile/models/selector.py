@@ -139,27 +139,45 @@ class UnitSelector:
         """{unit: predicted cycles at its best tiling}."""
         return self.predict_many([(shape, dtype, data)])[0]
 
-    def decide(self, shape: dict, dtype: str, data: str = "gm", units=None) -> tuple[str, dict]:
-        """(fastest predicted unit among ``units`` (default all), predicted cycles per unit)."""
+    def unrunnable(self, dtype: str, hw) -> dict:
+        """{unit: why it cannot compute ``dtype`` on ``hw``} among the trained units (a profile's
+        cube without a bf16 rate): the model would still predict cycles for it, from other dtypes."""
+        if hw is None:
+            return {}
+        return {u: why for u in self.units if (why := hw.dtype_problem(u, dtype))}
+
+    def decide(self, shape: dict, dtype: str, data: str = "gm", units=None, hw=None) -> tuple[str, dict]:
+        """(fastest predicted unit among ``units`` (default all), predicted cycles per unit); with
+        ``hw``, units that cannot compute ``dtype`` there (``unrunnable``) are neither picked nor listed."""
         cyc = self.predict_cycles(shape, dtype, data)
+        for u in self.unrunnable(dtype, hw):
+            cyc.pop(u, None)
         pool = [u for u in (units or self.units) if u in cyc]
+        if not pool:
+            where = f" on {hw.name}" if hw is not None else ""
+            raise InputError(f"unit selector for {self.op}: no unit of {', '.join(units or self.units)} computes "
+                             f"{dtype}{where}")
         return min(pool, key=lambda u: cyc[u]), cyc
 
     def crossover(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
-                  data: str = "on_chip", lo: int = 16, hi: int = 16384) -> int | None:
+                  data: str = "on_chip", lo: int = 16, hi: int = 16384, hw=None) -> int | None:
         """Smallest n from which the model predicts ``large_unit`` stays faster than ``small_unit``
         (the start of the last of ``crossover_windows`` if it reaches ``hi``)."""
-        spans = self.crossover_windows(dtype, small_unit=small_unit, large_unit=large_unit, data=data, lo=lo, hi=hi)
+        spans = self.crossover_windows(dtype, small_unit=small_unit, large_unit=large_unit, data=data, lo=lo, hi=hi,
+                                       hw=hw)
         return stays_from(spans, hi)
 
     def crossover_windows(self, dtype: str, *, small_unit: str = "vector", large_unit: str = "cube",
-                          data: str = "on_chip", lo: int = 16, hi: int = 16384) -> list[list[int]]:
+                          data: str = "on_chip", lo: int = 16, hi: int = 16384, hw=None) -> list[list[int]]:
         """The size ranges in which the model predicts ``large_unit`` faster, asked at every integer
         n in ``lo..hi`` (a batch prediction, well under a second), so they agree with ``decide`` at
-        each n; a grid would miss the narrow ranges a learned curve has near a tie."""
+        each n; a grid would miss the narrow ranges a learned curve has near a tie. With ``hw``, a
+        unit that cannot compute ``dtype`` there is an InputError: the pair has no crossover."""
         for u in (small_unit, large_unit):
             if u not in self.models:
                 raise InputError(f"unit selector for {self.op} has no unit {u!r} (has {', '.join(self.units)})")
+            if why := self.unrunnable(dtype, hw).get(u):
+                raise InputError(f"{u} cannot run {dtype}: {why}; there is no {small_unit}/{large_unit} crossover")
         ns = range(lo, hi + 1)
         preds = self.predict_many([({"n": n}, dtype, data) for n in ns])
         return runs(ns, [c[large_unit] < c[small_unit] for c in preds])
