@@ -7,7 +7,7 @@ from autotile.cli.selector_args import check_units_run, kv, parse_inputs, untrai
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
-from autotile.models.crossover import FRACTAL, grid_restriction, range_edge
+from autotile.models.crossover import CLOSE, FRACTAL, grid_restriction, range_edge
 
 HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
 LOW, HIGH = 16, 16384  # the documented default range (issue #4: "a log grid from 16 to 16384")
@@ -85,12 +85,18 @@ def run(args) -> int:
            "simulated_windows_unaligned": on_u["windows"], "end_to_end_windows_unaligned": e2e_u["windows"],
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "range": [lo, hi], "range_edges": at_edge,
+           "closest_leads": {"simulated_n": on.get("closest"), "end_to_end_n": e2e["closest"],
+                             "simulated_n_unaligned": on_u.get("closest"), "end_to_end_n_unaligned": e2e_u["closest"]},
            "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
-                     "a simulated range narrower than a grid step can be missed. "
+                     "only the probed sizes (grid and bisection points, --grid lists them) are simulated: a range "
+                     "narrower than a grid step, or a lead that changes sign between two probes, can be missed. "
                      "learned_*: the model asked at every integer n (its windows agree with decide)",
-           "meaning": f"*_n: smallest n from which {args.large_unit} stays faster up to {hi} (null: it does not); "
+           "meaning": f"*_n: smallest n from which {args.large_unit} is faster at every probed size up to {hi} "
+                      f"(null: it is not); closest_leads: per *_n, the probed size from it on where "
+                      f"{args.large_unit} leads least, and by what fraction of {args.small_unit}'s cycles (under "
+                      f"{CLOSE:.0%}, sizes between probes can go the other way); "
                       f"range_edges: per *_n, 'floor' when it is {lo}, the smallest n searched (already faster "
                       f"there; the change, if any, is at or below it), 'ceiling' when the change falls in the "
                       f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
@@ -119,6 +125,8 @@ def run(args) -> int:
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
               f"{said('simulated_n_unaligned')} (on chip), {said('end_to_end_n_unaligned')} (inputs in GM)")
         for line in _edge_notes(set(at_edge.values()), lo, hi):
+            print(f"  {line}")
+        for line in _close_notes(out["closest_leads"], args.large_unit):
             print(f"  {line}")
         if out.get("learned_windows") is not None:
             print(f"  learned: {args.large_unit} faster on n in {_spans(out['learned_windows'])} (on chip), "
@@ -266,6 +274,16 @@ def _edge_notes(edges: set, lo: int, hi: int) -> list[str]:
                    f"{hi:,}), so 'stays faster' rests on sizes up to n={hi:,} only (--high raises it, up to "
                    f"{MAX_HIGH:,})")
     return out
+
+
+def _close_notes(leads: dict, large_unit: str) -> list[str]:
+    """A line per crossover whose smallest lead at the probed sizes is under ``CLOSE``: 'stays
+    faster' then holds at those sizes only (the lead can change sign between them)."""
+    where = {"simulated_n": "on chip", "end_to_end_n": "inputs in GM", "simulated_n_unaligned": "on chip, unaligned",
+             "end_to_end_n_unaligned": "inputs in GM, unaligned"}
+    return [f"close call ({where[k]}): {large_unit} leads by only {c['lead']:.2%} at n={c['n']:,}; it is faster at "
+            f"every probed size from its crossover, but sizes between probes can go the other way"
+            for k, c in leads.items() if c is not None and c["lead"] < CLOSE]
 
 
 def _spans(spans, most: int = 6) -> str:

@@ -7,6 +7,8 @@ single-core by definition), and every value of the unit's categorical params; ti
 a core's slice duplicate the shortest one that covers it and are not simulated (see ``best``). The crossover is
 located on a log grid (``lo`` doubled up to ``hi``, and ``hi``) and refined by integer bisection; a
 crossover at either end of that range is flagged (``range_edge``), since the search saw nothing past it.
+Only the probed sizes are simulated, so "stays faster from n" means faster at every probed size from
+n on; where the two units are near a tie the lead can change sign between probes (``closest_lead``).
 The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) are passed to every simulation.
 """
 
@@ -182,7 +184,32 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     if not aligned:  # name the sizes actually simulated
         n = None if n is None else unaligned(n)
         spans = [[unaligned(a), b if b == hi else unaligned(b)] for a, b in spans]
-    return {"n": n, "windows": spans, "grid": sorted(table, key=lambda r: r["n"]), "edge": edge}
+    table = sorted(table, key=lambda r: r["n"])
+    return {"n": n, "windows": spans, "grid": table, "edge": edge,
+            "closest": closest_lead(table, n, small_unit, large_unit)}
+
+
+CLOSE = 0.01  # a lead under 1% of the slower unit's cycles: uneven splits over cores or tiles move the
+# best cycles of either unit by about that much from one size to the next (weighted_sum in GM near
+# n = 90,000: the Cube 0.05% ahead at 89,857, the Vector 1.1% ahead at 95,000, between two probes)
+
+
+def closest_lead(table: list[dict], n: int | None, small_unit: str, large_unit: str) -> dict | None:
+    """The probed size from ``n`` on where ``large_unit`` leads ``small_unit`` least: {"n", "lead"}
+    (the lead a fraction of ``small_unit``'s cycles), or None without a crossover. Only probed sizes
+    are known: a lead under ``CLOSE`` says sizes between probes may well go the other way.
+
+    >>> closest_lead([{"n": 8, "v": 10.0, "c": 11.0}, {"n": 16, "v": 10.0, "c": 9.0},
+    ...               {"n": 32, "v": 20.0, "c": 19.9}], 16, "v", "c")
+    {'n': 32, 'lead': 0.005}
+    """
+    if n is None:
+        return None
+    leads = [(1 - r[large_unit] / r[small_unit], r["n"]) for r in table if r["n"] >= n]
+    if not leads:
+        return None
+    lead, at = min(leads)
+    return {"n": at, "lead": round(lead, 6)}
 
 
 def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
