@@ -2,6 +2,7 @@
 
 import json
 import re
+from dataclasses import astuple
 
 import pytest
 
@@ -275,3 +276,60 @@ def test_hw_show_gives_the_gb_per_s_a_clock_implies(tmp_path, run_cli):
     assert quick["l2_gb_per_s_per_core"]["read"] == pytest.approx(2 * base["l2_gb_per_s_per_core"]["read"], abs=0.1)
     code, out, _ = run_cli("hw", "show", fast)
     assert code == 0 and "bytes per cycle" in out and "clock_ghz" in out.splitlines()[-1]
+
+
+def _line_of(text, needle):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize("old,new,at,needle", [
+    # fp16 halved, bf16 ("same rate as fp16") left at 4096: bf16 simulated 1.6x faster than fp16
+    ("fp16: {value: 4096,", "fp16: {value: 2048,", "bf16: {value: 4096",
+     "cube.macs_per_cycle.bf16.value: expected 2048 (cube.macs_per_cycle.fp16 = 2048, its derived: rule), got 4096"),
+    ("fp32: {value: 2048,", "fp32: {value: 4096,", "fp32: {value: 4096",
+     "cube.macs_per_cycle.fp32.value: expected 2048 (cube.macs_per_cycle.fp16 = 4096 x 0.5, its derived: rule), got 4096"),
+    ("fp16_fp16_fp16: {startup: 0.0667, per_repeat: 1.9999, min_cycles: 6.06, source",
+     "fp16_fp16_fp16: {startup: 0.0667, per_repeat: 3.0, min_cycles: 6.06, source", "per_repeat: 3.0,",
+     "vector.ops.vsub.fp16_fp16_fp16.per_repeat: expected 1.9999 (vector.ops.vadd.fp16_fp16_fp16's "
+     "per_repeat = 1.9999, its derived: rule), got 3"),
+])
+def test_a_derived_constant_off_its_rule_is_refused(tmp_path, run_cli, old, new, at, needle):
+    """A constant declaring ``derived:`` is its rule's value: one that disagrees by more than
+    rounding (1%) is an error at that constant, naming the one it follows and the rule's value,
+    not a profile whose bf16 runs faster than the fp16 it says it equals."""
+    assert B2.count(old) == 1
+    text = B2.replace(old, new, 1)
+    path = _profile(tmp_path, text)
+    code, _, err = run_cli("hw", "show", path)
+    assert code == 2 and err.count("\n") == 1 and f": {needle}" in err, err
+    assert f"{path}:{_line_of(text, at)}:" in err, err
+
+
+def test_a_derived_constant_within_rounding_takes_its_rules_value(tmp_path):
+    """Rounding a copied figure is not a disagreement: vsub's 2.0 per repeat beside vadd's fitted
+    1.9999 loads, as 1.9999 (the value the rule gives, so it cannot drift from it)."""
+    old = "fp16_fp16_fp16: {startup: 0.0667, per_repeat: 1.9999, min_cycles: 6.06, source: \"estimate: same"
+    assert B2.count(old) == 1
+    hw = load_profile(_profile(tmp_path, B2.replace(old, old.replace("1.9999", "2.0"), 1)))
+    assert hw.vector["vsub"]["fp16_fp16_fp16"] == hw.vector["vadd"]["fp16_fp16_fp16"]
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_bundled_derived_constants_are_their_rules(name):
+    """Every bundled ``derived:`` constant is written as its rule gives it (vcadd fp32 read 7.0
+    per repeat, floor 7.0, beside the fp16 7.0004 and 7.096 it says it follows; 24 like it in
+    each profile), so the file a reader sees is what the simulator uses."""
+    from autotile.hardware.profile import follow_value
+    from autotile.yamlsrc import load_file
+
+    doc = load_file(bundled_path(name)).value
+    hw = load_profile(name)
+    assert hw.derived
+    for path, (src, scale) in hw.derived.items():
+        node = doc
+        for p in path:
+            node = node[p]
+        written = node["value"] if "value" in node else tuple(node[k] for k in ("startup", "per_repeat", "min_cycles"))
+        get = (lambda p: hw.cube.macs_per_cycle[p[2]]) if path[0] == "cube" else (lambda p: hw.vector[p[2]][p[3]])
+        rule = follow_value(get(src), scale)
+        assert written == (rule if path[0] == "cube" else astuple(rule)), path

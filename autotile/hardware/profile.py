@@ -335,6 +335,24 @@ MAX_REPEAT = Bound(1, 65535)  # repeats per vector instruction
 
 
 DERIVED_SCALE = Bound(0, 1e6, lo_open=True)  # a derived constant's multiple of the one it follows
+# how far a derived constant's written number may lie from its rule's (rounding, not a second
+# estimate): 1% of it, or 0.01 cycles for a number below 1. A bf16 rate left at 4096 under an fp16
+# edited to 2048 ("same rate as fp16") ran bf16 1.6x faster than fp16 with no word at load.
+DERIVED_TOL = 0.01
+VECTOR_NUMBERS = ("startup", "per_repeat", "min_cycles")
+
+
+def follow_value(value, scale: float):
+    """``scale`` times the value of the constant a derived one follows, as the derived one takes
+    it: a cube rate in whole MACs per cycle (at least 1), a vector cost's three numbers to 4
+    decimals (what ``calibrate -o`` writes)."""
+    if isinstance(value, VectorCost):
+        return VectorCost(*(round(getattr(value, n) * scale, 4) for n in VECTOR_NUMBERS))
+    return max(1, int(round(value * scale)))
+
+
+def _off_rule(written: float, rule: float) -> bool:
+    return abs(written - rule) > DERIVED_TOL * max(1.0, abs(rule))
 
 
 class _Reader:
@@ -372,6 +390,31 @@ class _Reader:
                 raise self.doc.error(where, f"expected another constant of this profile, got {'.'.join(src)!r}")
             if src in self.derived:
                 raise self.doc.error(where, f"{'.'.join(src)} is itself derived: expected the constant it follows")
+
+    def apply_relations(self, cube: dict, vector: dict) -> None:
+        """Set every derived constant to its rule's value (``follow_value``) in ``cube`` (the
+        MAC rates) and ``vector`` (op -> signature -> cost), refusing a written value that lies
+        off the rule by more than ``DERIVED_TOL``: the file names one relation, so the profile
+        keeps it, and an edit to the source alone is an error, not a silent contradiction."""
+        def get(path):
+            return cube[path[2]] if path[0] == "cube" else vector[path[2]][path[3]]
+
+        for path, (src, scale) in self.derived.items():
+            rule, written = follow_value(get(src), scale), get(path)
+            pairs = ([(n, getattr(written, n), getattr(rule, n)) for n in VECTOR_NUMBERS]
+                     if isinstance(rule, VectorCost) else [("value", written, rule)])
+            for name, w, r in pairs:
+                if _off_rule(w, r):
+                    src_v = get(src) if name == "value" else getattr(get(src), name)
+                    times = f" x {scale:g}" if scale != 1 else ""
+                    of = "" if name == "value" else f"'s {name}"
+                    raise self.doc.error(path + (name,), (
+                        f"expected {r:g} ({'.'.join(src)}{of} = {src_v:g}{times}, its derived: rule), got {w:g}; edit it "
+                        f"with the constant it follows, or drop its derived: if it is its own estimate"))
+            if path[0] == "cube":
+                cube[path[2]] = rule
+            else:
+                vector[path[2]][path[3]] = rule
 
     def mapping(self, path, keys_required, keys_optional=()):
         value = self._get(path)
@@ -512,6 +555,9 @@ def parse_profile(doc: Located) -> HardwareProfile:
     vector = _vector_ops(r)
     scalar_node = r.mapping(("scalar",), KERNEL_SCALAR_OPS, [o for o in SCALAR_OPS if o not in KERNEL_SCALAR_OPS])
     scalar = {op: r.const(("scalar", op), COST) for op in scalar_node}
+    r.check_relations(lambda src: (src[:2] == ("cube", "macs_per_cycle") and src[2] in cube.macs_per_cycle)
+                      or (src[:2] == ("vector", "ops") and src[3] in vector.get(src[2], {})))
+    r.apply_relations(cube.macs_per_cycle, vector)
 
     prof = HardwareProfile(
         name=name,
@@ -534,8 +580,6 @@ def parse_profile(doc: Located) -> HardwareProfile:
         derived=r.derived,
         path=doc.file,
     )
-    r.check_relations(lambda src: (src[:2] == ("cube", "macs_per_cycle") and src[2] in cube.macs_per_cycle)
-                      or (src[:2] == ("vector", "ops") and src[3] in vector.get(src[2], {})))
     if prof.vector_cores < prof.cube_cores:
         raise doc.error(("chip", "vector_cores"), "expected at least as many vector cores as cube cores")
     return prof

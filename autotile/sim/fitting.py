@@ -20,6 +20,7 @@ from scipy.optimize import least_squares
 from autotile.dtypes import DTYPES
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, VectorCost
+from autotile.hardware.profile import follow_value
 from autotile.sim import engine as E
 from autotile.sim import micro as U
 from autotile.sim.calibrate import (
@@ -161,11 +162,7 @@ def follow(hw: HardwareProfile, updates: dict, source: str, date: str) -> dict:
     for path, (src, scale) in hw.derived.items():
         if path in updates or src not in updates:
             continue
-        value = updates[src][0]
-        if isinstance(value, VectorCost):
-            value = VectorCost(*(round(x * scale, 4) for x in (value.startup, value.per_repeat, value.min_cycles)))
-        else:
-            value = max(1, int(round(value * scale)))
+        value = follow_value(updates[src][0], scale)
         was = hw.notes.get(".".join(path), "").split(": ", 1)[-1].split("; follows ")[0]
         times = f" x {scale:g}" if scale != 1 else ""
         out[path] = (value, f"{was}; follows {'.'.join(src)}{times} as fitted to {source}, {date}")
