@@ -25,8 +25,8 @@ def run(args) -> int:
     dtypes = [args.dtype] if args.dtype else list(spec.dtypes)
     units = [args.unit] if args.unit else list(spec.units)
     pairs = [(d, u) for d in dtypes for u in units]
-    if not args.unit:  # e.g. int8 on the vector matmul: no kernel, so no space (unless nothing else is left)
-        pairs = [(d, u) for d, u in pairs if spec.op.supports(u, d)] or pairs
+    if not args.unit:  # e.g. int8 on the vector matmul, fp32 on the 310P cube: no space (unless nothing else is left)
+        pairs = [(d, u) for d, u in pairs if spec.computes(u, d)] or pairs
     rows = []
     for shape in shapes:
         for dtype, unit in pairs:

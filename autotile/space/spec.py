@@ -85,6 +85,12 @@ class Spec:
         """Names of the params in ``unit``'s space, in declaration order."""
         return tuple(p.name for p in self.params if p.units is None or unit in p.units)
 
+    def computes(self, unit: str, dtype: str) -> bool:
+        """Whether ``unit`` runs this op in ``dtype`` on the spec's chip: its kernel has the dtype
+        and the unit of the chip computes it (the 910A and 310P cubes have no fp32, though their
+        vectors do). The tune, the bench search and ``space`` leave out the pairs it refuses."""
+        return self.op.supports(unit, dtype) and self.hardware.dtype_problem(unit, dtype) is None
+
     def require_kernel_params(self, unit: str | None = None) -> None:
         """Raise an InputError at ``params`` if the simulated kernel on ``unit`` (default: each
         of the spec's units) reads a param this spec does not declare: the simulator has no value

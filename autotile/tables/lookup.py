@@ -219,7 +219,7 @@ class Lookup:
                                    f"{self.table.op} has no kernel for a default tiling, so it answers only "
                                    f"its tuned shapes ({f'{dtype}: {tuned}' if tuned else f'none in {dtype}'})")
         feasible, infeasible = [], []
-        for unit in spec.units:
+        for unit in (u for u in spec.units if spec.computes(u, dtype)):  # not fp32 on the 310P cube
             try:
                 params = spec.space(shape, dtype, unit).default_tiling()
             except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:

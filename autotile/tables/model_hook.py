@@ -89,7 +89,7 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         defaults = {}  # each such unit's default tiling, scored beside the model's candidates
         for unit in spec.units:
-            if unit in reg.units and spec.op.supports(unit, dtype):
+            if unit in reg.units and spec.computes(unit, dtype):
                 space = spec.space(shape, dtype, unit)
                 defaults[unit] = default_of(space)
                 got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=defaults[unit])
