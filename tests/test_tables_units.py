@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 from tablekit import (
     C_MAIN,
@@ -195,3 +196,43 @@ def test_params_outside_int32_are_refused_not_confused_with_na(tmp_path, capsys)
     err = capsys.readouterr().err.splitlines()  # a warning may come first: the kernel's UB check fails
     assert "error: " in err[-1] and "entries[0].params.tile_len: expected a value that fits int32" in err[-1]
     assert not (tmp_path / "t.h").exists()
+
+
+@pytest.fixture(scope="module")
+def int8_table(tmp_path_factory):
+    """matmul on cube and vector with fp16 and int8 (the vector kernel has no int8), int8 on the
+    cube; only the fp16 entries kept, so every int8 query reaches the default step."""
+    path = tmp_path_factory.mktemp("int8") / "matmul_int8.yaml"
+    path.write_text(UNITS_SPEC.read_text().replace("dtypes: [fp16]", "dtypes: [fp16, int8]"))
+    doc = default_table(path, lambda shape, dtype: "vector" if dtype == "fp16" else "cube")
+    return dict(doc, entries=[e for e in doc["entries"] if e["dtype"] == "fp16"])
+
+
+@pytest.mark.parametrize("shape", [{"m": 1000, "n": 1000, "k": 1000}, {"m": 4, "n": 4, "k": 16},
+                                   {"m": 37, "n": 130, "k": 9}])
+def test_int8_default_skips_the_vector_which_has_no_int8(int8_table, shape):
+    """The default step built a space for every unit, and the vector's refused int8: lookup exited 2
+    ("the matmul kernel on vector computes in fp16, bf16, fp32, not int8")."""
+    got = Lookup(int8_table).find(shape, "int8")
+    assert (got.match, got.unit) == ("default", "cube")
+    assert got.how is None  # one unit computes int8: no choice to explain
+    assert not any("vector" in s for s in got.skipped)
+
+
+def test_run_with_table_runs_int8_on_the_cube(int8_table):
+    from autotile.kernels import matmul
+    from autotile.tables.run import run_with_table
+
+    shape = {"m": 40, "n": 24, "k": 56}
+    a, b = matmul.make_inputs(shape, "int8", seed=0)
+    out, m = run_with_table("matmul", (a, b), int8_table, "int8")
+    assert (m.match, m.unit) == ("default", "cube")
+    np.testing.assert_array_equal(out, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_a_model_answering_the_vector_for_int8_is_passed_over(int8_table):
+    look = Lookup(int8_table, model=lambda op, shape, dtype: {"unit": "vector", "params": {
+        "tile_m": 4, "buffer_num": 1, "cores": 1}})
+    got = look.find({"m": 64, "n": 64, "k": 64}, "int8")
+    assert (got.match, got.unit) == ("default", "cube")
+    assert "model (vector): vector does not compute int8" in got.skipped

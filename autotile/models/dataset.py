@@ -237,7 +237,7 @@ def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, plac
         lo, hi = PLACEMENTS[data]
         for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
             for dtype in dtypes:
-                for unit in (u for u in info.units if not hw.dtype_problem(u, dtype)):
+                for unit in (u for u in info.units if info.supports(u, dtype) and not hw.dtype_problem(u, dtype)):
                     if stop:
                         stop()
                     cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)

@@ -154,7 +154,7 @@ def cost_rows(op: str, spec, *, shapes=None, configs: int | None = None, seed: i
     rows = []
     for i, s in enumerate(shapes):
         for dtype in spec.dtypes:
-            for unit in (u for u in spec.units if spec.computes(u, dtype)):  # the spec may be on another chip
+            for unit in spec.units_for(dtype):  # the spec may be on another chip
                 space = spec.space(s, dtype, unit)
                 sample = D.config_rows(space, configs, seed=seed + i, stop=stop)
                 rows += sample + D.refine_rows(space, sample, top, seed=seed + i, rounds=rounds, stop=stop)

@@ -81,6 +81,12 @@ class Spec:
                 return p
         raise KeyError(name)
 
+    def units_for(self, dtype: str) -> tuple[str, ...]:
+        """The spec's units that compute ``dtype``, in spec order: the op's kernel on the unit has
+        the dtype and the chip's unit a rate for it. Only these have a space for ``dtype``
+        (``Space.of`` refuses the others), so whatever walks the units of a dtype walks these."""
+        return tuple(u for u in self.units if self.computes(u, dtype))
+
     def param_names(self, unit: str) -> tuple[str, ...]:
         """Names of the params in ``unit``'s space, in declaration order."""
         return tuple(p.name for p in self.params if p.units is None or unit in p.units)

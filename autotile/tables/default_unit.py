@@ -41,9 +41,10 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
     """The unit of ``feasible`` ((unit, default params), in spec order) the default step of
     ``look`` (a ``Lookup``) answers; ``infeasible``: the spec's units without a feasible default."""
     spec = look.table.spec
-    if len(spec.units) == 1:
+    computing = spec.units_for(dtype)
+    if len(computing) == 1:
         return UnitChoice(*feasible[0])
-    units = "/".join(spec.units)
+    units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
     if len(feasible) == 1:

@@ -16,7 +16,8 @@ The rule, in order (the first that gives a feasible tiling wins):
    "default"``, unless a candidate is faster (``regressor.pick_params``); that answer is
    ``default``, with ``how`` and ``warning`` saying why the model's pick was passed over.
 3. ``default``: the kernel's heuristic ``default_params`` moved onto the spec's domains
-   (``Space.project``) for each of the spec's units, checked too. With several feasible, the one
+   (``Space.project``) for each of the spec's units that computes the dtype
+   (``Spec.units_for``: matmul's vector kernel has no int8), checked too. With several feasible, the one
    whose default simulates fastest wins (``default_unit``; beyond its simulation budget the
    table's nearest entry's unit, else the spec's order, decides).
    If none is feasible, :class:`NoFeasibleTiling` says why.
@@ -194,6 +195,9 @@ class Lookup:
         for unit in units:
             if unit is None or unit not in self.table.spec.units:
                 continue
+            if unit not in self.table.spec.units_for(dtype):
+                skipped.append(f"model ({unit}): {unit} does not compute {dtype}")
+                continue
             why = self.reason(shape, params, dtype, unit)
             if why is None:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
@@ -219,7 +223,7 @@ class Lookup:
                                    f"{self.table.op} has no kernel for a default tiling, so it answers only "
                                    f"its tuned shapes ({f'{dtype}: {tuned}' if tuned else f'none in {dtype}'})")
         feasible, infeasible = [], []
-        for unit in (u for u in spec.units if spec.computes(u, dtype)):  # not fp32 on the 310P cube
+        for unit in spec.units_for(dtype):  # a unit that does not compute the dtype has no default
             try:
                 params = spec.space(shape, dtype, unit).default_tiling()
             except (InfeasibleConfig, ValueError, ZeroDivisionError) as exc:

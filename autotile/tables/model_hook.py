@@ -88,8 +88,8 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         spec = table.spec
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         defaults = {}  # each such unit's default tiling, scored beside the model's candidates
-        for unit in spec.units:
-            if unit in reg.units and spec.computes(unit, dtype):
+        for unit in spec.units_for(dtype):
+            if unit in reg.units:
                 space = spec.space(shape, dtype, unit)
                 defaults[unit] = default_of(space)
                 got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=defaults[unit])

@@ -153,7 +153,7 @@ def bench(spec, samplers=DEFAULT_SAMPLERS, budgets=DEFAULT_BUDGETS, seeds: int =
     spaces = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
-            for unit in (u for u in spec.units if spec.computes(u, dtype)):
+            for unit in spec.units_for(dtype):
                 space = spec.space(shape, dtype, unit)
                 ev = make_evaluator(space, (objective,))
                 opt = optimum(space, objective, within)

@@ -64,7 +64,7 @@ def plans(spec: Spec, opts: Options) -> list[runner.StudyPlan]:
     out = []
     for shape in spec.shapes:
         for dtype in spec.dtypes:
-            for unit in (u for u in spec.units if spec.computes(u, dtype)):
+            for unit in spec.units_for(dtype):
                 space = spec.space(shape, dtype, unit)
                 space.require_evaluable()
                 name = study_name(spec.op.name, spec.hardware.name, dtype, space.shape, unit)

@@ -185,7 +185,7 @@ def rows(spec, *, include_failed: bool = False) -> Iterator[Row]:
     _require_replay(spec)
     for shape in spec.shapes:
         for dtype in spec.dtypes:
-            for unit in spec.units:
+            for unit in spec.units_for(dtype):
                 yield from space_rows(spec.space(shape, dtype, unit), include_failed=include_failed)
 
 
