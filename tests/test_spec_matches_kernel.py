@@ -157,3 +157,41 @@ def test_multi_dim_studies_are_their_kernels_checks(study, inputs, profile):
     assert not missed, (f"{len(missed)} of {seen} configurations the kernel accepts and the spec does not",
                         missed[:3])
 
+
+
+# -- elementwise: the spec's UB constraints follow inputs.kind as the kernel's check does ----------
+
+@pytest.mark.parametrize("kind", ["add", "mul", "relu"])
+def test_elementwise_spec_is_its_kernels_check_for_every_kind(kind):
+    """Each unit (the scalar's constraint too), dtype and bundled profile, and a 64 KiB-UB copy
+    of the 910B2: on a grid of tilings the bundled spec with ``inputs: {kind: K}`` accepts
+    exactly what ``elementwise.check`` accepts. The spec charged two inputs whatever the kind, so
+    relu fp16 tile_len=16384 x 3 buffers (exactly 192 KiB) was refused, and on the 64 KiB copy
+    the bf16 relu default tiling broke the spec (the vector study ran with "no baseline")."""
+    from autotile.hardware import load_profile
+    from autotile.kernels import elementwise
+
+    base = load_spec(STUDIES / "elementwise.yaml")
+    b2 = load_profile("ascend910b2")
+    profiles = [load_profile(p) for p in PROFILES] + [dataclasses.replace(b2, ub_bytes=64 * 1024)]
+    agree, verdicts = 0, set()
+    for hw in profiles:
+        spec = dataclasses.replace(base, hardware=hw, inputs={**base.inputs, "kind": kind})
+        for n, dtype in itertools.product((1 << 20, 5_000_011), spec.dtypes):
+            if dtype not in hw.dtypes:
+                continue
+            for unit in spec.units_for(dtype):
+                space = spec.space({"n": n}, dtype, unit)
+                for t, b, c in itertools.product([1 << e for e in range(4, 21)], range(1, 5),
+                                                 sorted({1, 2, hw.vector_cores})):
+                    p = {"tile_len": t, "buffer_num": b, "cores": c}
+                    try:
+                        elementwise.check({"n": n}, p, dtype, hw, unit, kind)
+                        kernel_ok = True
+                    except InfeasibleConfig:
+                        kernel_ok = False
+                    spec_ok = space.check(p) is None
+                    assert spec_ok == kernel_ok, (hw.ub_bytes, n, dtype, unit, p, space.check(p))
+                    agree += 1
+                    verdicts.add(kernel_ok)
+    assert agree > 2000 and verdicts == {True, False}
