@@ -59,10 +59,11 @@ def test_infeasible_reasons_group_wordings_that_differ_in_numbers():
                    {"reason": "L1 overflows", "count": 1, "wordings": 1}]
 
 
-def test_a_study_of_infeasible_trials_says_why(run_cli, write_spec, tmp_path):
-    """Every trial fails a kernel check: the summary, CLI line and report give that check (they
-    said only "no feasible configuration found"), and the cap note says the trials were infeasible
-    (it blamed the sampler for repeating measured configurations)."""
+def test_a_study_of_infeasible_trials_says_why(run_cli, write_spec, tmp_path, uncounted):
+    """Every trial fails a check, in a space whose size is only estimated: the summary, CLI line
+    and report give that check (they said only "no feasible configuration found"), and the cap
+    note says the trials were infeasible (it blamed the sampler for repeating measured
+    configurations). A space counted exactly is ``test_an_empty_space_runs_no_trial``."""
     out = tmp_path / "out"
     spec = write_spec(SMALL.replace("objective: cycles", "derived:\n  ub: tile_len * buffer_num * 100000\n"
                                     "constraints:\n  - {expr: \"ub <= hw.ub_bytes\", message: \"UB overflow\"}\n"
@@ -119,3 +120,56 @@ def test_configurations_the_kernel_refuses_count_as_tried(run_cli, write_spec, t
     assert r["space_exhausted"] is True and r["feasible_configs"] == 48 and r["cap_reached"] is False
     assert r["unique_configs"] == 24 and r["infeasible"] >= 24
     assert r["trials"] < CAP_FACTOR * 60
+
+
+ALL_INFEASIBLE = SMALL.replace("objective: cycles", "derived:\n  ub: tile_len * buffer_num * 100000\n"
+                               "constraints:\n  - {expr: \"ub <= hw.ub_bytes\", message: \"UB overflow\"}\n"
+                               "objective: cycles")
+
+
+def test_an_empty_space_runs_no_trial(run_cli, write_spec, tmp_path):
+    """``space`` counts 0 feasible configurations exactly: the study stops before its first trial
+    and says the space has no feasible tiling. It ran the 50-trial cap and said "trial cap
+    reached" (a resize 4099 -> 3 NHWC on a 64 KiB UB: 50 of 50 trials infeasible)."""
+    out, spec = tmp_path / "out", write_spec(ALL_INFEASIBLE)
+    space = json.loads(run_cli("space", spec, "--json")[1])
+    assert (space["feasible_size"], space["method"]) == (0, "exact")
+    summary, stdout = _run(run_cli, spec, out)
+    r = summary["results"][0]
+    assert (r["trials"], r["cycles"], r["cap_reached"]) == (0, None, False)
+    assert r["space_exhausted"] is True and r["feasible_configs"] == 0
+    assert r["reason"] == ("space exhausted: the space has no feasible tiling (the spec's constraints allow none of "
+                           "its configurations, counted exactly as autotile space counts), so no trial ran")
+    assert r["reason"] in stdout and "trial cap" not in stdout
+    md = (out / "report.md").read_text()
+    assert "1 study has no feasible tiling: the spec's constraints allow no configuration" in md
+    assert "reached the trial cap" not in md and "tried every configuration" not in md
+    assert "found no feasible configuration." not in md  # the highlight above says why
+
+
+def test_a_counted_space_stops_when_its_last_configuration_is_tried(run_cli, write_spec, tmp_path):
+    """7 of 36 configurations fit (tile_len * buffer_num <= 64), budget 10: once the 7 are tried
+    the study stops, though the sampler's next proposals are new infeasible ones, not repeats
+    (the check waited for a repeat: 18 trials here, the last 3 after the seventh configuration)."""
+    import optuna
+
+    from autotile.tune.storage import make_storage
+
+    text = SMALL.replace("tile_len: {type: int, low: 16, high: 64, pow2: true}",
+                         "tile_len: {type: int, low: 16, high: 4096, pow2: true}").replace(
+        "buffer_num: {type: int, low: 1, high: 2}", "buffer_num: {type: int, low: 1, high: 4}").replace(
+        "objective: cycles", "constraints:\n  - {expr: \"tile_len * buffer_num <= 64\", message: \"small\"}\n"
+        "objective: cycles")
+    out, spec = tmp_path / "out", write_spec(text)
+    assert json.loads(run_cli("space", spec, "--json")[1])["feasible_size"] == 7
+    summary, _ = _run(run_cli, spec, out)
+    r = summary["results"][0]
+    assert r["space_exhausted"] is True and r["unique_configs"] == 7 and r["cap_reached"] is False
+    trials = optuna.load_study(study_name=r["study"], storage=make_storage(None, out)).trials
+    seen, last_new = set(), None
+    for t in trials:
+        key = t.user_attrs.get(runner.CONFIG_ATTR)
+        if t.state == optuna.trial.TrialState.COMPLETE and key not in seen:
+            seen.add(key)
+            last_new = t.number
+    assert len(seen) == 7 and last_new == trials[-1].number == r["trials"] - 1

@@ -78,7 +78,13 @@ def highlights(data: ReportData) -> list[str]:
                    f"distinct configurations than the budget of {data.summary.get('budget', '?')}: "
                    + "; ".join(f"{result_label(r)} ({_cap_cause(r)})" for r in capped)
                    + ". Neither infeasible configurations nor repeats of measured ones count toward the budget.")
-    spent = [r for r in data.results if r.get("space_exhausted")]
+    spent = [r for r in data.results if r.get("space_exhausted") and r.get("feasible_configs") != 0]
+    empty = [r for r in data.results if r.get("space_exhausted") and r.get("feasible_configs") == 0]
+    if empty:
+        out.append(f"{count(len(empty), 'study')} {'has' if len(empty) == 1 else 'have'} no feasible tiling: the spec's "
+                   "constraints allow no configuration of the space (counted exactly), so the study stopped at once: "
+                   + "; ".join(result_label(r) for r in empty)
+                   + ". autotile space names the constraint of the spec that removes the most.")
     if spent:
         one = len(spent) == 1
         out.append(f"{count(len(spent), 'study')} tried every configuration {'its' if one else 'their'} spec allows "
@@ -136,8 +142,9 @@ def highlights(data: ReportData) -> list[str]:
                        + "; ".join(result_label(r) for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
     wrong = [r for r in failed if r.get("rejected")]  # every candidate failed the gate
-    if len(failed) > len(wrong):
-        out.append(f"{count(len(failed) - len(wrong), 'study')} found no feasible configuration.")
+    searched = len(failed) - len(wrong) - len(empty)  # an empty space is said above
+    if searched > 0:
+        out.append(f"{count(searched, 'study')} found no feasible configuration.")
     if wrong:
         out.append(f"{count(len(wrong), 'study')} FAILED verification (no table entry): "
                    + "; ".join(result_label(r) for r in wrong) + ".")
@@ -290,8 +297,11 @@ def _nothing_exported(none: list[dict]) -> str:
     why = []
     if wrong:
         why.append(f"{wrong} FAILED verification (every candidate the gate checked disagreed with the reference)")
-    if len(none) > wrong:
-        why.append(f"{len(none) - wrong} found no feasible configuration")
+    empty = sum(1 for r in none if r.get("space_exhausted") and r.get("feasible_configs") == 0)
+    if empty:
+        why.append(f"{empty} {'has' if empty == 1 else 'have'} no feasible tiling (the spec allows none)")
+    if len(none) > wrong + empty:
+        why.append(f"{len(none) - wrong - empty} found no feasible configuration")
     return (f"No study has a verified result, so the table exports no configuration: of {count(len(none), 'study')}, "
             f"{' and '.join(why)}. The table below gives each study's reason.")
 

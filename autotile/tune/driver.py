@@ -409,7 +409,12 @@ def _finish(job: _Job) -> dict:
 
 def no_feasible_reason(oc: runner.StudyOutcome) -> str:
     """Why a study has no result: with its infeasible trials, their most frequent reason (the
-    kernel check every trial failed, not only "no feasible configuration found")."""
+    kernel check every trial failed, not only "no feasible configuration found"); a space the
+    spec's constraints leave empty, counted exactly, says so (its study stopped at once)."""
+    if oc.exhausted and oc.feasible_size == 0:
+        ran = "no trial ran" if not oc.trials else f"it stopped after {count(oc.trials, 'trial')}"
+        return (f"space exhausted: the space has no feasible tiling (the spec's constraints allow none of "
+                f"its configurations, counted exactly as autotile space counts), so {ran}")
     text = "no feasible configuration found"
     if oc.infeasible and oc.infeasible_reasons:
         top = oc.infeasible_reasons[0]

@@ -5,7 +5,8 @@ configurations (duplicates are answered from the cache and infeasible configurat
 so neither eats the budget), with a hard cap of ``CAP_FACTOR`` x budget trials in all, or until
 it has tried every configuration of a space whose feasible size is known exactly (exhausted:
 once a sampler repeats itself and the configurations left fit the budget, they are queued, as
-the exhaustive sampler would run them). In such a space a sampler that keeps repeating itself
+the exhaustive sampler would run them; it is checked after each infeasible proposal too, so
+a space of exactly 0 feasible configurations runs no trial). In such a space a sampler that keeps repeating itself
 gets an untried configuration queued (``autotile.tune.fill``), so the budget is spent on
 distinct configurations rather than the cap on repeats. Running
 the same study again continues from what the storage holds. With several workers on one study,
@@ -231,13 +232,16 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         # the timeout ends the run, so a resumed run finds it queued, as one run would
         elif _repeated(trials, trial) and _exhausted_or_queue(study, plan, done, state):
             study.stop()
+        elif _spent(trials, trial, plan):
+            study.stop()
         elif _Stop.is_set() or (plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s):
             study.stop()
 
     # queued trials (baseline, warm start) run within n_trials, so they are not held yet
     held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)
+    # without a feasible baseline the space may be empty: counted before the first trial
     if (_unique_complete(study) < goal and held < cap and not _Stop.is_set()
-            and not (held and _exhausted(study.get_trials(deepcopy=False), plan))):
+            and not ((held or plan.baseline is None) and _exhausted(study.get_trials(deepcopy=False), plan))):
         study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
     return summarize(study, plan, evaluator, time.monotonic() - start)
 
@@ -248,7 +252,7 @@ _FEASIBLE: dict[int, tuple] = {}  # id(space) -> (space, exact feasible size or 
 def feasible_size(plan: StudyPlan) -> int | None:
     """The number of configurations of the plan's space that satisfy the spec: the plan's, or
     the space's exact count (computed once per space in a process; None when it is only an
-    estimate, or zero: a space with no feasible point is left to the trial cap, which says why)."""
+    estimate). Zero is a count too: such a study stops before its first trial, space exhausted."""
     if plan.feasible is not None:
         return plan.feasible
     known = _FEASIBLE.get(id(plan.space))
@@ -257,7 +261,7 @@ def feasible_size(plan: StudyPlan) -> int | None:
 
         try:
             count = plan.space.count()
-            size = count.feasible_size if count.method == "exact" and count.feasible_size > 0 else None
+            size = count.feasible_size if count.method == "exact" else None
         except InputError:
             size = None
         known = _FEASIBLE[id(plan.space)] = (plan.space, size)
@@ -287,6 +291,15 @@ def _exhausted(trials, plan: StudyPlan) -> bool:
         return False
     size = feasible_size(plan)
     return size is not None and len(_tried(trials)) >= size
+
+
+def _spent(trials, trial, plan: StudyPlan) -> bool:
+    """The study has tried every configuration of its space: checked after an infeasible trial
+    (counting the space then, once), and after any trial once the count is known. A sampler
+    that has tried them all proposes configurations outside the space, no repeats, which ran
+    it to the trial cap."""
+    known = plan.feasible is not None or _FEASIBLE.get(id(plan.space), (None,))[0] is plan.space
+    return (known or trial.state == TrialState.PRUNED) and _exhausted(trials, plan)
 
 
 def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: dict) -> bool:
