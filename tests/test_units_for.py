@@ -4,6 +4,7 @@ dtype, and ``Space.of`` refused it (exit 2)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autotile.space import load_spec
@@ -52,3 +53,13 @@ def test_lookup_default_skips_a_unit_without_the_chips_rate(tmp_path):
     got = Lookup(doc).find({"n": 5000}, "bf16")
     assert got.match == "default" and got.unit in ("vector", "scalar")
     assert got.how.startswith("the fastest default of vector/scalar on the simulator")
+
+
+def test_space_counts_only_the_units_that_compute_the_dtype(tmp_path, run_cli):
+    """``autotile space`` exited 2 on the cube's missing bf16 rate instead of counting the others."""
+    code, out, err = run_cli("space", str(_no_cube_bf16(tmp_path)), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    rows = got["spaces"]
+    assert sorted((r["dtype"], r["unit"]) for r in rows) == [
+        ("bf16", "scalar"), ("bf16", "vector"), ("fp16", "cube"), ("fp16", "scalar"), ("fp16", "vector")]
