@@ -67,11 +67,14 @@ def test_four_worker_processes_share_the_studies(pg_url, tmp_path):
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err.decode()
+    owners = set()
     for name in _names():
         n = _unique_complete(url, name)
         assert 12 <= n <= 12 + 4 - 1, n
-        owners = {t.user_attrs.get("autotile.owner") for t in _states(url, name)["COMPLETE"]}
-        assert len(owners) >= 2  # the work really was shared
+        owners |= {t.user_attrs.get("autotile.owner") for t in _states(url, name)["COMPLETE"]}
+    # the work really was shared: over the studies, not within each (on a loaded machine one
+    # process can finish a tiny study before the others have imported Numba)
+    assert len(owners) >= 2
 
 
 def test_jobs_tune_a_queue_of_specs(pg_url, tmp_path):
