@@ -14,6 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from sessions import gone, session
 from tinyspecs import EW2
 
 from autotile.tune import driver, runner
@@ -207,31 +208,18 @@ def _jobs_run(out: Path, trials: int = 100000, quiet: bool = True):
             time.sleep(0.1)
         yield proc
     finally:
-        if _session(proc.pid):
+        if session(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-
-
-def _session(sid: int) -> list[str]:
-    """The live processes of session ``sid``."""
-    ps = subprocess.run(["ps", "-eo", "sid=,pid=,stat="], capture_output=True, text=True).stdout
-    return [ln for ln in ps.splitlines() if ln.split()[0] == str(sid) and not ln.split()[2].startswith("Z")]
-
-
-def _gone(sid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while _session(sid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return not _session(sid)
 
 
 def test_jobs_workers_do_not_outlive_a_killed_main_process(tmp_path):
     """Workers of a SIGKILLed main process were re-parented and went on tuning, then hung."""
     with _jobs_run(tmp_path / "out") as proc:
-        assert len(_session(proc.pid)) >= 3  # the main process and its two workers
+        assert len(session(proc.pid)) >= 3  # the main process and its two workers
         proc.kill()
         proc.wait()
-        assert _gone(proc.pid, 20)
+        assert gone(proc.pid, 20)
 
 
 def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
@@ -241,7 +229,7 @@ def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
     with _jobs_run(out) as proc:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
-        assert _gone(proc.pid, 20)
+        assert gone(proc.pid, 20)
     assert proc.returncode == 143, (out / "stderr").read_text()
     assert _json(out / "summary.json")["interrupted"] is True
     assert "not run (interrupted)" in (out / "stdout").read_text()
@@ -311,7 +299,7 @@ def test_a_study_deleted_by_another_process_ends_the_run_with_one_line(tmp_path)
         optuna.delete_study(study_name="matmul/ascend910b2/fp16/m=256,n=256,k=128/cube",
                             storage=make_storage(None, out))
         proc.wait(timeout=120)
-        assert _gone(proc.pid, 20)
+        assert gone(proc.pid, 20)
     err = (out / "stderr").read_text()
     assert proc.returncode == 1, err
     assert err.count("\n") == 1 and "was deleted from the storage by another process" in err

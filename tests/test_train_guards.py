@@ -11,25 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from sessions import gone, session
 
 from autotile.models import dataset as D
 from autotile.models import training
 from autotile.tune import runner
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _session(sid: int) -> list[str]:
-    """The live processes of session ``sid``."""
-    ps = subprocess.run(["ps", "-eo", "sid=,pid=,stat="], capture_output=True, text=True).stdout
-    return [ln for ln in ps.splitlines() if ln.split()[0] == str(sid) and not ln.split()[2].startswith("Z")]
-
-
-def _gone(sid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while _session(sid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return not _session(sid)
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -43,15 +31,15 @@ def test_a_signal_to_the_main_process_stops_the_workers_and_writes_nothing_half_
                             stderr=(tmp_path / "stderr").open("wb"), start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while len(_session(proc.pid)) < 4:  # the main process, the resource tracker, two workers
+        while len(session(proc.pid)) < 4:  # the main process, the resource tracker, two workers
             assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
             time.sleep(0.1)
         time.sleep(3)  # into the datasets (a stop before them is the same: nothing to write)
         proc.send_signal(sig)
         proc.wait(timeout=120)
-        assert _gone(proc.pid, 20), _session(proc.pid)
+        assert gone(proc.pid, 20), session(proc.pid)
     finally:
-        if _session(proc.pid):
+        if session(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     err = (tmp_path / "stderr").read_text()
