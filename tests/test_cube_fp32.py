@@ -109,3 +109,14 @@ def test_decide_leaves_the_cube_out_of_fp32(tmp_path, run_cli):
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=4096", "--dtype", "fp16", "--hw",
                            "ascend310p3", "--models", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)["unit"] == "cube"
+
+
+def test_simulate_without_unit_takes_the_first_unit_that_computes_the_dtype(tmp_path, run_cli):
+    """matmul_small (units cube, vector) on the 310P in fp32: `simulate` without --unit took the
+    cube and stopped ('no fp32 rate'); the vector kernel is the first unit that runs it."""
+    spec = _spec(tmp_path, "matmul_small", "ascend310p3", "[fp32]")
+    code, out, err = run_cli("simulate", spec, "--shape", "m=64,n=64,k=64", "--json")
+    assert code == 0, err
+    assert json.loads(out)["unit"] == "vector"
+    code, _, err = run_cli("simulate", spec, "--shape", "m=64,n=64,k=64", "--unit", "cube")
+    assert code == 2 and "no fp32 rate" in err  # asked for by name: still refused

@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
     p.add_argument("spec", type=given("a spec file"), help="a spec file, or a bundled study's name (e.g. matmul)")
     p.add_argument("--shape", required=True, action=Once, help="e.g. m=1024,n=2048,k=512 (one shape)")
     p.add_argument("--dtype", help="default: the spec's first dtype")
-    p.add_argument("--unit", help="default: the spec's first unit")
+    p.add_argument("--unit", help="default: the spec's first unit that computes the dtype on its chip")
     p.add_argument("--set", dest="set_", default="",
                    help="params, e.g. base_m=128,base_n=256 (others: the default tiling). A value of the "
                         "wrong kind (not an integer, or beyond 2**62, for an integer param, not one of a choice "
@@ -51,7 +51,8 @@ def run(args) -> int:
     refuse_input("--trace", args.trace, spec_inputs(spec))  # the trace would replace the file it ran
     shape = parse_shape(args.shape)
     check_dtype(spec, args.dtype)
-    space = spec.space(shape, args.dtype, args.unit)
+    unit = args.unit or next(iter(spec.units_for(args.dtype or spec.dtypes[0])), None)  # None: the error says why
+    space = spec.space(shape, args.dtype, unit)
     space.require_evaluable()
     spec.require_kernel_params(space.unit)
     try:
