@@ -26,8 +26,8 @@ def _heuristic(space):
 @pytest.mark.parametrize("n,unit,want", [
     (300, "vector", {"tile_len": 256, "cores": 1}),  # 304 among powers of two: 256 (ratio 1.19 against 1.68)
     (100, "scalar", {"tile_len": 64}),  # 112: the domain stops at n=100
-    (36_864, "vector", {"cores": 32}),  # 36 cores: 32 is nearer by ratio (1.125) than 48 (1.33)
-    (40_960, "vector", {"cores": 48}),  # 40 cores: 48, every core (1.2), rather than 32 (1.25)
+    (4_608, "vector", {"cores": 32}),  # 36 cores: 32 is nearer by ratio (1.125) than 48 (1.33)
+    (5_120, "vector", {"cores": 48}),  # 40 cores: 48, every core (1.2), rather than 32 (1.25)
     (81_920, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
 ])
 def test_projection_moves_each_param_to_its_nearest_allowed_value(n, unit, want):

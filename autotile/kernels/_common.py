@@ -556,15 +556,23 @@ def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, wor
 
 # Elements a core must get before a 1-D default tiling spreads to one more core. The Scalar unit
 # is compute-bound (7-13 cycles an element for sigmoid) and gains from every core down to tiny
-# slices; the Vector streams at HBM rate but still gains down to ~128 elements a core, or ~1024
-# where a reduction's partials are combined across cores (the combine costs 400-800 cycles; a
-# Scalar reduction also waits for SCALAR_SPREAD_CYCLES of work before it spreads at all); the
+# slices; the Vector streams at HBM rate but still gains down to ~128 elements a core, also
+# where a reduction's partials are combined across cores, once it spreads at all (the combine
+# costs 400-800 cycles: a Vector reduction waits for VECTOR_SPREAD_BYTES read, a Scalar one for
+# SCALAR_SPREAD_CYCLES of work); the
 # Cube's reductions pay the same combine and more per Mmad, so ~4096. bench/default_cores.py
 # (fp32): at n = 1 Mi every op and unit within 1.01x of its best core count (the per-op 16-64 Ki
 # rules, snapped to powers of two, left up to 2.9x: weighted_sum's Scalar on 16 of 48 cores);
 # at 64 Ki within 1.17x (was up to 31x).
 MIN_SLICE = {"scalar": 32, "vector": 128, "cube": 4096}
-MIN_SLICE_COMBINED = {"scalar": 32, "vector": 1024, "cube": 4096}
+MIN_SLICE_COMBINED = {"scalar": 32, "vector": 128, "cube": 4096}
+# A Vector reduction's default leaves one core only once it reads this many bytes: spreading costs
+# a roughly fixed ~850 cycles (the combine of the partials, on any number of cores), which one
+# core's loop reaches at ~16 KiB read (weighted_sum fp16 ~3,500 elements, fp32 ~2,050; global_sum
+# fp16 ~6,000, fp32 ~4,200), and past it the cores should be many. One core per 1024 elements put
+# weighted_sum fp16 n=2048 on 2 cores (983 cycles against 642 on one) and n=4096 on 4 (983
+# against 868 on 32). bench/default_cores.py --tiles.
+VECTOR_SPREAD_BYTES = 16384
 # A Scalar reduction's default leaves one core only once its S-pipe loop takes this many cycles
 # (n times the loop's cycles an element): its slices may be 32 elements, but combining any number
 # of partials costs ~400 cycles. bench/default_cores.py --tiles (fp32, n = 64 to 4096): below it
@@ -576,14 +584,17 @@ SCALAR_SPREAD_CYCLES = 512
 
 
 def default_cores(n: int, unit: str, hw: HardwareProfile, combined: bool = False,
-                  scalar_elem: float = 0.0) -> int:
+                  scalar_elem: float = 0.0, read_bytes: int = 0) -> int:
     """Cores of a 1-D default tiling over ``n`` elements on ``unit``: one per ``MIN_SLICE``
     elements (``MIN_SLICE_COMBINED`` when the cores' partials are combined), up to every core
     of the unit, not the power of two below it (32 of 48 left sigmoid's Scalar 1.49x slower).
     A combined Scalar reduction whose loop costs ``scalar_elem`` cycles an element stays on one
-    core until the loop reaches ``SCALAR_SPREAD_CYCLES``."""
+    core until the loop reaches ``SCALAR_SPREAD_CYCLES``; a combined Vector reduction reading
+    ``read_bytes`` stays there until they reach ``VECTOR_SPREAD_BYTES``."""
     most = hw.cube_cores if unit == "cube" else hw.vector_cores
     if combined and unit == "scalar" and n * scalar_elem < SCALAR_SPREAD_CYCLES:
+        return 1
+    if combined and unit == "vector" and read_bytes < VECTOR_SPREAD_BYTES:
         return 1
     per = (MIN_SLICE_COMBINED if combined else MIN_SLICE).get(unit, MIN_SLICE["vector"])
     return max(1, min(most, n // per))

@@ -326,7 +326,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     L0A / L0B); smaller tiles where the profile's buffers cannot hold them."""
     unit = unit or UNITS[0]
     n, nb = shape["n"], C.BYTES[dtype]
-    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP))
+    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP),
+                            read_bytes=n * nb)
     per = -(-n // cores)
     tile = min(C.align(per, 16), (8192 if unit == "cube" else 16384) // nb)
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}

@@ -392,7 +392,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     unit = unit or UNITS[0]
     n = shape["n"]
     nb = C.BYTES[dtype]
-    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP))
+    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP),
+                            read_bytes=2 * n * nb)
     per = -(-n // cores)
     tile = min(C.align(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
