@@ -27,6 +27,17 @@ def _space(op: str, unit: str, n: int, dtype: str = "fp32"):
     return load_spec(STUDIES / f"{op}.yaml").space({"n": n}, dtype, unit)
 
 
+def _cycles_of(space):
+    """Simulated cycles of a tiling of ``space`` (inf where infeasible)."""
+    kernel = registry.implementation(space.spec.op.name)
+
+    def cycles(p):
+        r = kernel.simulate(dict(space.shape), p, space.dtype, HW, unit=space.unit, options=space.spec.inputs)
+        return r.cycles if r.feasible else float("inf")
+
+    return cycles
+
+
 def _unit_cores(unit: str) -> int:
     return HW.cube_cores if unit == "cube" else HW.vector_cores
 
@@ -82,12 +93,8 @@ def test_a_small_scalar_reduction_stays_on_one_core(op, n):
     global_sum 811 against 357 (2.3x). Until its S-pipe loop takes 512 cycles (weighted_sum 256
     elements, global_sum 512) one core beats every spread, whatever its tiles."""
     space = _space(op, "scalar", n)
-    kernel = registry.implementation(op)
     default = space.default_tiling()
-
-    def cycles(p):
-        r = kernel.simulate({"n": n}, p, "fp32", HW, unit="scalar", options=space.spec.inputs)
-        return r.cycles if r.feasible else float("inf")
+    cycles = _cycles_of(space)
 
     assert default["cores"] == 1
     spread = [{**default, "cores": c, "tile_len": t} for c in range(2, n // 16 + 1)
@@ -116,12 +123,8 @@ def test_a_mid_size_streaming_default_is_near_its_best_tile(op, dtype, n):
     """One or two 8 KiB tiles a core ran load, compute and store back to back: sigmoid fp16 at
     256 Ki elements on the Vector took 1.36x its best tile length and core count (2,754 cycles)."""
     space = _space(op, "vector", n, dtype)
-    kernel = registry.implementation(op)
     default = space.default_tiling()
-
-    def cycles(p):
-        r = kernel.simulate({"n": n}, p, dtype, HW, unit="vector", options=space.spec.inputs)
-        return r.cycles if r.feasible else float("inf")
+    cycles = _cycles_of(space)
 
     best = min(cycles({**default, "cores": c, "tile_len": t})
                for c in (16, 32, 48) for t in (256, 512, 1024, 2048, 4096, 8192))
@@ -139,12 +142,8 @@ def test_a_small_vector_reduction_default_is_near_its_best_core_count(op, dtype,
     """One core per 1024 elements paid the ~850-cycle combine on 2-4 cores: weighted_sum fp16 at
     n = 2048 took 983 cycles on 2 against 642 on one (1.40x), global_sum fp16 903 against 505."""
     space = _space(op, "vector", n, dtype)
-    kernel = registry.implementation(op)
     default = space.default_tiling()
-
-    def cycles(p):
-        r = kernel.simulate({"n": n}, p, dtype, HW, unit="vector", options=space.spec.inputs)
-        return r.cycles if r.feasible else float("inf")
+    cycles = _cycles_of(space)
 
     best = min(cycles({**default, "cores": c, "tile_len": min(default["tile_len"], -(-n // c // 16) * 16 or 16)})
                for c in (1, 2, 4, 8, 16, 24, 32, 48))
