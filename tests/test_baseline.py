@@ -28,7 +28,7 @@ def _heuristic(space):
     (100, "scalar", {"tile_len": 64}),  # 112: the domain stops at n=100
     (4_608, "vector", {"cores": 32}),  # 36 cores: 32 is nearer by ratio (1.125) than 48 (1.33)
     (5_120, "vector", {"cores": 48}),  # 40 cores: 48, every core (1.2), rather than 32 (1.25)
-    (81_920, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
+    (40_960, "cube", {"cores": 24}),  # 20 cube cores: all 24 (1.2) rather than 16 (1.25)
 ])
 def test_projection_moves_each_param_to_its_nearest_allowed_value(n, unit, want):
     space = WS.space({"n": n}, "fp16", unit)

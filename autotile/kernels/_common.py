@@ -560,7 +560,8 @@ def check_spread(p: dict, hw: HardwareProfile, *, max_cores: int, unit: str, wor
 # where a reduction's partials are combined across cores, once it spreads at all (the combine
 # costs 400-800 cycles: a Vector reduction waits for VECTOR_SPREAD_BYTES read, a Scalar one for
 # SCALAR_SPREAD_CYCLES of work); the
-# Cube's reductions pay the same combine and more per Mmad, so ~4096. bench/default_cores.py
+# Cube's reductions pay the same combine and more per Mmad, so ~4096 (weighted_sum's Cube has its
+# own rule, ``weighted_sum.CUBE_SPREAD_BYTES``). bench/default_cores.py
 # (fp32): at n = 1 Mi every op and unit within 1.01x of its best core count (the per-op 16-64 Ki
 # rules, snapped to powers of two, left up to 2.9x: weighted_sum's Scalar on 16 of 48 cores);
 # at 64 Ki within 1.17x (was up to 31x).

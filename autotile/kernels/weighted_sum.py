@@ -385,6 +385,22 @@ def adds(n: int, params: dict, unit: str, acc: str) -> tuple[float, float] | Non
     return order.adds
 
 
+# The Cube's partials leave each core through L0C -> GM and are summed after a cross-core sync:
+# spreading costs ~400-600 cycles on any number of cores, which one core's Mmads reach at ~48 KiB
+# read (fp16 n ~12 Ki, fp32 ~6 Ki); past it the spread should be wide, ~8 KiB read a core.
+# One core per 4096 elements put fp16 n = 8192 on 2 cores (1,011 cycles against 736 on one) and
+# fp32 n = 8192 on 2 (1,155 against 960 on 8). bench/default_cores.py.
+CUBE_SPREAD_BYTES = 49152
+CUBE_SLICE_BYTES = 8192
+
+
+def _cube_cores(read_bytes: int, hw: HardwareProfile) -> int:
+    """Cube cores of the default: one until the combine pays, then one per ``CUBE_SLICE_BYTES``."""
+    if read_bytes < CUBE_SPREAD_BYTES:
+        return 1
+    return max(1, min(hw.cube_cores, read_bytes // CUBE_SLICE_BYTES))
+
+
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
     """Baseline: 8 KiB tiles double-buffered (smaller where the profile's buffers cannot hold
@@ -392,10 +408,16 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     unit = unit or UNITS[0]
     n = shape["n"]
     nb = C.BYTES[dtype]
-    cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP),
-                            read_bytes=2 * n * nb)
+    if unit == "cube":
+        cores = _cube_cores(2 * n * nb, hw)
+    else:
+        cores = C.default_cores(n, unit, hw, combined=True, scalar_elem=C.scalar_per_elem(hw, SCALAR_LOOP),
+                                read_bytes=2 * n * nb)
     per = -(-n // cores)
-    tile = min(C.align(per, 16), 8192 // nb * (4 if unit == "cube" else 1))
+    if unit == "cube":  # a core's whole slice in one Mmad where L0A holds it: a second one costs its latency
+        tile = min(1 << (per - 1).bit_length(), 4 * 8192 // nb)
+    else:
+        tile = min(C.align(per, 16), 8192 // nb)
     p = {"tile_len": tile, "buffer_num": 2, "cores": cores}
     if unit == "vector":
         p.update(reduction="tree", acc_dtype="fp32")
