@@ -388,3 +388,21 @@ def test_unit_choice_says_why_the_other_unit_has_no_cycles(tmp_path):
     data = ReportData(out_dir=tmp_path, summary={"op": "matmul", "results": results}, hw=None)
     rows = sections.units(data).blocks[1].rows
     assert [row[-1] for row in rows] == ["vector found no feasible configuration", "vector does not compute int8"]
+
+
+def test_unit_choice_names_a_chip_without_the_units_rate(tmp_path):
+    """The 910A's cube has no fp32 rate, so fp32 matmul tunes only the vector: the row said the cube
+    "did not run", as if the run had been cut short."""
+    from autotile.hardware import load_profile
+    from autotile.report import sections
+    from autotile.report.data import ReportData
+
+    def res(dtype, unit, cycles):
+        return {"shape": {"m": 64, "n": 256, "k": 128}, "dtype": dtype, "unit": unit, "cycles": cycles,
+                "chosen": cycles is not None, "verified": True}
+
+    results = [res("fp16", "cube", 752.0), res("fp16", "vector", 4100.0), res("fp32", "vector", 8200.0)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "matmul", "results": results},
+                      hw=load_profile("ascend910"))
+    rows = sections.units(data).blocks[1].rows
+    assert rows[-1][-1] == "cube does not compute fp32 on ascend910"

@@ -312,13 +312,16 @@ def _error_cell(r: dict, objective: str) -> str:
     return "-" if got is None else f"{fmt.sci(got[0])} ({fmt.sci(got[1])})"
 
 
-def _why_not(unit: str, r: dict | None, dtype: str, info) -> str:
-    """Why ``unit`` has no cycles for a dtype: it does not compute it, found nothing feasible, or did
-    not run (a unit without a study is not "without a feasible configuration")."""
+def _why_not(unit: str, r: dict | None, dtype: str, info, hw) -> str:
+    """Why ``unit`` has no cycles for a dtype: it does not compute it (its kernel has no such dtype,
+    or the chip's unit no rate for it), found nothing feasible, or did not run (a unit without a
+    study is not "without a feasible configuration")."""
     if r is not None:
         return f"{unit} FAILED verification" if r.get("rejected") else f"{unit} found no feasible configuration"
     if not info.supports(unit, dtype):
         return f"{unit} does not compute {dtype}"
+    if hw is not None and hw.dtype_problem(unit, dtype) is not None:
+        return f"{unit} does not compute {dtype} on {hw.name}"
     return f"{unit} did not run"
 
 
@@ -350,7 +353,7 @@ def units(data: ReportData) -> Section:
             if not chosen.get("verified"):
                 why += " (not verified)"
         elif chosen is not None:
-            why = "; ".join(_why_not(u, by.get(u), dtype, info) for u in names if u != chosen["unit"])
+            why = "; ".join(_why_not(u, by.get(u), dtype, info, data.hw) for u in names if u != chosen["unit"])
         unverified = [u for u in names if u in by and by[u].get("cycles") is not None and not by[u].get("verified")]
         if unverified and chosen is not None and chosen["unit"] not in unverified:
             why += f"; not verified: {', '.join(unverified)}"
