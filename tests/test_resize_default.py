@@ -53,3 +53,22 @@ def test_a_tile_is_not_cut_below_the_minimum_to_feed_the_cores():
     shape = {"n": 1, "c": 1, "h_in": 4, "w_in": 64, "h_out": 8, "w_out": 128}
     p = R.default_params(shape, "fp32", HW)
     assert p["tile_h"] * p["tile_w"] * p["tile_c"] * 4 >= R.MIN_TILE_BYTES
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_an_nhwc_upsampling_default_takes_rows_that_share_source_rows(mode, dtype):
+    """NHWC with 64 channels took one output row of 64 pixels a tile, so a 2x upsampling read each
+    source row twice: bilinear fp16 25,121 cycles against 17,701 with 8 x 16 pixels (1.42x)."""
+    shape = {"n": 1, "c": 64, "h_in": 128, "w_in": 128, "h_out": 256, "w_out": 256}
+    opts = {"mode": mode, "layout": "NHWC"}
+
+    def cycles(p):
+        r = R.simulate(shape, p, dtype, HW, options=opts)
+        return r.cycles if r.feasible else float("inf")
+
+    p = R.default_params(shape, dtype, HW, options=opts)
+    grid = [_on_busy_cores(shape, {"tile_h": th, "tile_w": tw, "tile_c": 64})
+            for th in (1, 2, 4, 8, 16) for tw in (16, 32, 64, 128)]
+    assert p["tile_h"] > 1
+    assert cycles(p) <= 1.05 * min(cycles(q) for q in grid)

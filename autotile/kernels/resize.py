@@ -29,6 +29,8 @@ Arithmetic is in the input dtype, rounded after every vector op (execute mode).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -486,7 +488,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                    options: dict | None = None) -> dict:
     """Baseline (``options`` gives the layout; NCHW without): an output tile near ``TILE_BYTES``
     (NCHW: whole rows of one channel, or whole planes of several when a plane is smaller; NHWC:
-    every channel up to 256, whole columns), cut until each core has ``SPREAD_TILES`` tiles of at
+    every channel up to 256, whole rows where one fits, else a squarish block of pixels), cut until each core has ``SPREAD_TILES`` tiles of at
     least ``MIN_TILE_BYTES``, then halved until UB fits; double buffered; as few cores as keep the
     most tiles a core takes at its lowest over all the cores the tiles allow."""
     layout = opts(options)[1]
@@ -494,8 +496,13 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     Ho, Wo, Cn = shape["h_out"], shape["w_out"], shape["c"]
     if layout == "NHWC":
         tc = min(Cn, 256)
-        tw = max(1, min(Wo, TILE_BYTES // (tc * nb)))
-        th = max(1, min(Ho, TILE_BYTES // (tc * tw * nb)))
+        px = max(1, TILE_BYTES // (tc * nb))  # pixels a tile holds
+        if Wo <= px:  # whole rows
+            tw, th = Wo, max(1, min(Ho, px // Wo))
+        else:  # a squarish block, whose rows share source rows (a one-row tile of a 2x
+            # upsampling reads each source row twice), at least 16 columns wide
+            th = max(1, min(Ho, _pow2_floor(max(1, math.isqrt(px)))))
+            tw = min(Wo, max(16, px // th))
     else:
         tw = min(Wo, 1024)
         th = max(1, min(Ho, TILE_BYTES // (tw * nb)))
