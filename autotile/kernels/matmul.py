@@ -618,7 +618,7 @@ def _atomic_add(c: np.ndarray, acc: np.ndarray, m0: int, n0: int) -> None:
     c[m0:m0 + acc.shape[0], n0:n0 + acc.shape[1]] += acc
 
 
-SPLIT_MARGIN = 0.7  # the default splits K only when that is estimated at least 30% faster
+SPLIT_MARGIN = 0.8  # the default splits K only when that is estimated at least 20% faster
 VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_shape)
 # a split K's reduced shape may hold up to this many MACs: its two K ranges are a whole single_core_k
 # and the tail (2752 + 2496 of K = 32768 on one 128 x 128 core block: 86M, ~1 s in execute mode)
@@ -719,17 +719,26 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
     return 2.0 * eps_out, atol
 
 
-def step_cycles(hw: HardwareProfile, dt, bm: int, bn: int, bk: int) -> float:
-    """Cycles of one K step of a bm x bn base block by the profile's rates, its slowest pipe
-    (the estimate a careful engineer makes from the data sheet): the Mmad, MTE1 moving the A and
-    B blocks into L0A/L0B, or MTE2 bringing them from GM at the L2 read rate."""
+def step_pipes(hw: HardwareProfile, dt, bm: int, bn: int, bk: int) -> tuple[float, float]:
+    """Cycles of one K step of a bm x bn base block by the profile's rates (the estimate a careful
+    engineer makes from the data sheet): (on chip: the slower of the Mmad and MTE1 moving the A
+    and B blocks into L0A/L0B; MTE2 bringing them from GM at the L2 read rate)."""
     k = _align(bk, dt.c0)
     a, b = _align(bm, 16) * k * dt.bytes, k * _align(bn, 16) * dt.bytes
     cube = _align(bm, 16) * _align(bn, 16) * k / hw.cube.macs_per_cycle.get(dt.name, hw.cube.macs_per_cycle["fp16"])
     l0a, l0b = hw.copy["l1_l0a"], hw.copy["l1_l0b"]
     mte1 = a / l0a.bytes_per_cycle + l0a.issue_cycles + b / l0b.bytes_per_cycle + l0b.issue_cycles
-    mte2 = (a + b) / min(hw.copy["gm_l1"].bytes_per_cycle, hw.l2_read_bytes_per_cycle)
-    return max(cube + hw.cube.issue_cycles, mte1, mte2)
+    return max(cube + hw.cube.issue_cycles, mte1), (a + b) / _load_rate(hw)
+
+
+def _load_rate(hw: HardwareProfile) -> float:
+    """A core's GM -> L1 bytes per cycle: the copy's plateau or its share of L2, the lower."""
+    return min(hw.copy["gm_l1"].bytes_per_cycle, hw.l2_read_bytes_per_cycle)
+
+
+def step_cycles(hw: HardwareProfile, dt, bm: int, bn: int, bk: int) -> float:
+    """Cycles of one K step of a bm x bn base block: its slowest pipe (``step_pipes``)."""
+    return max(step_pipes(hw, dt, bm, bn, bk))
 
 
 def chip_read_cycles(hw: HardwareProfile, read_bytes: float, unique_bytes: float) -> float:
@@ -760,10 +769,14 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
        shares, ``chip_read_cycles``; plus what no loop hides: the first L1 load, the GM round
        trips and the last FixPipe), then the most cores, the larger base block, the smallest
        largest block (least imbalance) and squarer blocks. Over 120 seeded shapes
-       (``bench/matmul_default.py``) the default is 1.03x the best grid simulated (geomean; p90
-       1.10x), and it no longer gets cheaper as M grows by more than 6% (was 1.38x at m=185). Where the M x N grid leaves cores idle, K is split over them too (whole base_k
-       steps) when that estimate, plus what the combine adds (``split_cycles``), is faster:
-       64x64x65536 fp16 ran on one core (142k cycles) and runs on 24 (23k). A 64 x 64 base block is tried too; it wins only where it spreads the work over
+       (``bench/matmul_default.py``) the default is 1.02x the best grid simulated (geomean; p90
+       1.08x), and it gets cheaper as M grows by at most 10% (was 1.38x at m=185). Where the M x N
+       grid leaves cores idle, K is split over them too (whole base_k steps) when that estimate,
+       plus what the combine adds (``split_cycles``), is faster by ``SPLIT_MARGIN``: 64x64x65536
+       fp16 ran on one core (142k cycles) and runs on 24 (23k). A split core's atomic adds overlap
+       its next blocks' loops, and a K range of at most 4 steps stays in L1, so its A and B strips
+       load once per core (not once per base block): 640x192x8192 now splits (29,312 cycles, was
+       36,222). A 64 x 64 base block is tried too; it wins only where it spreads the work over
        enough more cores to pay for its lower cube use (ranking by cores first picked 64 x 64 on
        910B4's 20 cores for 1024x2048x512: 21.1 us against 12.8 us with 128 x 128 on 16).
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
@@ -783,6 +796,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     best = split = None
     for base in (128, 64):
         bm, bn = min(base, _align(M, 16)), min(base, _align(N, 16))
+        on_chip, _ = step_pipes(hw, dt, bm, bn, bk)
         step = step_cycles(hw, dt, bm, bn, bk)
         panel = (bm + bn) * _align(bk, dt.c0) * dt.bytes  # a K step's A and B blocks
         # what no loop hides: the first L1 load before the first Mmad, and (without a K split,
@@ -805,8 +819,16 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                 for ck in range(2, min(hw.cube_cores // used, kt) + 1):
                     sck = _cdiv(kt, ck) * bk
                     nbk = _cdiv(K, sck)
-                    est = max(blocks * _cdiv(sck, bk) * step
-                              + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn), reads) + fill
+                    ks = _cdiv(sck, bk)
+                    loop, core_reads = blocks * ks * step, blocks * ks * panel
+                    if ks <= 4 and blocks > 1:  # the core's K range stays in L1 (depth 2 x step_k slices):
+                        # M first, so a B strip loads once, an A strip once per B strip (once if alone)
+                        nt, mt = _cdiv(min(scn, N), bn), _cdiv(min(scm, M), bm)
+                        core_reads = ((nt if mt > 1 else 1) * min(scm, M) + min(scn, N)) * ks * _align(bk, dt.c0) * dt.bytes
+                        loop = max(blocks * ks * on_chip, core_reads / _load_rate(hw))
+                    loop = max(loop, blocks * bm * bn * 4 / (hw.l2_write_bytes_per_cycle / 2))  # its atomic adds
+                    est = max(loop + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn, bm * bn),
+                              chip_read_cycles(hw, used * nbk * core_reads, unique)) + fill
                     if split is None or (est, -used * nbk) < split[0]:
                         split = ((est, -used * nbk), bm, bn, scm, scn, sck)
     # HBM bounds every split: where it binds, more cores do not help
@@ -825,15 +847,17 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     }
 
 
-def split_cycles(hw: HardwareProfile, dt, M: int, N: int, cores: int, block: int) -> float:
+def split_cycles(hw: HardwareProfile, dt, M: int, N: int, cores: int, block: int, last: int | None = None) -> float:
     """Estimated cycles a K split over ``cores`` adds to the K loop of a core block of ``block``
-    elements, erring high: its atomic adds at their rate as if none overlapped the loop, the GM
-    latency of its first load and of its last add, the SyncAll after the zero-init (whose writes
-    overlap the loop) and, for fp16/bf16, a second SyncAll and the cast of each vector core's share
-    of the workspace, its reads and writes at their per-core rates. The no-split estimate leaves
-    its own writes out, so a split must win by more than they take."""
-    t = block * 4 / (hw.l2_write_bytes_per_cycle / 2) + hw.copy["gm_l1"].latency_cycles \
-        + hw.copy["l0c_gm"].latency_cycles + sync_cycles(hw)
+    elements, erring high: its atomic adds at their rate as if none overlapped the loop (with
+    ``last``, the elements of the base block written last: the others' adds overlap the next
+    blocks' loops, the last one's cannot), the GM latency of its first load and of its last add,
+    the SyncAll after the zero-init (whose writes overlap the loop) and, for fp16/bf16, a second
+    SyncAll and the cast of each vector core's share of the workspace, its reads and writes at
+    their per-core rates. The no-split estimate leaves its own writes out, so a split must win by
+    more than they take."""
+    t = (block if last is None else last) * 4 / (hw.l2_write_bytes_per_cycle / 2) \
+        + hw.copy["gm_l1"].latency_cycles + hw.copy["l0c_gm"].latency_cycles + sync_cycles(hw)
     if dt.name in ("fp16", "bf16"):
         share = _cdiv(M * N, cores * vector_per_cube(hw))
         t += sync_cycles(hw) + share * 4 / hw.copy["gm_ub"].bytes_per_cycle \
