@@ -1,6 +1,7 @@
 """Chrome trace export of simulated matmul schedules."""
 
 import json
+import os
 
 import pytest
 
@@ -183,3 +184,57 @@ def test_simulate_trace_names_vector_instructions(tmp_path, run_cli, spec, args,
     names = _vector_event_names(json.loads(path.read_text()))
     assert code == 0 and set(names) <= set(KERNEL_VECTOR_OPS)
     assert names == expected
+
+
+def test_trace_rows_keep_what_they_left_out_through_pickle(hw):
+    """A cut trace's counters survive pickling, as a slow `simulate --trace` hands its traces
+    from the child process back (they came back 0 and inf: the cut was silent)."""
+    import pickle
+
+    p = mm.default_params(SHAPE, "fp16", hw)
+    _, cut = mm.simulate(SHAPE, p, "fp16", hw, trace_capacity=50, want_traces=True)
+    for proto in (2, pickle.HIGHEST_PROTOCOL):
+        back = pickle.loads(pickle.dumps(cut, protocol=proto))
+        for a, b in zip(cut, back):
+            assert b[-1].dropped == a[-1].dropped > 0 and b[-1].dropped_from == a[-1].dropped_from
+            assert (b[-1] == a[-1]).all()
+    plain = pickle.loads(pickle.dumps(cut[0][-1][:10]))  # a slice claims nothing dropped
+    assert plain.dropped == 0 and plain.dropped_from == float("inf")
+
+
+def test_a_forked_simulate_reports_its_cut_trace(tmp_path):
+    """`simulate --trace` run in a child process (a simulation estimated past SLOW_S) warns of a
+    cut trace as the in-process one does. Run in a fresh interpreter (one thread, so it forks)
+    with SLOW_S below any estimate and a small trace capacity; fork is counted to be sure."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "import os, sys\n"
+        "from autotile import cli\n"
+        "from autotile.cli import simulate\n"
+        "simulate.SLOW_S, simulate.TRACE_CAPACITY = -1.0, 5\n"
+        "forks, fork = [], os.fork\n"
+        "def counted():\n"
+        "    pid = fork()\n"
+        "    if pid:\n"
+        "        forks.append(pid)\n"
+        "    return pid\n"
+        "os.fork = counted\n"
+        "code = cli.run(sys.argv[1:])\n"
+        "print(f'forks={len(forks)}', file=sys.stderr)\n"
+        "sys.exit(code)\n")
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-c", script, "simulate", str(root / "studies" / "matmul.yaml"),
+                           "--shape", "m=256,n=256,k=256", "--json", "--trace", str(out)],
+                          capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[-1] == "forks=1" and len(lines) == 2, proc.stderr
+    assert lines[0].startswith("autotile: warning: trace truncated at 5 events")
+    cov = json.loads(proc.stdout)["trace_coverage"]
+    assert cov["events_kept"] == 5 and cov["events_dropped"] > 0
+    assert json.loads(out.read_text())["otherData"]["events_dropped"] == cov["events_dropped"]

@@ -237,6 +237,17 @@ class TraceRows(np.ndarray):
     dropped: int = 0
     dropped_from: float = math.inf
 
+    def __reduce__(self):
+        # ndarray pickles the data only: the counters ride along, or a trace handed back from
+        # a child process (a slow ``simulate --trace``) claimed nothing dropped
+        rebuild, args, state = super().__reduce__()
+        return rebuild, args, (state, self.dropped, self.dropped_from)
+
+    def __setstate__(self, state) -> None:
+        array_state, dropped, dropped_from = state
+        super().__setstate__(array_state)
+        self.dropped, self.dropped_from = int(dropped), float(dropped_from)
+
 
 def recorded(st) -> TraceRows:
     """The operations recorded so far, and how many the trace's capacity left out; empty in
