@@ -188,8 +188,8 @@ def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
      ":2:4: m: mmad fp16: A (4096 x 4096 fp16) needs 33554432 bytes of L0A: expected at most l0a_bytes = 65536"),
     (HEADER + "x,mmad,fp16,32,16,1040,,,5,back_to_back\n",  # one fractal past the CSV's 32 x 16 x 1024
      ":2:4: m: mmad fp16: C (32 x 1040 fp32) needs 133120 bytes of L0C: expected at most l0c_bytes = 131072"),
-    (HEADER + "x,vmla,fp16_fp16_fp32,,,,,255,5,vector\n",
-     ":2:8: repeat: vmla fp16_fp16_fp32: src0 (32640 fp16) + src1 (32640 fp16) + dst (32640 fp32) need 261120 "
+    (HEADER + "x,vadd,fp16_fp16_fp32,,,,,255,5,vector\n",  # 128 lanes a repeat, 8 B each
+     ":2:8: repeat: vadd fp16_fp16_fp32: src0 (32640 fp16) + src1 (32640 fp16) + dst (32640 fp32) need 261120 "
      "bytes of UB: expected at most ub_bytes = 196608"),
     # a short row named neither column nor field: "m.csv:2: expected 10 columns, got 9"
     (HEADER + "x,mmad,fp16,16,16,16,,,5\n", ":2:10: series: expected 10 columns, got 9"),

@@ -36,9 +36,49 @@ def test_copy_reports_bandwidth(capsys):
 
 
 def test_vector_cli_with_signature(capsys):
-    out = _json(capsys, ["micro", "vector", "op=vmla,elems=1920,repeat=15", "--dtype", "fp16_fp16_fp32", "--json"])
+    out = _json(capsys, ["micro", "vector", "op=vmla,elems=960,repeat=15", "--dtype", "fp16_fp16_fp32", "--json"])
     assert out["signature"] == "fp16_fp16_fp32" and out["params"]["repeat"] == 15
     assert out["cycles"] == pytest.approx(75.0, rel=0.02)
+
+
+# (op, signature, elems, repeats): what the shared CSV records for each mixed-width signature
+# (line: elems, repeat), and VMLA into fp32 at 64 lanes a repeat, as weighted_sum issues it.
+# VMLA into fp32 once took 128 (the fp16 source's): elems=1024 in 8 repeats, 40 cycles where the
+# CSV's line 582 measures 75 at repeat 15.
+@pytest.mark.parametrize("op,sig,elems,repeat", [
+    ("vmla", "fp16_fp16_fp32", 960, 15),
+    ("vmla", "fp16_fp16_fp32", 1024, 16),
+    ("vmla", "fp16_fp16_fp16", 1024, 8),
+    ("vaxpy", "fp16_fp16_fp32", 1024, 8),  # line 184
+    ("vconv", "fp16_fp32", 1024, 8),  # line 214
+    ("vconv", "fp32_fp16", 1024, 16),  # line 252
+    ("vconv", "bf16_fp32", 1024, 8),  # line 290
+    ("vconv", "fp32_bf16", 512, 8),  # line 305
+    ("vconv", "fp16_int8", 1024, 8),  # line 275
+    ("vconv", "int8_fp16", 1024, 4),  # line 316
+])
+def test_mixed_width_repeats(hw, op, sig, elems, repeat):
+    r = micro("vector", {"op": op, "elems": elems}, sig, hw)
+    assert r.params["repeat"] == repeat
+    assert r.cycles == pytest.approx(repeat * hw.vector[op][sig].per_repeat + hw.vector[op][sig].startup, rel=0.01)
+
+
+def test_kernels_issue_the_lanes_micro_times(hw):
+    """The kernels' (instruction, lanes) pairs are micro's: VCONV at its source's width both ways,
+    roi_align's mixed VAXPY at the fp16 source's."""
+    from autotile.kernels import _common as K
+    from autotile.kernels import roi_align
+    from autotile.sim.micro import lanes
+
+    body, width = K.converted([("vmla", "fp32_fp32_fp32")], "bf16", "fp32", hw)
+    pairs = list(zip(body, width))
+    for dtype in ("fp16", "fp32"):
+        ops = [("vdup", "fp32_fp32"), ("vaxpy", f"{dtype}_{dtype}_fp32"), ("vmuls", "fp32_fp32_fp32"),
+               ("vconv", f"fp32_{dtype}")]
+        pairs += list(zip(ops, roi_align._program(dtype, hw)[1].tolist()))
+    assert ("vconv", "bf16_fp32") in [p for p, _ in pairs] and ("vaxpy", "fp16_fp16_fp32") in [p for p, _ in pairs]
+    for (op, sig), n in pairs:
+        assert lanes(hw, op, sig) == n, (op, sig)
 
 
 def test_vector_splits_at_max_repeat(hw):

@@ -233,7 +233,7 @@ def check_repeats(rows: list[Measurement], hw: HardwareProfile, path) -> None:
                              f"got {r.repeat}", file=str(path), line=r.line, col=r.col("repeat"),
                              field="repeat")
         if r.repeat is None and row_repeat(hw, r) > top:
-            raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.dtype)} "
+            raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.op, r.dtype)} "
                              f"lanes: expected 1..max_repeat ({top} in {hw.name}) for one vector instruction",
                              file=str(path), line=r.line, col=r.col("elems"), field="elems")
 
@@ -246,7 +246,7 @@ def check_fits(rows: list[Measurement], hw: HardwareProfile, path) -> None:
             uses, col = mmad_uses(r.m, r.k, r.n, r.dtype, hw), "m"
         else:
             repeat = row_repeat(hw, r)
-            uses = vector_uses(r.op, r.dtype, repeat * U.lanes(hw, r.dtype), repeat, hw)
+            uses = vector_uses(r.op, r.dtype, repeat * U.lanes(hw, r.op, r.dtype), repeat, hw)
             col = "repeat" if r.repeat is not None else "elems"
         problem = overflow(uses, hw)
         if problem:
@@ -267,10 +267,10 @@ def predictable(hw: HardwareProfile, r: Measurement) -> bool:
 # -- predicting ------------------------------------------------------------------------------
 
 def row_repeat(hw: HardwareProfile, r: Measurement) -> int:
-    """The row's repeat count; derived from elems (256 B of the source dtype per repeat) if absent."""
+    """The row's repeat count; derived from elems (``micro.lanes`` per repeat) if absent."""
     if r.repeat is not None:
         return r.repeat
-    return -(-r.elems // U.lanes(hw, r.dtype))
+    return -(-r.elems // U.lanes(hw, r.op, r.dtype))
 
 
 def predict(hw: HardwareProfile, r: Measurement) -> float:
@@ -297,14 +297,14 @@ def evaluate(hw: HardwareProfile, rows: list[Measurement], notes=()) -> Report:
 
 
 def series_notes(hw: HardwareProfile, rows: list[Measurement]) -> list[str]:
-    """Series whose elems/repeat disagree with 256 B of the source dtype per repeat."""
+    """Series whose elems/repeat disagree with the lanes a repeat holds (``micro.lanes``)."""
     notes = []
     groups: dict = {}
     for r in rows:
         if r.op != "mmad" and r.elems is not None and r.repeat is not None:
             groups.setdefault((r.op, r.dtype), []).append(r)
     for (op, sig), rs in groups.items():
-        per = U.lanes(hw, sig)
+        per = U.lanes(hw, op, sig)
         bad = [r for r in rs if -(-r.elems // per) != r.repeat]
         if bad:
             ex = bad[0]

@@ -132,9 +132,21 @@ def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, boo
                      f"(it has {', '.join(table)})")
 
 
-def lanes(hw: HardwareProfile, signature: str) -> int:
-    """Elements per repeat: 256 bytes of the source dtype (the first of the signature)."""
-    return hw.vector_bytes_per_repeat // DTYPE_BYTES[signature.split("_")[0]]
+# ops whose repeat spans 256 B of their widest operand (the accumulator they read and write),
+# not of their first source: VMLA fp16_fp16_fp32 takes 64 lanes a repeat, as weighted_sum issues
+# it and as the CSV measures it (1024 elements at repeat 15: 75 cycles, ~5 a repeat)
+WIDEST_OPERAND_OPS = frozenset({"vmla"})
+
+
+def lanes(hw: HardwareProfile, op: str, signature: str) -> int:
+    """Elements per repeat of ``op`` over ``signature``: ``vector_bytes_per_repeat`` (256 B) of
+    its widest operand for VMLA, of its first source for every other op. The measurements say
+    so for the mixed ones: VCONV repeats over 256 B of its source (fp16_fp32 128 elements a
+    repeat, fp32_fp16 64, int8_fp16 256) and VAXPY fp16_fp16_fp32 over 128 fp16, as the
+    kernels issue them (``kernels._common.converted``, roi_align's VAXPY)."""
+    dtypes = signature.split("_")
+    width = max(DTYPE_BYTES[d] for d in dtypes) if op in WIDEST_OPERAND_OPS else DTYPE_BYTES[dtypes[0]]
+    return hw.vector_bytes_per_repeat // width
 
 
 def footprint_signature(op: str, dtype: str, costed: str) -> str:
@@ -219,15 +231,16 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
     sig, exact = vector_signature(hw, op, dtype)
     if "elems" not in params and "repeat" not in params:
         raise InputError("micro vector: give elems=, repeat= or both")
-    per = lanes(hw, sig)
+    held = footprint_signature(op, dtype, sig)
+    per = lanes(hw, op, held)
     elems = _positive_int(params, "elems") if "elems" in params else None
     repeat = _positive_int(params, "repeat") if "repeat" in params else -(-elems // per)
     if elems is None:
         elems = repeat * per
     elif -(-elems // per) != repeat:
-        raise InputError(f"micro vector: elems={elems} takes {-(-elems // per)} repeats of {per} {sig} "
+        raise InputError(f"micro vector: elems={elems} takes {-(-elems // per)} repeats of {per} {held} "
                          f"lanes, not repeat={repeat}: give elems or repeat, or both consistent")
-    tensors = vector_uses(op, footprint_signature(op, dtype, sig), elems, repeat, hw)
+    tensors = vector_uses(op, held, elems, repeat, hw)
     _fits(f"micro vector op={op},elems={elems}", tensors, hw)
     vc = hw.vector[op][sig]
     cost = cost_vector(hw, "fp16")
