@@ -230,3 +230,46 @@ def test_constants_derived_from_a_fitted_one_follow_it(tmp_path, run_cli, hw):
     assert fitted.derived == hw.derived  # the relations stay data, for the next fit
     header = [line for line in out.read_text().splitlines() if line.startswith("#")]
     assert "to m.csv" in header[0] and not any("microops" in line for line in header)
+
+
+# -- rows in dtypes the chip lacks ---------------------------------------------------------------
+
+@pytest.mark.parametrize("chip", ["ascend910", "ascend310p3"])
+def test_rows_in_a_dtype_the_chip_lacks_are_skipped_and_counted(capsys, csv_path, chip):
+    """The shared CSV's 30 bf16 VCONV rows (lines 283-312) on a chip without bf16 were refused
+    (exit 2: 'add it to the profile'), though adding them would give the chip bf16."""
+    assert run(["calibrate", "--hw", chip, "--measurements", str(csv_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["skipped_rows"] == 30 and len(out["rows"]) == 566
+    assert f"30 rows not costed, skipped: {chip} has no bf16 (its dtypes: fp32, fp16, int8) (lines 283-312)" in out["notes"]
+    assert run(["calibrate", "--hw", chip, "--measurements", str(csv_path)]) == 0
+    assert "566 rows (30 not costed: dtypes the chip lacks)" in capsys.readouterr().out
+
+
+def test_a_fit_leaves_out_rows_the_chip_cannot_run(tmp_path, capsys):
+    rows = [f"x,vconv,{sig},,,,{n * r},{r},{3 + r},vector" for sig, n in (("bf16_fp32", 128), ("fp16_fp32", 128))
+            for r in (4, 8, 12)]
+    path = _write(tmp_path, HEADER + "\n".join(rows) + "\n")
+    out = tmp_path / "p.yaml"
+    assert run(["calibrate", "--hw", "ascend910", "--measurements", path, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "3 rows not costed, skipped: ascend910 has no bf16" in text and "before: 3 rows (3 not costed" in text
+    fitted = load_profile(str(out))
+    assert "bf16" not in fitted.dtypes and fitted.vector["vconv"]["fp16_fp32"].per_repeat == pytest.approx(1.0, rel=0.01)
+
+
+@pytest.mark.parametrize("extra", ["", "x,vconv,bf16_fp32,,,,128,1,3,vector\n"])
+def test_an_op_missing_for_a_dtype_the_chip_has_is_still_refused(tmp_path, capsys, extra):
+    path = _write(tmp_path, HEADER + "x,vadd,int8_int8_int8,,,,256,1,3,vector\n" + extra)
+    assert run(["calibrate", "--hw", "ascend910", "--measurements", path]) == 2
+    err = capsys.readouterr().err
+    assert "vector op vadd has no cost for int8_int8_int8 in ascend910" in err and "add it to the profile" in err
+
+
+@pytest.mark.parametrize("fit", [False, True])
+def test_a_file_the_chip_can_run_none_of_is_refused(tmp_path, capsys, fit):
+    path = _write(tmp_path, HEADER + "x,vconv,bf16_fp32,,,,128,1,3,vector\n")
+    argv = ["calibrate", "--hw", "ascend910", "--measurements", path] + (["-o", str(tmp_path / "p.yaml")] if fit else [])
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert "m.csv:2: no row ascend910 can run (ascend910 has no bf16" in err and err.count("\n") == 1

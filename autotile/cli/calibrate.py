@@ -38,30 +38,32 @@ def run(args) -> int:
         refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
                                          (("--measurements", args.measurements), ("--hw", hw.path))},
                      "write the fitted profile to another file")
-    rows = C.read_measurements(args.measurements, known_ops=sorted(hw.vector))
+    every = C.read_measurements(args.measurements, known_ops=sorted(hw.vector))
+    rows, skipped = C.held_rows(hw, every, args.measurements)  # bf16 rows on a chip without bf16
+    left_out = {"skipped_rows": len(every) - len(rows)}
     C.check_repeats(rows, hw, args.measurements)
     C.check_fits(rows, hw, args.measurements)
     if args.output is None:
         C.check_ops(rows, hw, args.measurements)
         try:
-            rep = C.evaluate(hw, rows, C.series_notes(hw, rows))
+            rep = C.evaluate(hw, rows, skipped + C.series_notes(hw, rows))
         except InputError as exc:
             raise exc.located(file=args.measurements) from None
         if args.json:
-            print_json({"hw": hw.name, "measurements": str(args.measurements), **rep.to_json()})
+            print_json({"hw": hw.name, "measurements": str(args.measurements), **left_out, **rep.to_json()})
         else:
             for r in rep.rows:
                 flag = "  FAR OFF" if r.far_off else ""
                 print(f"line {r.line:>4} {r.op:<6} {r.dtype:<15} {_params(r.params):<24} "
                       f"measured {r.measured:>9.3f}  predicted {r.predicted:>9.3f}  {100 * r.rel_error:+7.2f}%{flag}")
-            _summary("errors", rep)
+            _summary("errors", rep, left_out["skipped_rows"])
             for n in rep.notes:
                 print(f"note: {n}")
         return 0
     src = Path(args.measurements).name
     date = _dt.date.today().isoformat()
     try:
-        fit = fitting.fit(hw, rows, src, date)
+        fit = fitting.fit(hw, rows, src, date, notes=skipped)
     except InputError as exc:
         raise exc.located(file=args.measurements) from None
     doc = emit.load_document(hw.path)
@@ -80,15 +82,15 @@ def run(args) -> int:
     write_text(args.output, emit.render(doc, header))
     load_profile(args.output)  # the written file must load strictly
     if args.json:
-        print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements),
+        print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements), **left_out,
                     "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
                     "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()},
                     "not_determined": {".".join(p): {"value": v, "why": why} for p, (v, why) in fit.undetermined.items()},
                     "derived": {".".join(p): {"value": _val(v), "from": ".".join(hw.derived[p][0]),
                                               "scale": hw.derived[p][1]} for p, (v, _) in fit.derived.items()}})
     else:
-        _summary("before", fit.before)
-        _summary("after ", fit.after)
+        _summary("before", fit.before, left_out["skipped_rows"])
+        _summary("after ", fit.after, left_out["skipped_rows"])
         for r in fit.after.rows:
             if r.far_off:
                 print(f"far off after the fit: line {r.line} {r.op} {r.dtype} {_params(r.params)} "
@@ -111,9 +113,10 @@ def _val(v):
     return v.__dict__ if hasattr(v, "__dict__") else v
 
 
-def _summary(what, rep) -> None:
+def _summary(what, rep, skipped: int = 0) -> None:
     far = sum(r.far_off for r in rep.rows)
-    print(f"{what}: {len(rep.rows)} rows, median |rel error| {100 * rep.median_abs_rel_error:.2f}%, "
+    out = f" ({skipped} not costed: dtypes the chip lacks)" if skipped else ""
+    print(f"{what}: {len(rep.rows)} rows{out}, median |rel error| {100 * rep.median_abs_rel_error:.2f}%, "
           f"p90 {100 * rep.p90_abs_rel_error:.2f}%, {far} far off")
 
 

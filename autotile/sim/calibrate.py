@@ -208,6 +208,50 @@ def _short(text: str) -> str:
     return text if len(text) <= 30 else text[:27] + "..."
 
 
+def not_held(hw: HardwareProfile, r: Measurement) -> str | None:
+    """Why ``hw``'s chip cannot run row ``r`` at all (None when it can): one of its dtypes is not
+    on the chip (bf16 on the 910A / 310P), or, for an Mmad, the cube has no rate for it."""
+    if r.op == "mmad":
+        return hw.dtype_problem("cube", r.dtype)
+    return next((hw.dtype_problem(None, d) for d in r.dtype.split("_")
+                 if d in DTYPES and hw.dtype_problem(None, d)), None)
+
+
+def held_rows(hw: HardwareProfile, rows: list[Measurement], path) -> tuple[list[Measurement], list[str]]:
+    """(the rows ``hw``'s chip can run, one note per reason counting the others, skipped).
+
+    A CSV measured on a 910B holds bf16 rows; a chip without bf16 does not cost them, and
+    adding a cost for them would make it appear to have bf16, so they are left out, not refused.
+    A file none of whose rows the chip can run is an InputError."""
+    kept, why = [], {}
+    for r in rows:
+        problem = not_held(hw, r)
+        if problem is None:
+            kept.append(r)
+        else:
+            why.setdefault(problem, []).append(r.line)
+    if not kept:
+        raise InputError(f"no row {hw.name} can run ({'; '.join(why)}): expected rows in its dtypes",
+                         file=str(path), line=rows[0].line)
+    notes = [f"{_rows(len(lines), 'row')} not costed, skipped: {problem} (lines {_spans(lines)})"
+             for problem, lines in why.items()]
+    return kept, notes
+
+
+def _rows(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _spans(lines: list[int]) -> str:
+    """1-based line numbers as ranges: 283-312, 400."""
+    out, start = [], lines[0]
+    for a, b in zip(lines, lines[1:] + [None]):
+        if b != a + 1:
+            out.append(str(start) if start == a else f"{start}-{a}")
+            start = b
+    return ", ".join(out)
+
+
 def check_ops(rows: list[Measurement], hw: HardwareProfile, path) -> None:
     """Every vector row must be costable by the profile to compare with it: a cost the profile
     lacks is the profile's gap (located in its file), not the row's; fitting (-o) adds it."""

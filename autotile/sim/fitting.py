@@ -173,13 +173,14 @@ def _rows(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str) -> Fit:
+def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, notes=()) -> Fit:
     """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors.
 
     Only the constants the rows determine (``identify``) change and are marked calibrated; the
-    others keep the profile's values and are listed in ``Fit.undetermined``.
+    others keep the profile's values and are listed in ``Fit.undetermined``. ``notes`` (rows
+    left out, say) lead the fit's own.
     """
-    notes = series_notes(hw, rows)
+    notes = list(notes) + series_notes(hw, rows)
     known = [r for r in rows if predictable(hw, r)]
     if len(known) < len(rows):
         notes.append(f"{len(rows) - len(known)} rows the input profile could not cost (op or "
