@@ -273,3 +273,22 @@ def test_a_file_the_chip_can_run_none_of_is_refused(tmp_path, capsys, fit):
     assert run(argv) == 2
     err = capsys.readouterr().err
     assert "m.csv:2: no row ascend910 can run (ascend910 has no bf16" in err and err.count("\n") == 1
+
+
+def test_a_new_signature_whose_short_row_may_be_the_floor_says_so(tmp_path, capsys):
+    """Rows at repeat 1 and 10 were told to 'measure it at two or more repeat counts': they are,
+    but the repeat-1 row may be the floor, leaving one repeat count on the line."""
+    path = _write(tmp_path, HEADER + "910b1,vadd,bf16_bf16_bf16,,,,128,1,6,vector\n"
+                  "910b1,vadd,bf16_bf16_bf16,,,,1280,10,20,vector\n")
+    assert run(["calibrate", "--measurements", path, "-o", str(tmp_path / "x.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "m.csv:2:8: repeat: vadd bf16_bf16_bf16" in err
+    assert ("its 2 rows (repeat 1, 10) leave one repeat count, 10, on the line startup + per_repeat x repeat: "
+            "the row at repeat 1 may be the floor (min_cycles) instead") in err
+    assert "two or more repeat counts above the floor (longer instructions)" in err
+
+
+def test_a_new_signature_at_one_repeat_count_says_so(tmp_path, capsys):
+    path = _write(tmp_path, HEADER + "x,vadd,bf16_bf16_bf16,,,,128,1,6,vector\nx,vadd,bf16_bf16_bf16,,,,1280,1,6.1,vector\n")
+    assert run(["calibrate", "--measurements", path, "-o", str(tmp_path / "x.yaml")]) == 2
+    assert "its 2 rows are all at repeat 1: they cannot separate startup from per_repeat" in capsys.readouterr().err

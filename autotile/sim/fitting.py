@@ -34,7 +34,7 @@ from autotile.sim.calibrate import (
     series_notes,
 )
 from autotile.sim.costs import cost_vector
-from autotile.sim.identify import VECTOR_NAMES, cube_design, determined, vector_determined
+from autotile.sim.identify import TIE, VECTOR_NAMES, cube_design, determined, vector_determined
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,7 @@ def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | N
     free = np.array(vector_determined(reps, *x))
     if not free.all():
         if prior is None and not free[:2].all():
-            r = rs[0]
-            raise InputError(f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {_rows(len(rs), 'row')} "
-                             "cannot separate startup from per_repeat: measure it at two or more repeat "
-                             "counts of one instruction", line=r.line, col=r.col("repeat"), field="repeat")
+            raise _line_undetermined(rs, reps, x)
         held = np.array([prior.startup, prior.per_repeat, prior.min_cycles] if prior else [0.0, 0.0, 0.0])
         if free[0] and not free[2]:  # a floor above the shortest row would contradict it
             held[2] = min(held[2], float(meas.min()))
@@ -135,6 +132,29 @@ def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | N
         if free.any():
             x[free] = _robust(resid_of(held, free), x0[free], lo[free], hi[free])
     return VectorCost(*(round(float(v), 4) for v in x)), [bool(f) for f in free]
+
+
+def _line_undetermined(rs: list[Measurement], reps: np.ndarray, x: np.ndarray) -> InputError:
+    """Why rows of a signature the profile has no cost for leave startup and per_repeat open:
+    one repeat count, or (at 1 and 10, say) the shorter ones fit the floor as well as the line,
+    so the line has a single repeat count to pass through."""
+    r = rs[0]
+    head = f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {_rows(len(rs), 'row')}"
+    counts = sorted({int(n) for n in reps})
+    if len(counts) < 2:
+        msg = (f"{head} are all at repeat {counts[0]}: they cannot separate startup from per_repeat; measure "
+               "it at two or more repeat counts of one instruction")
+    else:
+        on_line = x[0] + x[1] * reps >= x[2] * (1 - TIE)
+        line = sorted({int(n) for n in reps[on_line]})
+        floor = ", ".join(str(n) for n in sorted({int(n) for n in reps[~on_line]}))
+        r = rs[int(np.argmin(reps))]
+        rows = f"the row{'s' if (~on_line).sum() > 1 else ''} at repeat {floor}"
+        where = (f"leave one repeat count, {line[0]}, on the line startup + per_repeat x repeat: {rows} may be "
+                 "the floor (min_cycles) instead" if line else f"all fit the floor (min_cycles): {rows} may all be it")
+        msg = (f"{head} (repeat {', '.join(map(str, counts))}) {where}, which leaves the slope open; measure it at "
+               "two or more repeat counts above the floor (longer instructions)")
+    return InputError(msg, line=r.line, col=r.col("repeat"), field="repeat")
 
 
 def prior_cost(hw: HardwareProfile, op: str, sig: str) -> VectorCost | None:
