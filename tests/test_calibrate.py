@@ -292,3 +292,34 @@ def test_a_new_signature_at_one_repeat_count_says_so(tmp_path, capsys):
     path = _write(tmp_path, HEADER + "x,vadd,bf16_bf16_bf16,,,,128,1,6,vector\nx,vadd,bf16_bf16_bf16,,,,1280,1,6.1,vector\n")
     assert run(["calibrate", "--measurements", path, "-o", str(tmp_path / "x.yaml")]) == 2
     assert "its 2 rows are all at repeat 1: they cannot separate startup from per_repeat" in capsys.readouterr().err
+
+
+# -- a refit of a cube constant every dtype shares ---------------------------------------------
+
+FP32_MMADS = "".join(f"910b1,mmad,fp32,32,16,{n},,,{c},back_to_back\n" for n, c in ((16, 8), (32, 12), (64, 20)))
+
+
+def test_fp32_mmads_moving_the_shared_issue_cost_warn_and_say_so_in_the_notes(tmp_path, capsys):
+    """Three fp32 Mmads moved cube.issue_cycles 2.2 -> 4.0 silently (the fp16 anchor then 33%
+    off), the fp16 rate and the latency still 'fitted to ascend910b_microops.csv'."""
+    out = tmp_path / "p.yaml"
+    assert run(["calibrate", "--measurements", _write(tmp_path, HEADER + FP32_MMADS), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("autotile: warning: cube.issue_cycles 2.1999 -> 4, moved by m.csv's "
+                                                   "fp32 Mmad rows only, also times fp16, bf16, int8 Mmads")
+    assert "cube.latency_cycles, cube.macs_per_cycle.fp16, fitted to other rows with the old value" in err
+    p = load_profile(str(out))
+    assert p.cube.issue_cycles == pytest.approx(4.0, abs=0.05)
+    assert "fp32 Mmad rows only: shared with fp16, bf16, int8, not measured there" in p.notes["cube.issue_cycles"]
+    for path in ("cube.latency_cycles", "cube.macs_per_cycle.fp16"):
+        assert p.notes[path].startswith("calibrated: fitted to ascend910b_microops.csv")
+        assert "since moved (cube.issue_cycles 2.1999 -> 4) by a fit to m.csv's fp32 Mmad rows only" in p.notes[path]
+
+
+def test_a_refit_that_keeps_the_shared_cube_constants_says_nothing(tmp_path, capsys, csv_path):
+    rows = [line for line in open(csv_path).read().splitlines() if ",mmad," in line]
+    out = tmp_path / "p.yaml"
+    assert run(["calibrate", "--measurements", _write(tmp_path, HEADER + "\n".join(rows) + "\n"), "-o", str(out),
+                "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["warnings"] == [] and "since moved" not in load_profile(str(out)).notes["cube.latency_cycles"]

@@ -9,6 +9,7 @@ with it, and write the fitted profile atomically.
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from pathlib import Path
 
 from autotile.atomic import refuse_input, write_text
@@ -69,6 +70,8 @@ def run(args) -> int:
     doc = emit.load_document(hw.path)
     for path, (value, note) in fit.updates.items():
         emit.set_constant(doc, path, value, note)
+    for path, (value, note) in fit.amended.items():
+        emit.set_constant(doc, path, value, note)
     for path, (value, note) in fit.derived.items():
         frm, scale = hw.derived[path]
         rel = {"from": ".".join(frm), **({"scale": scale} if scale != 1 else {})}
@@ -81,10 +84,13 @@ def run(args) -> int:
                   "derived follows the constant it names; the others and the lines below are the input's.\n" + header)
     write_text(args.output, emit.render(doc, header))
     load_profile(args.output)  # the written file must load strictly
+    for w in fit.warnings:
+        print(f"autotile: warning: {w}", file=sys.stderr)
     if args.json:
         print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements), **left_out,
                     "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
                     "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()},
+                    "warnings": list(fit.warnings),
                     "not_determined": {".".join(p): {"value": v, "why": why} for p, (v, why) in fit.undetermined.items()},
                     "derived": {".".join(p): {"value": _val(v), "from": ".".join(hw.derived[p][0]),
                                               "scale": hw.derived[p][1]} for p, (v, _) in fit.derived.items()}})

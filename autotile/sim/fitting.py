@@ -50,6 +50,8 @@ class Fit:
     notes: tuple = field(default=())
     undetermined: dict = field(default_factory=dict)
     derived: dict = field(default_factory=dict)  # path -> (value, note): moved with what they follow
+    warnings: tuple = field(default=())  # one line each: a refit that moves what other dtypes share
+    amended: dict = field(default_factory=dict)  # path -> (value, note): kept, fitted with what moved
 
 
 def _robust(fun, x0, lo, hi):
@@ -189,6 +191,44 @@ def follow(hw: HardwareProfile, updates: dict, source: str, date: str) -> dict:
     return out
 
 
+SHARED_CUBE = (("cube", "issue_cycles"), ("cube", "latency_cycles"))  # one value times every dtype's Mmad
+MOVED = 0.01  # a refit "moves" a shared constant by more than 1% (of at least one cycle)
+
+
+def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str, date: str) -> tuple[tuple, dict]:
+    """(warnings, amended notes) when ``updates`` move a cube constant every dtype's Mmad shares
+    (issue, latency) while the rows measured Mmads of ``measured`` dtypes only. Fitting three
+    fp32 Mmads moved issue_cycles 2.2 -> 4.0, put the fp16 anchor m=32,k=16,n=32 33% off, and
+    left the fp16 rate and the latency saying 'fitted to ascend910b_microops.csv' as if that fit
+    still held. Now the warning names the dtypes not measured and the constants fitted to other
+    rows with the old value; the moved constant's note names those dtypes, and each such
+    constant's note says what moved under it. (A per-dtype issue constant would avoid this.)"""
+    others = [d for d in hw.cube.macs_per_cycle if d not in measured]
+    moved = {p: (getattr(hw.cube, p[1]), updates[p][0]) for p in SHARED_CUBE
+             if p in updates and abs(updates[p][0] - getattr(hw.cube, p[1])) > MOVED * max(1.0, getattr(hw.cube, p[1]))}
+    if not moved or not others:
+        return (), {}
+    what = ", ".join(f"{'.'.join(p)} {a:g} -> {b:g}" for p, (a, b) in moved.items())
+    was = ", ".join(f"{'.'.join(p)} = {a:g}" for p, (a, _) in moved.items())
+    rows, also = f"{'+'.join(measured)} Mmad rows only", ", ".join(others)
+    amended = {}
+    for p in [p for p in SHARED_CUBE if p not in updates] + [("cube", "macs_per_cycle", d) for d in others]:
+        note = hw.notes.get(".".join(p), "")
+        if note.startswith("calibrated: ") and p not in hw.derived:  # a fit to other rows, with the old value
+            value = hw.cube.macs_per_cycle[p[2]] if len(p) == 3 else getattr(hw.cube, p[1])
+            amended[p] = (value, f"{note.split(': ', 1)[1]}; fitted with {was}, since moved ({what}) by a fit "
+                                 f"to {source}'s {rows}, {date}")
+    for p in moved:
+        value, note = updates[p]
+        updates[p] = (value, f"{note}; {rows}: shared with {also}, not measured there")
+    warning = (f"{what}, moved by {source}'s {rows}, also time{'' if len(moved) > 1 else 's'} {also} Mmads, "
+               f"which {source} does not measure: their cycles change unchecked"
+               + (f", and {', '.join('.'.join(p) for p in amended)}, fitted to other rows with the old value, "
+                  "no longer fit them"
+                  if amended else "") + " (refit with their rows in the same file)")
+    return (warning,), amended
+
+
 def _rows(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
@@ -210,10 +250,13 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
     cube = hw.cube
     series = sorted({r.series for r in rows})
     mm = [r for r in rows if r.op == "mmad"]
+    warnings, amended = (), {}
     if mm:
         issue, lat, macs, free = fit_cube(hw, rows)
         dtype = mm[0].dtype
-        tag = f"fitted to {source} ({len(mm)} rows, mmad {'+'.join(sorted({r.series for r in mm}))}), {date}"
+        measured = sorted({r.dtype for r in mm})
+        tag = (f"fitted to {source} ({len(mm)} rows, mmad {'+'.join(measured)} "
+               f"{'+'.join(sorted({r.series for r in mm}))}), {date}")
         macs_i = int(round(macs))
         values = {("cube", "issue_cycles"): (round(issue, 4), tag), ("cube", "latency_cycles"): (round(lat, 4), tag),
                   ("cube", "macs_per_cycle", dtype): (
@@ -228,6 +271,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             else:
                 undetermined[path] = (value, f"{_rows(len(mm), 'Mmad row')} do not determine it alone (kept "
                                              f"from the profile): {CUBE_WHY}")
+        warnings, amended = shared_cube(hw, updates, measured, source, date)
     vector = {op: dict(t) for op, t in hw.vector.items()}
     groups: dict = {}
     for r in rows:
@@ -263,4 +307,5 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
     after = evaluate(new, rows, notes)
     if before is None:
         before = after
-    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]), undetermined, derived)
+    return Fit(new, updates, before, after, tuple(notes + [f"series: {', '.join(series)}"]), undetermined, derived,
+               warnings, amended)
