@@ -9,7 +9,7 @@ import pytest
 from autotile.cli import run
 from autotile.hardware import bundled_names, load_profile
 from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
-from autotile.hardware.profile import bundled_path
+from autotile.hardware.profile import COPY_PATHS, bundled_path
 
 EXPECTED = {"ascend910b2": (24, 48, 1.8), "ascend910b4": (20, 40, 1.5), "ascend910": (32, 32, 1.0),
             "ascend310p3": (8, 15, None)}
@@ -334,3 +334,55 @@ def test_bundled_derived_constants_are_their_rules(name):
         get = (lambda p: hw.cube.macs_per_cycle[p[2]]) if path[0] == "cube" else (lambda p: hw.vector[p[2]][p[3]])
         rule = follow_value(get(src), scale)
         assert written == (rule if path[0] == "cube" else astuple(rule)), path
+
+
+# -- a time a note states is this chip's --------------------------------------------------------
+
+NUM = r"(\d+(?:\.\d+)?)"
+GM_PATHS = [p for p in COPY_PATHS if "gm" in p.split("_")]
+
+
+def test_gm_latency_is_one_round_trip_in_ns_on_every_chip():
+    """The GM (L2/HBM) round trip is a time of the memory system, ~110 ns: its cycles follow each
+    chip's clock. The 910B4, 910 and 310P3 kept the 910B2's 200 cycles, 133, 200 and 185 ns there."""
+    b2 = load_profile("ascend910b2")
+    ns = b2.copy["gm_ub"].latency_cycles / b2.clock_ghz
+    for name in bundled_names():
+        hw = load_profile(name)
+        for p in GM_PATHS:
+            assert hw.copy[p].latency_cycles / hw.clock_ghz == pytest.approx(ns, rel=0.02), (name, p)
+
+
+def _precision(figure: str) -> float:
+    """How closely a figure as written states a number: 2%, or half its last digit ("~1.0 TB/s"
+    for 1024 B/cycle at 1.0 GHz is 1.02)."""
+    last = 10.0 ** -len(figure.partition(".")[2])
+    return max(0.02, last / 2 / float(figure))
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_notes_naming_a_clock_agree_with_the_value(name):
+    """A note giving a constant in cycles at a clock names this chip's clock and the constant's
+    value (the 910B2's "~110 ns = 200 cycles at 1.8 GHz", copied onto the 1.5 GHz 910B4, was 133
+    ns there), and its ns times the clock are those cycles; a rate in GB/s or TB/s at a clock is
+    the value times that clock (a measurement on another chip names that chip's clock)."""
+    from autotile.yamlsrc import load_file
+
+    doc = load_file(bundled_path(name)).value
+    hw = load_profile(name)
+    checked = 0
+    for path, note in hw.notes.items():
+        node = doc
+        for p in path.split("."):
+            node = node[p]
+        value = node.get("value")
+        for cycles, ghz in re.findall(rf"{NUM} cycles at {NUM} GHz", note):
+            assert float(ghz) == hw.clock_ghz and float(cycles) == pytest.approx(value, rel=0.01), (path, note)
+            for ns in re.findall(rf"{NUM} ns\b", note):
+                assert float(ns) * hw.clock_ghz == pytest.approx(value, rel=0.02), (path, note)
+            checked += 1
+        for rate, unit, ghz in re.findall(rf"{NUM} ([GT])B/s[^;()]*? (?:at|/) {NUM} GHz", note):
+            per_s = float(rate) * (1000 if unit == "T" else 1)
+            assert per_s / float(ghz) == pytest.approx(value, rel=_precision(rate)), (path, note)
+            checked += 1
+    assert checked >= len(GM_PATHS) + 1  # every GM latency, and the HBM rate

@@ -778,7 +778,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
        load once per core (not once per base block): 640x192x8192 now splits (29,312 cycles, was
        36,222). A 64 x 64 base block is tried too; it wins only where it spreads the work over
        enough more cores to pay for its lower cube use (ranking by cores first picked 64 x 64 on
-       910B4's 20 cores for 1024x2048x512: 21.1 us against 12.8 us with 128 x 128 on 16).
+       910B4's 20 cores for 1024x2048x512: 21.0 us against 12.5 us with 128 x 128 on 16).
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
        wide (step_m = step_n = 1), double buffered (depth = 2 x panel) so MTE2 overlaps compute.
     4. Double buffering everywhere on L0 (db_l0a = db_l0b = db_l0c = 2); iterate M first.
