@@ -235,6 +235,29 @@ def test_sigterm_stops_a_jobs_run_like_sigint_with_exit_143(tmp_path):
     assert "not run (interrupted)" in (out / "stdout").read_text()
 
 
+def _states(out: Path) -> dict:
+    """How many trials of each state the journal holds, over its studies."""
+    storage, got = make_storage(None, out), {}
+    for s in optuna.get_all_study_summaries(storage, include_best_trial=False):
+        for t in optuna.load_study(study_name=s.study_name, storage=storage).get_trials(deepcopy=False):
+            got[t.state.name] = got.get(t.state.name, 0) + 1
+    return got
+
+
+def test_sigterm_to_the_whole_group_lets_the_workers_finish_their_trial(tmp_path):
+    """`timeout`, systemd and scancel send SIGTERM to every process of the run: the workers died
+    mid-trial (the journal kept 2 RUNNING trials) while the main process wrote the outputs."""
+    out = tmp_path / "out"
+    with _jobs_run(out) as proc:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert gone(proc.pid, 20)
+    assert proc.returncode == 143, (out / "stderr").read_text()
+    states = _states(out)
+    assert "RUNNING" not in states and "FAIL" not in states and states["COMPLETE"] >= 3, states
+    assert _json(out / "summary.json")["interrupted"] is True
+
+
 def test_a_stopped_jobs_run_logs_its_studies_as_interrupted_and_not_run(tmp_path):
     """After SIGTERM the progress log said "study 2/2 done" of a study that never ran (and
     "1/2 done" of one cut short): a worker task's return read as its study being done."""

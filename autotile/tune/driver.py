@@ -128,8 +128,7 @@ def _install_stop_signals() -> dict:
     def handler(signum, frame):
         if runner._Stop.requested:
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
-        runner._Stop.signum = signum
-        runner._Stop.request()
+        runner._Stop.signalled(signum)
 
     return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 

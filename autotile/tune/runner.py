@@ -130,6 +130,12 @@ class _Stop:
         return cls.parent is not None and os.getppid() != cls.parent
 
     @classmethod
+    def signalled(cls, signum: int) -> None:
+        """A first stop signal: remember which (the exit code) and stop after the current trial."""
+        cls.signum = signum
+        cls.request()
+
+    @classmethod
     def request(cls) -> None:
         cls.requested = True
         if cls.shared is not None:

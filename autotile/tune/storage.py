@@ -354,10 +354,13 @@ class _locked:
     With ``defer_sigterm`` (a --jobs worker, which SIGTERM ends at once) a SIGTERM that arrives
     while the lock is held ends the process only once it is released: the record is finished
     rather than cut, and where the lock is Optuna's lock file (no flock), a file left behind
-    would hold up every other writer for its 30 s grace period.
+    would hold up every other writer for its 30 s grace period. A worker that tells SIGTERMs
+    apart (``workers._watch_sigterm``) ends itself only while holding ``held``, which an append
+    holds throughout.
     """
 
     defer_sigterm = False
+    held = threading.RLock()
     _pending: list = []
 
     def __init__(self, lock: BaseJournalFileLock, path: str):
@@ -367,7 +370,12 @@ class _locked:
     def __enter__(self):
         if self.defer_sigterm and threading.current_thread() is threading.main_thread():
             self.saved = signal.signal(signal.SIGTERM, lambda signum, frame: self._pending.append(signum))
-        self.lock.acquire()
+        self.held.acquire()
+        try:
+            self.lock.acquire()
+        except BaseException:
+            self.held.release()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -376,6 +384,7 @@ class _locked:
         except RuntimeError:  # forcibly released by another writer after the grace period
             pass
         finally:
+            self.held.release()
             if self.saved is not None:
                 signal.signal(signal.SIGTERM, self.saved)
                 if self._pending:

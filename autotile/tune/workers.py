@@ -10,16 +10,23 @@ the outputs of what finished).
 Re-parented workers kept tuning and then blocked forever on the queue of a pool nobody read. On
 Linux the kernel now sends a worker SIGTERM when its parent exits (PR_SET_PDEATHSIG); anywhere,
 a worker whose parent changed stops after its current trial and exits (``runner._Stop``).
+
+A SIGTERM to the whole process group or job (``timeout``, systemd, Slurm's scancel) reaches the
+workers too, and used to kill them mid-trial (the journal kept their trials RUNNING): a worker
+now tells it from the SIGTERM of its own pool or of its parent's death by the sender
+(``_watch_sigterm``) and stops after its current trial, as a Ctrl-C to the group stops it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import multiprocessing
 import os
 import signal
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -64,7 +71,8 @@ def _one_pool(ctx, tasks: list, jobs: int, work, done) -> tuple[list, int]:
                                initargs=(runner._Stop.shared, os.getpid()))
     lost, finished = [], 0
     try:
-        futures = [(key, pool.submit(call, work, *args)) for key, args in tasks]
+        with _sigterm_blocked():  # the workers it starts
+            futures = [(key, pool.submit(call, work, *args)) for key, args in tasks]
         for (key, args), (_, fut) in zip(tasks, futures):
             try:
                 result = fut.result()
@@ -95,16 +103,55 @@ def die_with_parent() -> None:
 def init(shared, parent: int) -> None:
     """A worker ignores SIGINT and stops when the main process says so through ``shared``: a
     Ctrl-C reaches the whole process group, but ``kill -INT`` (or a scheduler) only the parent.
-    SIGTERM (the pool's own, or the parent's death) ends it at once."""
+    SIGTERM: see ``_watch_sigterm``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler, inherited by fork
-    storage._locked.defer_sigterm = True  # but not while it holds the journal's lock
+    runner._Stop.requested, runner._Stop.signum = False, None
+    runner._Stop.shared = shared
+    runner._Stop.parent = parent
+    _watch_sigterm(parent)
     die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(1)
-    runner._Stop.requested = False
-    runner._Stop.shared = shared
-    runner._Stop.parent = parent
+
+
+def _watch_sigterm(parent: int) -> None:
+    """SIGTERM from the worker's parent (its pool ending it) or on the parent's death ends the
+    worker at once, though never inside a journal append (``storage._locked``); from anyone
+    else (a signal to the group or job) it stops the run after the current trial, as the main
+    process's handler does. The sender is known only to ``sigwaitinfo`` (a thread, with SIGTERM
+    blocked in all, from the worker's start: ``_sigterm_blocked``); without it (macOS) every
+    SIGTERM ends a worker at once."""
+    if not hasattr(signal, "sigwaitinfo"):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler, inherited by fork
+        storage._locked.defer_sigterm = True
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # already, unless started elsewhere
+    threading.Thread(target=_on_sigterm, args=(parent,), name="autotile-sigterm", daemon=True).start()
+
+
+@contextlib.contextmanager
+def _sigterm_blocked():
+    """SIGTERM blocked in this thread meanwhile, so a worker process started now (forked, or
+    spawned: the mask outlives exec) has it blocked from its first instant, in every thread
+    its imports start (OpenBLAS's) before ``init``: ``sigwaitinfo`` sees only signals that every
+    thread blocks. A SIGTERM to this process meanwhile waits until the block ends."""
+    if not hasattr(signal, "sigwaitinfo"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _on_sigterm(parent: int) -> None:
+    while True:
+        info = signal.sigwaitinfo({signal.SIGTERM})
+        if info.si_pid == parent or runner._Stop.orphaned():
+            with storage._locked.held:
+                os._exit(128 + signal.SIGTERM)
+        runner._Stop.signalled(signal.SIGTERM)
 
 
 def call(work, *args):
