@@ -4,6 +4,7 @@ including one tuned earlier in the same run."""
 from __future__ import annotations
 
 import optuna
+import pytest
 from tinyspecs import EW2
 
 from autotile.tune import runner
@@ -16,9 +17,13 @@ def _warm_configs(out, n: int) -> list[str]:
     return [t.user_attrs["config"] for t in study.trials if t.user_attrs.get(runner.WARM_ATTR)]
 
 
-def test_a_shape_is_warm_started_from_one_tuned_earlier_in_the_same_run(run_cli, write_spec, tmp_path):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_shape_is_warm_started_from_one_tuned_earlier_in_the_same_run(run_cli, write_spec, tmp_path, jobs):
+    """With --jobs every study was created (its warm start chosen) before any ran, so none was
+    warm-started from the run's own shapes; the workers took the studies one after another all
+    the same (README said side by side)."""
     out = tmp_path / "out"
-    assert run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet")[0] == 0
+    assert run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet", "--jobs", jobs)[0] == 0
     assert _warm_configs(out, 4096) == []  # nothing was tuned before it
     study = optuna.load_study(study_name="elementwise/ascend910b2/fp16/n=4096/vector", storage=make_storage(None, out))
     best = sorted((t.values[0], t.number, t.user_attrs["config"]) for t in study.trials if t.values)

@@ -290,22 +290,25 @@ def _run_here(job: _Job, bar) -> None:
 
 
 def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
-    """Every study of every spec gets ``jobs`` worker tasks; ``jobs`` processes take them in order
-    (``workers.run_pool``: a worker that dies is replaced).
+    """The studies one after another, as without --jobs, each with ``jobs`` worker tasks
+    (``workers.run_pool``: ``jobs`` processes take them; a worker that dies is replaced).
 
-    Studies are created (baseline and warm start enqueued) here first, so workers only take trials.
-    They run side by side, so warm starts come from what the storage held before this run.
+    A study is created (baseline and warm start enqueued) here just before its workers start
+    on it, once the studies before it have finished: it is warm-started from them, as without
+    --jobs, and a resumed run gives it the warm start one run would have.
     """
     from autotile.errors import StorageError
     from autotile.tune import storage as storage_mod
 
-    for job in queue:  # no exhaustive plan here: ``_check`` refused it with --jobs
-        warmed = [_warmed(job, plan) for plan in job.plans]  # before any sibling study exists
-        for plan in warmed:
-            try:
-                runner.prepare(plan, job.storage)
-            except storage_mod.storage_errors() as exc:
-                raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
+    def begin(study) -> None:
+        if runner._Stop.is_set():  # a stop keeps it from starting: not created (no stale warm start)
+            return
+        job = queue[study[0]]  # no exhaustive plan here: ``_check`` refused it with --jobs
+        try:
+            runner.prepare(_warmed(job, job.plans[study[1]]), job.storage)
+        except storage_mod.storage_errors() as exc:
+            raise StorageError(storage_mod.describe_failure(job.opts.storage, exc)) from None
+
     returned: dict = {}  # (spec, plan) -> what its finished tasks returned
     told = set()
 
@@ -323,7 +326,7 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
 
     tasks = [((n, i, w), (job.spec.file, job.opts, i, w)) for n, job in enumerate(queue)
              for i in range(len(job.plans)) for w in range(jobs)]
-    workers.run_pool(tasks, jobs, _worker, done)
+    workers.run_pool(tasks, jobs, _worker, done, stage=lambda key: key[:2], begin=begin)
     for study in sorted(set(returned) - told):  # tasks a dead worker took, left unrun after a stop
         tell(study)
 

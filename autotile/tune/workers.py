@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import itertools
 import multiprocessing
 import os
 import signal
@@ -40,19 +41,31 @@ STUDY_NOTES = ("new workers take over its studies (its unfinished trial is marke
                "before any study finished (out of memory?); completed trials are saved, rerun to resume")
 
 
-def run_pool(tasks: list, jobs: int, work, done, *, ctx=None, notes: tuple[str, str] = STUDY_NOTES) -> None:
+def run_pool(tasks: list, jobs: int, work, done, *, ctx=None, notes: tuple[str, str] = STUDY_NOTES,
+             stage=None, begin=None) -> None:
     """``work(*args)`` for every ``(key, args)`` of ``tasks`` in ``jobs`` worker processes, in
     order; ``done(key, result)`` as each one finishes, with what ``work`` returned. Tasks cut short by a dead worker go to a new pool;
     after a stop request they are left unrun. ``ctx``: the multiprocessing context (default:
-    the platform's); ``notes``: the end of the two dead-worker messages (see STUDY_NOTES)."""
+    the platform's); ``notes``: the end of the two dead-worker messages (see STUDY_NOTES).
+    ``stage(key)``: consecutive tasks of one stage are handed out only once every task of the
+    stage before has finished, each stage after ``begin(stage)`` ran here (once); default: one stage."""
     ctx = ctx or multiprocessing.get_context()
     runner._Stop.shared = ctx.RawValue("b", 0)
     if runner._Stop.requested:  # a stop before the line above
         runner._Stop.shared.value = 1
+    stage = stage or (lambda key: None)
+    begun: set = set()
+
+    def start(key):
+        if (which := stage(key)) not in begun:
+            begun.add(which)
+            if begin is not None:
+                begin(which)
+
     barren = 0
     try:
         while tasks:
-            lost, finished = _one_pool(ctx, tasks, jobs, work, done)
+            lost, finished = _one_pool(ctx, tasks, jobs, work, done, stage, start)
             if not lost or runner._Stop.is_set():
                 return
             barren = 0 if finished else barren + 1
@@ -64,23 +77,34 @@ def run_pool(tasks: list, jobs: int, work, done, *, ctx=None, notes: tuple[str, 
         runner._Stop.shared = None
 
 
-def _one_pool(ctx, tasks: list, jobs: int, work, done) -> tuple[list, int]:
-    """Run ``tasks`` in one pool: (the tasks its broken pool did not finish, how many finished).
-    On any other error the workers are told to stop and the tasks not started are dropped."""
+def _one_pool(ctx, tasks: list, jobs: int, work, done, stage, start) -> tuple[list, int]:
+    """Run ``tasks`` in one pool, stage by stage: (the tasks its broken pool did not finish, how
+    many finished). On any other error the workers are told to stop and the tasks not started
+    are dropped."""
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=init,
                                initargs=(runner._Stop.shared, os.getpid()))
     lost, finished = [], 0
     try:
-        with _sigterm_blocked():  # the workers it starts
-            futures = [(key, pool.submit(call, work, *args)) for key, args in tasks]
-        for (key, args), (_, fut) in zip(tasks, futures):
-            try:
-                result = fut.result()
-            except BrokenProcessPool:
-                lost.append((key, args))
+        for _, group in itertools.groupby(tasks, key=lambda task: stage(task[0])):
+            group = list(group)
+            if lost:  # the pool broke: the stages left go to the next one
+                lost += group
                 continue
-            finished += 1
-            done(key, result)
+            start(group[0][0])
+            try:
+                with _sigterm_blocked():  # the workers it starts
+                    futures = [pool.submit(call, work, *args) for _, args in group]
+            except BrokenProcessPool:  # a worker died between stages
+                lost += group
+                continue
+            for (key, args), fut in zip(group, futures):
+                try:
+                    result = fut.result()
+                except BrokenProcessPool:
+                    lost.append((key, args))
+                    continue
+                finished += 1
+                done(key, result)
     except BaseException:
         runner._Stop.shared.value = 1
         pool.shutdown(wait=True, cancel_futures=True)
