@@ -618,7 +618,7 @@ def _atomic_add(c: np.ndarray, acc: np.ndarray, m0: int, n0: int) -> None:
     c[m0:m0 + acc.shape[0], n0:n0 + acc.shape[1]] += acc
 
 
-SPLIT_MARGIN = 0.8  # the default splits K only when that is estimated at least 20% faster
+SPLIT_MARGIN = 0.7  # the default splits K only when that is estimated at least 30% faster
 VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_shape)
 # a split K's reduced shape may hold up to this many MACs: its two K ranges are a whole single_core_k
 # and the tail (2752 + 2496 of K = 32768 on one 128 x 128 core block: 86M, ~1 s in execute mode)
@@ -770,13 +770,13 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
        trips and the last FixPipe), then the most cores, the larger base block, the smallest
        largest block (least imbalance) and squarer blocks. Over 120 seeded shapes
        (``bench/matmul_default.py``) the default is 1.02x the best grid simulated (geomean; p90
-       1.08x), and it gets cheaper as M grows by at most 10% (was 1.38x at m=185). Where the M x N
+       1.09x), and it gets cheaper as M grows by at most 11% (was 1.38x at m=185). Where the M x N
        grid leaves cores idle, K is split over them too (whole base_k steps) when that estimate,
        plus what the combine adds (``split_cycles``), is faster by ``SPLIT_MARGIN``: 64x64x65536
        fp16 ran on one core (142k cycles) and runs on 24 (23k). A split core's atomic adds overlap
        its next blocks' loops, and a K range of at most 4 steps stays in L1, so its A and B strips
-       load once per core (not once per base block): 640x192x8192 now splits (29,312 cycles, was
-       36,222). A 64 x 64 base block is tried too; it wins only where it spreads the work over
+       load once per core (not once per base block): 100x100x4096 now splits over 22 cores (3,981
+       cycles, was 5,447 on 24 with 64 x 64 core blocks). A 64 x 64 base block is tried too; it wins only where it spreads the work over
        enough more cores to pay for its lower cube use (ranking by cores first picked 64 x 64 on
        910B4's 20 cores for 1024x2048x512: 21.0 us against 12.5 us with 128 x 128 on 16).
     3. L1: 4 K slices per load (step_ka = step_kb = 4, fewer if K is short), one base block
@@ -828,7 +828,7 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                         loop = max(blocks * ks * on_chip, core_reads / _load_rate(hw))
                     loop = max(loop, blocks * bm * bn * 4 / (hw.l2_write_bytes_per_cycle / 2))  # its atomic adds
                     est = max(loop + split_cycles(hw, dt, M, N, used * nbk, blocks * bm * bn, bm * bn),
-                              chip_read_cycles(hw, used * nbk * core_reads, unique)) + fill
+                              chip_read_cycles(hw, used * core_reads * kt / ks, unique)) + fill  # K's own steps
                     if split is None or (est, -used * nbk) < split[0]:
                         split = ((est, -used * nbk), bm, bn, scm, scn, sck)
     # HBM bounds every split: where it binds, more cores do not help
