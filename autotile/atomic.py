@@ -89,19 +89,22 @@ def check_writable(folder: Path, what: str = "the output folder") -> None:
 
 
 def check_outputs(folder: Path, files=(), folders=(), what: str = "the output folder") -> None:
-    """``check_writable(folder)``, and an OutputError for a named output file of ``folder`` that
-    is a folder (a rename cannot replace it) or an output subfolder that is a file: found before
-    any work, so a run does not replace some of its outputs and then fail on another."""
+    """``check_writable(folder)``, and an OutputError for an output subfolder of ``folder`` that
+    is a file or cannot take new files, or a named output file (``name`` or ``sub/name``) that is
+    a folder (a rename cannot replace it): found before any work, so a run does not replace some
+    of its outputs and then fail on another."""
     folder = Path(folder)
     check_writable(folder, what)
-    for name in files:
-        path = folder / name
-        if path.is_dir():
-            raise OutputError(f"{path}: cannot write: it is a folder (expected a file or nothing there)")
     for name in folders:
         path = folder / name
         if path.exists() and not path.is_dir():
             raise OutputError(f"{path}: cannot write into it: Not a directory (expected a folder or nothing there)")
+        if path.is_dir():
+            check_writable(path, f"{name}/ of {what}")
+    for name in files:
+        path = folder / name
+        if path.is_dir():
+            raise OutputError(f"{path}: cannot write: it is a folder (expected a file or nothing there)")
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

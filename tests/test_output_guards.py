@@ -120,7 +120,8 @@ def test_bench_search_seeds_bounded(run_cli, tmp_path):
     assert code == 2 and "--seeds: expected an integer from 1 to" in err
 
 
-@pytest.mark.parametrize("blocker", ["table.json", "report.html", "report.md"])
+@pytest.mark.parametrize("blocker", ["table.json", "report.html", "report.md",
+                                     "traces/n4096_fp16_vector.json", "report_files/history.png"])
 def test_tune_checks_every_output_before_the_trials(run_cli, tmp_path, monkeypatch, blocker):
     from autotile.tune import runner
 

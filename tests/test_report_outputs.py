@@ -260,6 +260,22 @@ def test_report_checks_its_outputs_before_writing_any(run_copy, run_cli):
     assert (run_copy / "report.md").read_bytes() == before
 
 
+@pytest.mark.parametrize("blocker", ["trace", "report_files/units.png"])
+def test_report_checks_the_files_of_its_subfolders_before_writing_any(run_copy, run_cli, monkeypatch, blocker):
+    """A folder where a trace or plot goes failed the render after other traces were rewritten."""
+    from autotile.report import traces
+
+    def boom(*a, **k):
+        raise AssertionError("a trace was simulated before the report's outputs were checked")
+
+    name = f"traces/{sorted(_trace_cycles(run_copy))[-1]}.json" if blocker == "trace" else blocker
+    (run_copy / name).unlink()
+    (run_copy / name).mkdir()
+    monkeypatch.setattr(traces, "write_traces", boom)
+    code, _, err = run_cli("report", str(run_copy))
+    assert code == 1 and err.count("\n") == 1 and f"{name}: cannot write: it is a folder" in err, err
+
+
 def test_report_never_writes_through_a_link_to_its_inputs(run_copy, run_cli):
     before = (run_copy / "summary.json").read_bytes()
     (run_copy / "report.md").unlink()

@@ -63,6 +63,33 @@ def test_tune_into_an_unwritable_output_folder_is_one_line(run_cli, tuned, read_
     assert _files(out) == before and not other.exists()
 
 
+@pytest.mark.parametrize("sub", ["report_files", "traces"])
+def test_an_unwritable_report_subfolder_is_found_before_the_trials(run_cli, tuned, read_only, sub):
+    """It was found only by the report, after the trials: the journal had grown and summary.json
+    and table.json were new beside the old report."""
+    spec, out = tuned
+    assert (out / sub).is_dir()
+    before = _files(out)
+    read_only(out / sub)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--trials", "12")
+    assert code == 1 and _one_line(err) and f"{out / sub}: cannot write to" in err, err
+    assert _files(out) == before
+
+
+@pytest.mark.parametrize("sub", ["report_files", "traces"])
+def test_report_into_an_unwritable_subfolder_writes_nothing(run_cli, tuned, read_only, monkeypatch, sub):
+    from autotile.report import traces
+
+    def boom(*a, **k):
+        raise AssertionError("a trace was simulated before the report's outputs were checked")
+
+    spec, out = tuned
+    read_only(out / sub)
+    monkeypatch.setattr(traces, "write_traces", boom)
+    code, _, err = run_cli("report", str(out))
+    assert code == 1 and _one_line(err) and f"{out / sub}: cannot write to" in err, err
+
+
 def test_a_lock_file_that_cannot_be_made_is_one_line(run_cli, tuned, monkeypatch):
     spec, out = tuned
     before = _files(out)

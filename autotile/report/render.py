@@ -18,7 +18,9 @@ from pathlib import Path
 from autotile.atomic import check_outputs, write_bytes, write_text
 from autotile.report import data as data_mod
 from autotile.report import html, markdown, perf, search, sections
+from autotile.report.data import slug
 from autotile.report.doc import Para, Report, Section
+from autotile.tune.outputs import report_outputs
 
 FILES = "report_files"
 
@@ -63,8 +65,10 @@ def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     t0 = time.monotonic()
     out_dir = Path(out_dir)
     data = data_mod.load(out_dir, storage)
-    # before any file: a report.html that is a folder would fail after report.md was replaced
-    check_outputs(out_dir, ("report.html", "report.md"), (FILES, "traces"))
+    # before any file: a report.html (or a trace) that is a folder would fail after report.md (or
+    # another trace) was replaced
+    check_outputs(out_dir, ("report.html", "report.md", *report_outputs(slug(r) for r in data.exported)),
+                  (FILES, "traces"))
     traces = write_traces(data)
     prune_traces(out_dir, traces)  # those of shapes, dtypes or units this run no longer has
     rep = build(data, traces)

@@ -22,12 +22,12 @@ from autotile import __version__
 from autotile.atomic import check_outputs, write_json
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
-from autotile.report.data import SUMMARY_SCHEMA
+from autotile.report.data import SUMMARY_SCHEMA, slug
 from autotile.space import Spec, load_spec
 from autotile.tune import exhaustive, identity, preflight, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
-from autotile.tune.outputs import OUTPUT_FILES, OUTPUT_FOLDERS
+from autotile.tune.outputs import OUTPUT_FILES, OUTPUT_FOLDERS, report_outputs
 from autotile.tune.storage import absolute_url, make_storage, quiet_heartbeat_failures, redact
 from autotile.tune.verify import GateResult, gate
 from autotile.words import count
@@ -235,8 +235,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     try:
         quiet_heartbeat_failures()
         todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
-        for o in opts:  # else an output would fail only after every trial ran (and after the others were replaced)
-            check_outputs(o.out, OUTPUT_FILES, OUTPUT_FOLDERS)
+        for o, todo in zip(opts, todos):  # else an output would fail only after every trial ran (and after the others were replaced)
+            check_outputs(o.out, OUTPUT_FILES + report_outputs(_slugs(todo)), OUTPUT_FOLDERS)
         queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
         bar = _Progress(sum(p.budget for job in queue for p in job.plans), quiet,
                         studies=sum(len(job.plans) for job in queue))
@@ -267,6 +267,11 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     finally:
         for sig, old in saved.items():
             signal.signal(sig, old)
+
+
+def _slugs(todo: list[runner.StudyPlan]) -> list[str]:
+    """The trace names of the report of ``todo``'s results: one per study (a superset of the exported)."""
+    return [slug({"shape": p.space.shape, "dtype": p.space.dtype, "unit": p.space.unit}) for p in todo]
 
 
 def _warmed(job: _Job, plan: runner.StudyPlan) -> runner.StudyPlan:

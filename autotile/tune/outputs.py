@@ -17,6 +17,14 @@ from autotile.errors import InputError
 OUTPUT_FILES = ("summary.json", "table.json", "report.html", "report.md")  # what a run writes in its --out
 OUTPUT_FOLDERS = ("report_files", "traces")
 JOURNAL_NAME = "studies.journal"  # the default study storage, in the output folder
+# report_files/<name>.png: every plot the report draws; a render writes these names and prunes only them
+REPORT_PLOTS = ("history", "portfolio", "importance", "pareto", "units", "roofline", "pipes", "crossover")
+
+
+def report_outputs(traces=()) -> tuple[str, ...]:
+    """The files a report may write in its subfolders, relative to the output folder: every plot
+    and ``traces/<slug>.json`` for each slug in ``traces`` (the results it may trace)."""
+    return (*(f"report_files/{name}.png" for name in REPORT_PLOTS), *(f"traces/{name}.json" for name in traces))
 
 
 def owned_files(folder: str | Path) -> dict[str, Path]:
