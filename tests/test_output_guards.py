@@ -73,6 +73,19 @@ def test_tune_out_never_replaces_its_spec_or_storage(run_cli, tmp_path):
     assert not (tmp_path / "o2").exists()
 
 
+@pytest.mark.parametrize("name", ["traces/n4096_fp16_vector.json", "report_files/history.png",
+                                  "traces/n512_fp32_cube.json"])
+def test_tune_out_never_replaces_or_prunes_a_spec_in_its_subfolders(run_cli, tmp_path, name):
+    """A spec saved where the report writes (or prunes) a trace or plot was silently replaced."""
+    out = tmp_path / "out"
+    spec = out / name
+    spec.parent.mkdir(parents=True)
+    spec.write_text(EW)
+    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "2")
+    assert code == 2 and err.count("\n") == 1 and f"--out {spec}: is the spec" in err, err
+    assert spec.read_text() == EW and not (out / "summary.json").exists()
+
+
 @pytest.mark.parametrize("flag,value,expected", [
     ("--seed", "-1", "--seed: expected an integer from 0 to 4294967295"),
     ("--seed", "99999999999", "--seed: expected an integer from 0 to 4294967295"),

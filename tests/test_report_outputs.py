@@ -285,6 +285,28 @@ def test_report_never_writes_through_a_link_to_its_inputs(run_copy, run_cli):
     assert (run_copy / "summary.json").read_bytes() == before
 
 
+@pytest.mark.parametrize("name", ["report_files/history.png", "trace"])
+def test_report_never_writes_through_a_link_in_its_subfolders(run_copy, run_cli, name):
+    """A plot or trace linked to the table was written through: table.json became a PNG."""
+    name = f"traces/{sorted(_trace_cycles(run_copy))[0]}.json" if name == "trace" else name
+    before = (run_copy / "table.json").read_bytes()
+    (run_copy / name).unlink()
+    (run_copy / name).symlink_to(run_copy / "table.json")
+    code, _, err = run_cli("report", str(run_copy))
+    assert code == 2 and err.count("\n") == 1 and "is the table.json this report reads" in err, err
+    assert (run_copy / "table.json").read_bytes() == before
+
+
+def test_report_prunes_only_the_plots_it_draws(run_copy, run_cli):
+    """Every other *.png in report_files/ (the user's own) was deleted by a render."""
+    (run_copy / "report_files" / "mine.png").write_bytes(b"keep")
+    (run_copy / "report_files" / "pareto.png").write_bytes(b"an earlier render's")  # one objective: no Pareto plot
+    assert run_cli("report", str(run_copy))[0] == 0
+    assert (run_copy / "report_files" / "mine.png").read_bytes() == b"keep"
+    assert not (run_copy / "report_files" / "pareto.png").exists()
+    assert (run_copy / "report_files" / "history.png").is_file()
+
+
 def test_report_traces_name_vector_instructions(ws_run):
     """The report's traces name each vector event by its instruction, as `simulate --trace` does."""
     from autotile.hardware.ops import KERNEL_VECTOR_OPS

@@ -34,13 +34,14 @@ def run(args) -> int:
 
 
 def _not_an_input(folder: Path, storage: str | None) -> None:
-    """Refuse a report file that is (a link to) a file the report reads: the summary, the
-    table or the study storage would be replaced by the page."""
+    """Refuse a report file (the pages, a plot or trace) that is (a link to) a file the report
+    reads: the summary, the table or the study storage would be replaced by it."""
+    from autotile.tune.outputs import report_files
     from autotile.tune.storage import JOURNAL_NAME, sqlite_file
 
     inputs = {f"the {name} this report reads": folder / name for name in ("summary.json", "table.json")}
     url = storage or ""
     store = url[len("journal:"):] if url.startswith("journal:") else (sqlite_file(url) if url else None)
     inputs["the study storage this report reads"] = store or folder / JOURNAL_NAME
-    for name in ("report.html", "report.md"):
-        refuse_input("report:", folder / name, inputs, "expected a file of its own (remove the link)")
+    for path in [folder / "report.html", folder / "report.md", *report_files(folder)]:
+        refuse_input("report:", path, inputs, "expected a file of its own (remove the link)")

@@ -70,9 +70,10 @@ def run(args) -> int:
 
 
 def _not_an_input(opts, specs) -> None:
-    """Refuse a run whose outputs (or study storage) would replace a file it reads: a spec, its
-    profile or measurements (e.g. a spec named summary.json in --out, or --storage journal:SPEC)."""
-    from autotile.tune.outputs import OUTPUT_FILES
+    """Refuse a run whose outputs (or study storage) would replace or delete a file it reads: a
+    spec, its profile or measurements (e.g. a spec named summary.json in --out, or saved as a
+    trace's name in --out/traces/, or --storage journal:SPEC)."""
+    from autotile.tune.outputs import OUTPUT_FILES, report_files
     from autotile.tune.storage import JOURNAL_NAME, sqlite_file
 
     inputs = {}
@@ -83,7 +84,7 @@ def _not_an_input(opts, specs) -> None:
     refuse_input("--storage", store, inputs)
     if store is not None:
         inputs[f"the study storage {store}"] = store
-    outputs = [opts.out / name for name in OUTPUT_FILES]
+    outputs = [opts.out / name for name in OUTPUT_FILES] + report_files(opts.out)
     if not opts.storage:
         outputs.append(opts.out / JOURNAL_NAME)
     for path in outputs:

@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autotile.report import fmt  # noqa: E402
 from autotile.report.doc import Plot  # noqa: E402
+from autotile.tune.outputs import REPORT_PLOTS  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text: smaller SVG, selectable, no embedded glyphs
@@ -57,7 +58,11 @@ def _svg(fig, prefix: str) -> str:
 
 
 def finish(fig, name: str, alt: str, caption: str = "") -> Plot:
-    """Render ``fig`` to SVG and PNG, close it and wrap it as a ``Plot``."""
+    """Render ``fig`` to SVG and PNG, close it and wrap it as a ``Plot``; ``name`` is one of
+    ``REPORT_PLOTS`` (the only PNG names a render prunes, so none is left stale)."""
+    if name not in REPORT_PLOTS:
+        plt.close(fig)
+        raise ValueError(f"plot name {name!r}: expected one of REPORT_PLOTS (autotile/tune/outputs.py)")
     svg = _svg(fig, re.sub(r"[^A-Za-z0-9_-]", "_", name))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches="tight")

@@ -2,7 +2,7 @@
 
 ``autotile tune`` calls ``write_report(out_dir)`` after writing the summary; ``autotile report DIR``
 calls it again. Every file is written atomically; plots and traces of an earlier render that
-this one no longer has are removed. A section that fails to build is replaced by a
+this one no longer has are removed (only names a render gives its files: others are left alone). A section that fails to build is replaced by a
 visible note (and a warning on stderr) so one broken plot never costs the run its report.
 
 >>> # write_report("results/matmul")  # -> {"html": Path(...), "markdown": Path(...), ...}
@@ -20,7 +20,7 @@ from autotile.report import data as data_mod
 from autotile.report import html, markdown, perf, search, sections
 from autotile.report.data import slug
 from autotile.report.doc import Para, Report, Section
-from autotile.tune.outputs import report_outputs
+from autotile.tune.outputs import REPORT_PLOTS, report_outputs
 
 FILES = "report_files"
 
@@ -76,11 +76,11 @@ def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     pngs = []
     for plot in markdown.plots(rep):
         pngs.append(write_bytes(files / f"{plot.name}.png", plot.png))
-    if files.is_dir():  # plots of an earlier render that this one no longer has
-        keep = {p.name for p in pngs}
-        for old in files.glob("*.png"):
-            if old.name not in keep:
-                old.unlink(missing_ok=True)
+    keep = {p.name for p in pngs}
+    for name in REPORT_PLOTS:  # plots of an earlier render that this one no longer has; no other file
+        old = files / f"{name}.png"
+        if f"{name}.png" not in keep and old.is_file():
+            old.unlink(missing_ok=True)
     md = write_text(out_dir / "report.md", markdown.render(rep, FILES))
     page = write_text(out_dir / "report.html", html.render(rep))
     return {"html": page, "markdown": md, "plots": pngs,

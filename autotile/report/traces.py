@@ -6,12 +6,12 @@ pipeline fill, overlap and steady state without writing files of hundreds of meg
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from autotile.kernels import registry
 from autotile.report.data import ReportData, slug
 from autotile.sim.trace import coverage, write_chrome_trace
+from autotile.tune.outputs import trace_name_pattern
 
 TRACE_OPS = 6000
 
@@ -50,18 +50,6 @@ def write_traces(data: ReportData) -> dict[str, dict]:
     return out
 
 
-def _name_pattern() -> re.Pattern:
-    """The names ``write_traces`` gives its files (``slug`` of a result of any op), and no others."""
-    alts = []
-    for op in registry.OPS:
-        info = registry.get(op)
-        if info.generic or not info.dims:
-            continue
-        dims = "_".join(re.escape(d) + r"\d+" for d in info.dims)
-        alts.append(f"{dims}_({'|'.join(map(re.escape, info.dtypes))})_({'|'.join(map(re.escape, info.units))})")
-    return re.compile(rf"(?:{'|'.join(alts)})\.json")
-
-
 def prune_traces(out_dir: Path, traces: dict) -> list[Path]:
     """Delete the trace files of an earlier render that ``traces`` no longer lists (only names
     ``write_traces`` writes: other files in ``traces/`` are left alone); returns those deleted."""
@@ -69,7 +57,7 @@ def prune_traces(out_dir: Path, traces: dict) -> list[Path]:
     keep = {Path(t["path"]).name for t in traces.values() if "path" in t}
     gone = []
     if folder.is_dir():
-        pattern = _name_pattern()
+        pattern = trace_name_pattern()
         for old in sorted(folder.glob("*.json")):
             if old.name not in keep and pattern.fullmatch(old.name) and old.is_file():
                 old.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from autotile.atomic import same_file
@@ -25,6 +26,32 @@ def report_outputs(traces=()) -> tuple[str, ...]:
     """The files a report may write in its subfolders, relative to the output folder: every plot
     and ``traces/<slug>.json`` for each slug in ``traces`` (the results it may trace)."""
     return (*(f"report_files/{name}.png" for name in REPORT_PLOTS), *(f"traces/{name}.json" for name in traces))
+
+
+def trace_name_pattern() -> re.Pattern:
+    """The names the report gives its traces (``slug`` of a result of any op), and no others."""
+    from autotile.kernels import registry  # metadata only: no Numba
+
+    alts = []
+    for op in registry.OPS:
+        info = registry.get(op)
+        if info.generic or not info.dims:
+            continue
+        dims = "_".join(re.escape(d) + r"\d+" for d in info.dims)
+        alts.append(f"{dims}_({'|'.join(map(re.escape, info.dtypes))})_({'|'.join(map(re.escape, info.units))})")
+    return re.compile(rf"(?:{'|'.join(alts)})\.json")
+
+
+def report_files(folder: str | Path) -> list[Path]:
+    """The files in ``folder``'s subfolders that a report may replace or delete: every plot's,
+    and each file in ``traces/`` with a trace's name (written, or an earlier render's, pruned)."""
+    folder = Path(folder)
+    paths = [folder / name for name in report_outputs()]
+    traces = folder / "traces"
+    if traces.is_dir():
+        pattern = trace_name_pattern()
+        paths += [p for p in sorted(traces.glob("*.json")) if pattern.fullmatch(p.name)]
+    return paths
 
 
 def owned_files(folder: str | Path) -> dict[str, Path]:
