@@ -10,13 +10,19 @@ from autotile.sim import engine as E
 
 @dataclass(frozen=True)
 class CoreRun:
-    """One simulated core class: how many cores do this work and what the engine measured."""
+    """One simulated core class: how many cores do this work and what the engine measured.
+
+    ``beside``: vector cores (AIV) working beside the unit's cube cores, as a mix-mode kernel's
+    do (split-K matmul's zero-init and cast): their pipes are msprof's aiv_* and they are not
+    launched blocks of their own (``block_dim`` counts the cube cores they come with).
+    """
 
     count: int
     cycles: float
     busy: tuple  # per pipe, cycles
     path_bytes: tuple  # per copy path, bytes
     counts: tuple  # useful MACs, padded MACs, vector repeats, scalar ops, ops issued
+    beside: bool = False
 
     @staticmethod
     def from_state(st, count: int) -> CoreRun:
@@ -75,18 +81,22 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
              l2_hit: float, buffers: dict, writes_in_l2: bool = False) -> SimResult:
     """Combine core classes: the chip finishes when its slowest core does.
 
-    The per-pipe figures and msprof ratios are those of the slowest (critical) core, as msprof
-    shows per block; bytes are summed over all cores. ``writes_in_l2``: the GM writes stay in L2
-    for the kernel's duration (written back after it), so they are not HBM traffic here.
+    The per-pipe figures are those of the slowest (critical) core of the unit, as msprof shows
+    per block, over the kernel's cycles; msprof's aiv_* ratios come from the slowest vector
+    cores working ``beside`` a cube unit's, when there are any. Bytes are summed over all cores.
+    ``writes_in_l2``: the GM writes stay in L2 for the kernel's duration (written back after
+    it), so they are not HBM traffic here.
     """
-    crit = max(runs, key=lambda r: r.cycles)
-    cycles = crit.cycles
+    own = [r for r in runs if not r.beside]
+    crit = max(own, key=lambda r: r.cycles)
+    side = max((r for r in runs if r.beside), key=lambda r: r.cycles, default=None)
+    cycles = max(r.cycles for r in runs)
     time_s = cycles / (hw.clock_ghz * 1e9)
-    block_dim = sum(r.count for r in runs)
+    block_dim = sum(r.count for r in own)
     inv = 1.0 / cycles if cycles else 0.0
     ratio = {name: round(b * inv, 4) for name, b in zip(E.PIPE_NAMES, crit.busy)}
     pipes = {name: {"busy_cycles": round(b, 3), "ratio": ratio[name]} for name, b in zip(E.PIPE_NAMES, crit.busy)}
-    msprof = msprof_ratios(unit, ratio)
+    msprof = msprof_ratios(unit, ratio, side and {name: round(b * inv, 4) for name, b in zip(E.PIPE_NAMES, side.busy)})
     path_total = [0.0] * E.NPATHS
     for r in runs:
         c = r.count
@@ -110,22 +120,31 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
         op=op, unit=unit, dtype=dtype, shape=dict(shape), params=dict(params), feasible=True,
         cycles=cycles, time_us=time_s * 1e6,
         pct_of_peak=100.0 * useful_flops / (peak_flops * time_s) if time_s > 0 else 0.0,
-        pct_of_bandwidth=pct_bw, bound=_bound(crit, cycles), block_dim=block_dim,
+        pct_of_bandwidth=pct_bw, bound=_bound([crit] + ([side] if side else []), cycles), block_dim=block_dim,
         pipes=pipes, msprof=msprof, bytes=byts, buffers=buffers,
-        core_classes=[{"count": r.count, "cycles": r.cycles} for r in runs],
+        core_classes=[{"count": r.count, "cycles": r.cycles, "core": _core(unit, r)} for r in runs],
     )
 
 
-def msprof_ratios(unit: str, ratio: dict) -> dict:
+def _core(unit: str, run: CoreRun) -> str:
+    """msprof's name for the core type a run's cores are: aic (cube) or aiv (vector, scalar)."""
+    return "aiv" if run.beside or unit != "cube" else "aic"
+
+
+def msprof_ratios(unit: str, ratio: dict, beside: dict | None = None) -> dict:
     """msprof's per-block pipe ratios from the critical core's ``ratio`` per pipe.
 
     The pipes both core types have (scalar, MTE2, MTE3) are named for the core the unit runs on:
     aic_* for the cube, aiv_* for the vector and scalar units. Every unit gets the same keys (the
-    other core's copy 0.0), so results of different units line up in one table.
+    other core's copy 0.0), so results of different units line up in one table. ``beside``: the
+    ratios of the vector cores working beside a cube unit's (mix mode), which give every aiv_*.
     """
     cube = unit == "cube"
+    aiv = beside if beside is not None else ratio
 
     def on(aic: bool, pipe: str) -> float:
+        if beside is not None:
+            return ratio[pipe] if aic else beside[pipe]
         return ratio[pipe] if aic == cube else 0.0
 
     return {
@@ -135,18 +154,19 @@ def msprof_ratios(unit: str, ratio: dict) -> dict:
         "aic_fixpipe_ratio": ratio["fix"],
         "aic_scalar_ratio": on(True, "s"),
         "aic_mte3_ratio": on(True, "mte3"),
-        "aiv_vec_ratio": ratio["v"],
+        "aiv_vec_ratio": aiv["v"],
         "aiv_mte2_ratio": on(False, "mte2"),
         "aiv_mte3_ratio": on(False, "mte3"),
         "aiv_scalar_ratio": on(False, "s"),
     }
 
 
-def _bound(run: CoreRun, cycles: float) -> str:
-    """What limits the critical core: its busiest pipe if busy most of the time, else latency."""
+def _bound(runs: list[CoreRun], cycles: float) -> str:
+    """What limits the kernel: the busiest pipe of ``runs`` (the critical core, and the vector
+    cores beside it) if busy most of the time, else latency."""
     if cycles <= 0:
         return "latency"
-    i = max(range(len(run.busy)), key=run.busy.__getitem__)
+    run, i = max(((r, j) for r in runs for j in range(len(r.busy))), key=lambda t: t[0].busy[t[1]])
     share = run.busy[i] / cycles
     if share < 0.6:
         return "latency"

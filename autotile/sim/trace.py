@@ -1,8 +1,10 @@
 """Chrome trace / Perfetto export of simulated schedules.
 
-One process per core class ("core class i (x count cores, block ...)"), one thread (track) per
-pipe, one complete ("X") event per operation with ``ts``/``dur`` in microseconds at the
-profile's clock. The file loads in chrome://tracing and ui.perfetto.dev.
+One process per core class ("core class i (x count cores, block ...)"; the vector cores working
+beside a cube kernel's, as split-K matmul's, "core class i (x count vector cores: what they do)").
+A process shows one of its cores, so ``count`` times its operations is the class's share of the
+kernel. One thread (track) per pipe, one complete ("X") event per operation with ``ts``/``dur``
+in microseconds at the profile's clock. The file loads in chrome://tracing and ui.perfetto.dev.
 
 A trace holds at most the capacity the simulation was given per core class (its first operations
 in program order). When operations were left out, ``otherData`` says so (``trace_truncated``,
@@ -38,8 +40,11 @@ def event_name(kind: int, sub: int) -> str:
 
 
 def class_label(i: int, entry) -> str:
-    """``core class i (x count cores, block sm x sn)`` from a traces entry (count, *block, rows)."""
+    """``core class i (x count cores, block sm x sn)`` from a traces entry (count, *block, rows);
+    an entry (count, text, rows) names its cores itself: ``core class i (x count text)``."""
     count, block = entry[0], entry[1:-1]
+    if len(block) == 1 and isinstance(block[0], str):
+        return f"core class {i} (x {int(count)} {block[0]})"
     shape = " x ".join(str(int(b)) for b in block) if block else "-"
     return f"core class {i} (x {int(count)} cores, block {shape})"
 
