@@ -79,7 +79,8 @@ def test_used_core_num_counts_the_k_ranges(hw):
     p["single_core_k"] = 65536 // 6 + p["base_k"] - (65536 // 6) % p["base_k"]  # 6 ranges: 24 cores
     res = mm.simulate(shape, p, "fp16", hw)
     assert res.feasible and res.block_dim == 24
-    assert sorted(c["count"] for c in res.core_classes) == [4, 20]  # the K tail is a class of its own
+    cube = sorted(c["count"] for c in res.core_classes if c["core"] == "aic")
+    assert cube == [4, 20]  # the K tail is a class of its own
     with pytest.raises(InfeasibleConfig, match="single_core_k=1000 is not a multiple of base_k"):
         mm.check(shape, p | {"single_core_k": 1000}, "fp16", hw)
 
@@ -138,14 +139,16 @@ def test_the_default_keeps_k_whole_when_the_blocks_fill_the_cores(hw):
 
 
 def test_trace_holds_the_cast(hw):
-    """The traces of a split fp16 run show the zero-init (MTE3) and the cast after the K loop."""
+    """The traces of a split fp16 run show the vector cores' zero-init (MTE3) and their cast after
+    the cube cores' K loop."""
     shape = {"m": 64, "n": 64, "k": 65536}
     res, traces = mm.simulate(shape, mm.default_params(shape, "fp16", hw), "fp16", hw, trace_capacity=100000,
                               want_traces=True)
     assert len(traces[0]) == 5  # count, block rows, cols, K range, operations
-    rows = traces[0][-1]
+    assert not len(traces[0][-1][traces[0][-1][:, 0] == E.MTE3])  # the cube core has no MTE3 of its own
+    rows = traces[-1][-1]  # the vector cores
     mte3 = rows[rows[:, 0] == E.MTE3]
-    fix = rows[rows[:, 0] == E.FIX]
+    fix = traces[0][-1][traces[0][-1][:, 0] == E.FIX]
     assert len(mte3) >= 2 and mte3[0, 1] == 0.0  # zeroing starts at once
     assert mte3[-1, 1] > fix[:, 2].max()  # the cast's writes come after the last atomic add
     assert res.cycles == pytest.approx(max(r[:, 2].max() for *_, r in traces), rel=1e-6)
@@ -170,3 +173,66 @@ def test_a_spec_without_single_core_k_simulates_each_core_over_all_of_k(tmp_path
     assert cli(["simulate", str(tmp_path / "old.yaml"), "--shape", "m=64,n=64,k=65536", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert "single_core_k" not in got["params"] and got["block_dim"] == 1
+
+
+REPRO = ({"m": 1024, "n": 2048, "k": 512}, {"single_core_n": 512, "single_core_k": 256})
+
+
+def _split_run(hw, dtype="fp16"):
+    shape, extra = REPRO
+    p = mm.default_params(shape, dtype, hw) | extra
+    return mm.simulate(shape, p, dtype, hw, trace_capacity=200_000, want_traces=True)
+
+
+def _busy(rows, pipe):
+    rows = rows[rows[:, 0] == pipe]
+    return float((rows[:, 2] - rows[:, 1]).sum())
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_msprof_ratios_belong_to_the_core_that_ran_the_pipe(hw, dtype):
+    """The zero-init and the cast run on the vector cores: their MTE2/MTE3 time is aiv_*, and the
+    cube's (AIC) ratios hold only its own loads (1024x2048x512 fp16, K in 2: aic_mte2 was 0.554
+    with the cast's reads in it, against 0.40 of gm_l1, aic_mte3 0.177, aiv_mte2/mte3 0)."""
+    res, traces = _split_run(hw, dtype)
+    m = res.msprof
+    assert m["aic_mte3_ratio"] == 0.0 and m["aiv_mte3_ratio"] > 0  # was 0.177 and 0 (fp16)
+    cube = [t for t, c in zip(traces, res.core_classes) if c["core"] == "aic"]
+    vec = [t for t, c in zip(traces, res.core_classes) if c["core"] == "aiv"]
+    assert len(vec) == 1 and len(cube) == len(traces) - 1
+    crit = max(cube, key=lambda t: t[-1][:, 2].max())[-1]
+    names = {E.PATH_NAMES[int(r[4])] for t in cube for r in t[-1] if int(r[3]) == E.K_COPY}
+    assert not names & {"gm_ub", "ub_gm"}  # the cube core has no UB traffic of its own here
+    assert m["aic_mte2_ratio"] == pytest.approx(_busy(crit, E.MTE2) / res.cycles, abs=1e-4)
+    rows = vec[0][-1]
+    assert m["aiv_mte3_ratio"] == pytest.approx(_busy(rows, E.MTE3) / res.cycles, abs=1e-4)
+    assert m["aiv_mte2_ratio"] == pytest.approx(_busy(rows, E.MTE2) / res.cycles, abs=1e-4)
+    assert m["aiv_vec_ratio"] == pytest.approx(_busy(rows, E.V) / res.cycles, abs=1e-4)
+    assert (m["aiv_mte2_ratio"] > 0) == (dtype == "fp16")  # only a cast reads the workspace back
+    assert res.block_dim == 24  # blockDim counts cube cores: the vector cores come with them
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32", "int8"])
+def test_trace_totals_match_the_json_bytes(hw, dtype):
+    """Each trace process's operations times its core count add up to the JSON's bytes per path
+    (fp16 split K: the cast's gm_ub / ub_gm came to 4.19 / 6.29 MB against 8.39 / 12.58 MB: the
+    trace showed one of a cube core's two vector cores and labelled it in cube cores)."""
+    res, traces = _split_run(hw, dtype)
+    total = {}
+    for count, *_, rows in traces:
+        for r in rows[rows[:, 3] == E.K_COPY]:
+            p = E.PATH_NAMES[int(r[4])]
+            total[p] = total.get(p, 0.0) + count * float(r[5])
+    assert total == pytest.approx({p: res.bytes[p] for p in E.PATH_NAMES if p in res.bytes})
+    assert [c["count"] for c in res.core_classes] == [t[0] for t in traces]
+
+
+def test_the_trace_names_the_vector_cores(hw):
+    """The zero-init and cast's process is labelled in vector cores (48 on the 910B2's 24 cube
+    cores), not as one of the cube classes."""
+    from autotile.sim.trace import class_label
+
+    res, traces = _split_run(hw)
+    labels = [class_label(i, t) for i, t in enumerate(traces)]
+    assert labels[-1].startswith(f"core class {len(traces) - 1} (x 48 vector cores")
+    assert all("vector" not in s for s in labels[:-1])

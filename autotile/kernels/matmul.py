@@ -122,7 +122,7 @@ def since_last_use(o, i, step, inner, by_inner):
 
 
 @njit(cache=True)
-def core(st, cost, ip, mode, a, b, acc):
+def core(st, cost, ip, mode, a, b, acc, zeroed):
     """Run one core's block (sm x sn over its K range); the state holds the timing.
 
     ``ip`` packs the integer arguments (see ``pack``): one array instead of twenty arguments
@@ -135,31 +135,21 @@ def core(st, cost, ip, mode, a, b, acc):
     hit L2 (``counts[6]``): a panel read again ``dt`` base blocks after a block last needed it
     (``since_last_use``) hits as the chip-wide working set of those blocks (``reuse_window``)
     fits the ``ip[23]`` bytes of L2. With K split (``ip[25]`` ranges; this one starts at ``ip[24]``)
-    the vector side first writes its ``ip[26]`` bytes of zeros (MTE3), and FixPipe's first add
-    waits for them and ``ip[27]`` cycles of SyncAll.
+    FixPipe's first add waits until ``zeroed``: the vector cores have zeroed the target and met
+    the cube cores at a SyncAll (``zero_pass``; 0.0 without a split).
     """
     sm, sn, K, bm, bn, bk = ip[0], ip[1], ip[2], ip[3], ip[4], ip[5]
     step_m, step_n, step_ka, step_kb, slots_a, slots_b = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11]
     db_a, db_b, db_c, n_first, c0, in_bytes, out_bytes = ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18]
     m0, n0 = ip[19], ip[20]
     nbm, nbn, l2 = ip[21], ip[22], float(ip[23])
-    k0, nbk, zero_bytes, sync = ip[24], ip[25], ip[26], float(ip[27])
+    k0, nbk = ip[24], ip[25]
     traffic = mode == MODE_TRAFFIC
     execute = mode == MODE_EXECUTE
     E.reset(st)
     E.set_queue(st, Q_L0A, db_a)
     E.set_queue(st, Q_L0B, db_b)
     E.set_queue(st, Q_L0C, db_c)
-    # split K: the vector side zeroes its share of the fp32 target while the cube loads and
-    # computes; after a SyncAll every core's FixPipe may add into it
-    zeroed = 0.0
-    if zero_bytes > 0 and not traffic:
-        left = zero_bytes
-        while left > 0:
-            piece = min(left, ZERO_TILE)
-            zeroed = E.copy(st, cost, E.UB_GM, float(piece), 0.0)
-            left -= piece
-        zeroed += sync
     mt = (sm + bm - 1) // bm
     nt = (sn + bn - 1) // bn
     kt = (K + bk - 1) // bk
@@ -273,6 +263,20 @@ def core(st, cost, ip, mode, a, b, acc):
 
 
 @njit(cache=True)
+def zero_pass(st, cost, nbytes):
+    """One vector core's share of the split-K zero-init: ``nbytes`` of zeros from one UB tile to
+    GM (MTE3), from the kernel's start, while the cube cores load and multiply. Returns when the
+    last lands."""
+    done = 0.0
+    left = nbytes
+    while left > 0:
+        piece = min(left, ZERO_TILE)
+        done = E.copy(st, cost, E.UB_GM, float(piece), 0.0)
+        left -= piece
+    return done
+
+
+@njit(cache=True)
 def cast_pass(st, cost, vcost, elems, out_bytes, start):
     """One vector core's share of the cast after the last SyncAll: ``elems`` fp32 values of the
     workspace read into UB, VCONVed (``vcost`` row 0; a repeat reads 256 bytes, 64 fp32) and
@@ -380,12 +384,12 @@ _EMPTY2 = np.zeros((1, 1), dtype=np.float32)
 
 def _state(trace_capacity=0, slot=0):
     """A state to run a core class in: a fresh one with a trace, else reused slot ``slot`` (each
-    class of a split-K run keeps its own until the cast pass is appended)."""
+    class of a run keeps its own until its CoreRun is taken; ``core`` resets it, others must)."""
     if trace_capacity:
         return E.new_state(trace_capacity)
     while len(_STATES) <= slot:
         _STATES.append(E.new_state(0))
-    return _STATES[slot]  # ``core`` resets it
+    return _STATES[slot]
 
 
 def out_bytes_of(dt, split_k: bool) -> int:
@@ -393,10 +397,9 @@ def out_bytes_of(dt, split_k: bool) -> int:
     return 4 if split_k or dt.name == "int8" else dt.bytes
 
 
-def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0, sk=None, k0=0, zero_bytes=0, sync=0) -> np.ndarray:
+def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0, sk=None, k0=0) -> np.ndarray:
     """The integer arguments of ``core`` for one core block, in its order (``l2``: the L2 bytes the
-    traffic pass weighs re-reads against; ``sk``/``k0``: its K range, all of K by default;
-    ``zero_bytes``/``sync``: its share of the zero-init and the SyncAll after it, split K only)."""
+    traffic pass weighs re-reads against; ``sk``/``k0``: its K range, all of K by default)."""
     nbm, nbn, nbk = splits(shape, p)
     sk = min(p["single_core_k"], shape["k"]) if sk is None else sk
     slots_a = p["depth_a1"] // (p["step_m"] * p["step_ka"])
@@ -404,12 +407,12 @@ def pack(shape, p, dt, sm, sn, m0=0, n0=0, l2=0, sk=None, k0=0, zero_bytes=0, sy
     return np.array([sm, sn, sk, p["base_m"], p["base_n"], p["base_k"], p["step_m"], p["step_n"],
                      p["step_ka"], p["step_kb"], slots_a, slots_b, p["db_l0a"], p["db_l0b"], p["db_l0c"],
                      int(p["iterate_order"] == "n_first"), dt.c0, dt.bytes, out_bytes_of(dt, nbk > 1), m0, n0,
-                     nbm, nbn, l2, k0, nbk, zero_bytes, sync], dtype=np.int64)
+                     nbm, nbn, l2, k0, nbk], dtype=np.int64)
 
 
 def _run_core(st, cost, shape, p, dt, sm, sn, mode=MODE_COUNT, a=_EMPTY2, b=_EMPTY2, acc=_EMPTY2, m0=0, n0=0, l2=0,
-              sk=None, k0=0, zero_bytes=0, sync=0):
-    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0, l2, sk, k0, zero_bytes, sync), mode, a, b, acc)
+              sk=None, k0=0, zeroed=0.0):
+    core(st, cost, pack(shape, p, dt, sm, sn, m0, n0, l2, sk, k0), mode, a, b, acc, float(zeroed))
 
 
 def first_touch_bytes(shape: dict, p: dict, dt, sm: int, sn: int, sk: int | None = None) -> float:
@@ -485,9 +488,12 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     writes, which stream while the next blocks load, unless the whole footprint fits in L2: then
     C stays there (written back after the kernel) and the reads have HBM to themselves.
 
-    With K split (see the module docstring) each core also zeroes its share of the fp32 target,
-    FixPipe adds at the atomic rate (``atomic_cost``), and for fp16/bf16 every core's vector
-    side casts its share of the workspace once the slowest core has finished and a SyncAll.
+    With K split (see the module docstring) FixPipe adds at the atomic rate (``atomic_cost``)
+    and the vector cores (``vector_per_cube`` beside each cube core) are a core class of their own
+    (``CoreRun.beside``): each zeroes its share of the fp32 target and, for fp16/bf16, casts its share
+    of the workspace once the slowest cube core has finished and a SyncAll. They ran on the cube
+    cores' states before, so msprof's AIC ratios held their MTE2/MTE3 time (aic_mte3 0.177 for
+    1024x2048x512 fp16 in two K ranges) and the trace showed one of each cube core's two.
     """
     shape = {d: int(shape[d]) for d in DIMS}
     unit = unit or UNITS[0]
@@ -549,26 +555,29 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
                  "hbm_load": hbm_load(hw, active, streams, hbm_read + hbm_write, lower)}
     else:  # C stays in L2: FixPipe writes at its rate, the reads have HBM's share to themselves
         split = {"writes_in_l2": True}
-    sync = sync_cycles(hw) if split_k else 0
+    vst = zeroed = None
+    if split_k:  # the vector cores zero the target from the start; FixPipe adds after a SyncAll
+        vcost = cost_vector(hw, dtype, active_cores=streams, l2_hit=working_set_hit(float(hw.l2_bytes),
+                                                                                    float(workspace)), **split)
+        vst = _state(trace_capacity, slot=len(classes))
+        E.reset(vst)
+        zeroed = zero_pass(vst, vcost, float(share * 4)) + sync_cycles(hw)
     states = []
     for i, ((_, sm, sn, sk), own) in enumerate(zip(classes, own_hit)):
         cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=own, l2_readers=active, **split)
         st = _state(trace_capacity, slot=i)
-        _run_core(st, atomic_cost(cost, hw) if split_k else cost, shape, p, dt, sm, sn, sk=sk,
-                  zero_bytes=share * 4, sync=sync)
+        _run_core(st, atomic_cost(cost, hw) if split_k else cost, shape, p, dt, sm, sn, sk=sk, zeroed=zeroed or 0.0)
         states.append(st)
     if cast:  # after the slowest core's last atomic add and a SyncAll
-        start = max(float(st.pipe_free.max()) for st in states) + sync
-        cost = cost_vector(hw, dtype, active_cores=streams, l2_hit=working_set_hit(float(hw.l2_bytes),
-                                                                                   float(workspace)), **split)
-        for st in states:
-            cast_pass(st, cost, _cast_table(hw, dtype), share, dt.bytes, start)
+        start = max(float(st.pipe_free.max()) for st in states + [vst]) + sync_cycles(hw)
+        cast_pass(vst, vcost, _cast_table(hw, dtype), share, dt.bytes, start)
     runs = [CoreRun.from_state(st, count) for st, (count, *_) in zip(states, classes)]
-    if split_k and vpc > 1:  # a state holds one vector core's share: its pair's bytes count too
-        runs = [replace(r, path_bytes=tuple(b * vpc if i in (E.GM_UB, E.UB_GM) else b
-                                            for i, b in enumerate(r.path_bytes))) for r in runs]
     traces = [(count, sm, sn, sk, E.recorded(st)) for st, (count, sm, sn, sk) in zip(states, classes)] \
         if want_traces else []
+    if split_k:
+        runs.append(replace(CoreRun.from_state(vst, active * vpc), beside=True))
+        if want_traces:
+            traces.append((active * vpc, "vector cores: zero-init" + (" and cast" if cast else ""), E.recorded(vst)))
     flops = 2.0 * shape["m"] * shape["n"] * shape["k"]
     res = assemble(op="matmul", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("cube", dtype),
