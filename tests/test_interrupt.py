@@ -334,13 +334,13 @@ def test_both_of_optunas_warnings_about_a_deleted_studys_trial_are_dropped():
     (in about half the runs of the test above)."""
     import logging
 
-    from autotile.tune.storage import _DropStudyGoneWarnings
+    from autotile.tune.storage import _DropStorageFailureWarnings
 
     def record(msg, exc=None):
         return logging.LogRecord("optuna.study._optimize", logging.WARNING, __file__, 1, msg, None,
                                  (type(exc), exc, None) if exc else None)
 
-    drop = _DropStudyGoneWarnings()
+    drop = _DropStorageFailureWarnings()
     gone = KeyError("Record does not exist.")
     assert not drop.filter(record("Trial 13 failed with parameters: {} because of ...", gone))
     assert not drop.filter(record("Trial 13 failed with value None."))

@@ -4,6 +4,7 @@ before any trial runs where it can be, and never a traceback; earlier outputs st
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -134,3 +135,84 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_any_trial(run_cl
     assert code == 1 and _one_line(err), err
     assert f"{parent / 'new'}: cannot create the output folder: {parent} is read-only" in err
     assert not db.exists()  # refused before the storage, not after every trial ran
+
+
+
+class _FillingDisk:
+    """The journal's appends on a disk that fills at the ``at``-th record holding ``marker``: that
+    append and every later one writes half its bytes and fails with ENOSPC."""
+
+    def __init__(self, real_open, marker: bytes, at: int):
+        self.real_open, self.marker, self.left = real_open, marker, at
+
+    def open(self, path, mode="r", *args, **kwargs):
+        f = self.real_open(path, mode, *args, **kwargs)
+        return _Filling(f, self) if mode.startswith("a") else f
+
+
+class _Filling:
+    def __init__(self, f, disk: _FillingDisk):
+        self.f, self.disk = f, disk
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, data):
+        data = bytes(data)
+        self.disk.left -= self.disk.marker in data
+        if self.disk.left <= 0:
+            self.f.write(data[: len(data) // 2])
+            self.f.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self.f.write(data)
+
+
+TRIAL_COMPLETES = b'"state":1,'  # written by Optuna's tell, after the objective returned
+PARAM_SET = b'"op_code":5,'  # written inside the objective (a suggestion)
+
+
+@pytest.mark.parametrize("marker", [TRIAL_COMPLETES, PARAM_SET])
+def test_a_disk_that_fills_mid_run_is_one_line_and_a_rerun_resumes(run_cli, write_spec, tmp_path,
+                                                                   monkeypatch, marker):
+    """A record that completes a trial is appended inside Optuna's ``tell``, whose ``finally`` then
+    failed with ``AssertionError: Should not reach.``: 40 lines of traceback instead of the one
+    line (a 150 KiB tmpfs, 40 trials of weighted_sum). One appended inside the objective came
+    with Optuna's warning and its traceback before the line. The half-written record is cut at
+    once (the next append no longer drops it, with a warning, in the same run or the rerun)."""
+    spec, out = write_spec(EW), tmp_path / "out"
+    monkeypatch.setattr(storage_mod, "open", _FillingDisk(open, marker, 5).open, raising=False)
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet")
+    assert code == 1 and _one_line(err), err
+    assert err.startswith(f"autotile: error: {out / JOURNAL_NAME}: cannot write the study journal: No space left")
+    journal = (out / JOURNAL_NAME).read_bytes()
+    assert journal.endswith(b"\n") and journal.count(marker) == 4
+    assert sorted(p.name for p in out.iterdir()) == [JOURNAL_NAME]  # no output half-written
+    monkeypatch.undo()
+    code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet")
+    assert code == 0 and err == "", err
+    (result,) = json.loads((out / "summary.json").read_text())["results"]
+    assert result["complete"] == 10
+
+
+def test_optunas_warnings_about_a_trial_the_full_disk_failed_are_dropped():
+    """A journal append that failed inside the objective (a suggestion) came with Optuna's
+    warning and its 25-line traceback before the run's one line (a 100 KiB tmpfs)."""
+    import logging
+
+    from autotile.tune.storage import JournalWriteError, _DropStorageFailureWarnings
+
+    def record(msg, exc=None):
+        return logging.LogRecord("optuna.study._optimize", logging.WARNING, __file__, 1, msg, None,
+                                 (type(exc), exc, None) if exc else None)
+
+    drop = _DropStorageFailureWarnings()
+    full = JournalWriteError("studies.journal: cannot write the study journal: No space left on device")
+    assert not drop.filter(record("Trial 34 failed with parameters: {} because of ...", full))
+    assert not drop.filter(record("Trial 34 failed with value None."))
+    assert drop.filter(record("Trial 35 failed with parameters: {} because of ...", ValueError("x")))

@@ -325,14 +325,32 @@ class _CheckedJournalFile(JournalFileBackend):
     def append_logs(self, logs: list[dict]) -> None:
         data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
         try:
-            with open(self._file_path, "ab") as f:
+            with open(self._file_path, "ab", buffering=0) as f:
                 with _locked(self._lock, self._file_path):
                     _repair_tail(self._file_path)
-                    f.write(data)  # appends at the end as it is now (O_APPEND)
-                    f.flush()
+                    _append(f, data)
                 os.fsync(f.fileno())  # outside the lock: the next writer need not wait for the disk
         except OSError as exc:
             raise _write_error(self._file_path, exc) from None
+
+
+def _append(f, data: bytes) -> None:
+    """Write ``data`` at the end of ``f`` (unbuffered, O_APPEND; call under the writers' lock), or
+    none of it: a write that fails (a full disk) cuts back what it wrote before it is raised.
+
+    Left in place, the cut-off record was dropped with a warning blaming "a crash or a full disk"
+    by the next append, which in a run that failed this way is the same run's next write."""
+    start = os.fstat(f.fileno()).st_size
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[f.write(view):]  # appends at the end as it is now; a short write goes on
+    except OSError:
+        try:
+            os.ftruncate(f.fileno(), start)
+        except OSError:
+            pass  # left for the next append to cut (``_repair_tail``)
+        raise
 
 
 class JournalWriteError(StorageError):
@@ -628,11 +646,16 @@ def storage_cause(exc: BaseException) -> BaseException | None:
     Optuna may surface a lost database as another error raised while it handles the first, and
     raises StorageInternalError ("... invalid data in the commit, e.g. exceeding max length")
     from whatever the database said, a lost connection too: the innermost storage failure (or the
-    error a StorageInternalError was raised from) is the one that names what went wrong.
+    error a StorageInternalError was raised from) is the one that names what went wrong. An
+    autotile StorageError in the chain is that line already: a journal append that failed in
+    Optuna's ``tell`` (a full disk) surfaced as ``AssertionError: Should not reach.`` from its
+    ``finally``, with the JournalWriteError only as its context.
     """
     seen, found = 0, None
     errors = storage_errors()
     while exc is not None and seen < 20:
+        if isinstance(exc, StorageError):
+            return exc  # autotile's own line (a journal that cannot be written) already says it all
         if isinstance(exc, errors) or (isinstance(found, optuna.exceptions.StorageInternalError)
                                        and exc is found.__cause__):
             found = exc
@@ -676,7 +699,9 @@ def storage_failure(exc: BaseException, url: str | None, name: str | None) -> St
     if study_gone(exc):
         return deleted(name)
     cause = storage_cause(exc)
-    return None if cause is None else StorageError(describe_failure(url, cause))
+    if cause is None or isinstance(cause, StorageError):
+        return cause
+    return StorageError(describe_failure(url, cause))
 
 
 def quiet_heartbeat_failures() -> None:
@@ -699,18 +724,20 @@ def quiet_heartbeat_failures() -> None:
     # Optuna's RDB storage logs "Caught an error from sqlalchemy ... falling back" before its
     # fallback query fails too; that failure then reaches the user as one StorageError line.
     logging.getLogger("optuna.storages._rdb.storage").addFilter(_drop_sqlalchemy_fallback_warning)
-    # a study deleted under a running trial: Optuna logs the trial's failure with a traceback
-    # before the KeyError reaches ``runner.run``, which reports it as one StudyDeleted line
-    logging.getLogger("optuna.study._optimize").addFilter(_DropStudyGoneWarnings())
+    # a study deleted, or a storage failing (a full disk under the journal), under a running
+    # trial: Optuna logs the trial's failure with a traceback before the error reaches
+    # ``runner.run``, which reports it as one StorageError line
+    logging.getLogger("optuna.study._optimize").addFilter(_DropStorageFailureWarnings())
 
 
 def _drop_sqlalchemy_fallback_warning(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Caught an error from sqlalchemy")
 
 
-class _DropStudyGoneWarnings(logging.Filter):
-    """Drops Optuna's two warnings about a trial that failed because its study was deleted: the
-    one carrying the KeyError, and the "Trial N failed with value None." that follows it."""
+class _DropStorageFailureWarnings(logging.Filter):
+    """Drops Optuna's two warnings about a trial that failed because its study was deleted or the
+    storage failed: the one carrying the error, and the "Trial N failed with value None." that
+    follows it."""
 
     def __init__(self):
         super().__init__()
@@ -719,7 +746,7 @@ class _DropStudyGoneWarnings(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)
         number = msg.split()[1] if msg.startswith("Trial ") and len(msg.split()) > 1 else None
-        if record.exc_info and study_gone(record.exc_info[1]):
+        if record.exc_info and (study_gone(record.exc_info[1]) or storage_cause(record.exc_info[1]) is not None):
             self.gone.add(number)
             return False
         if number in self.gone and msg.startswith(f"Trial {number} failed with value"):
