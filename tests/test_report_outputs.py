@@ -2,10 +2,12 @@
 
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
+from tinyspecs import EW
 
 from autotile.cli import run as cli
 
@@ -148,6 +150,22 @@ def test_a_narrowed_rerun_leaves_no_trace_of_the_dropped_shape(tmp_path):
 def _tune_line(out: Path) -> str:
     sec = _section((out / "report.md").read_text(), "Reproduce")
     return next(line for line in sec.splitlines() if line.startswith("autotile tune"))
+
+
+def test_reproduce_keeps_the_runs_no_verify_and_no_warm_start(ws_run, tmp_path):
+    """The printed command dropped both: after a --no-verify run it verified, after a
+    --no-warm-start run it seeded the studies from tuned shapes (other trials)."""
+    assert "--no-verify" not in _tune_line(ws_run) and "--no-warm-start" not in _tune_line(ws_run)
+    spec, out = tmp_path / "ew.yaml", tmp_path / "out"
+    spec.write_text(EW)
+    assert cli(["tune", str(spec), "--trials", "3", "--quiet", "--out", str(out), "--no-verify",
+                "--no-warm-start"]) == 0
+    args = shlex.split(_tune_line(out))
+    assert "--no-verify" in args and "--no-warm-start" in args
+    assert cli([*args[1:], "--trials", "5"]) == 0  # the command itself (a larger budget: new trials)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verify"] is False and summary["warm_start"] is False
+    assert [r["verification"] for r in summary["results"]] == [None]
 
 
 def test_reproduce_names_the_storage_the_report_read(ws_run, run_copy):

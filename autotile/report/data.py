@@ -248,7 +248,8 @@ _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile n
         "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
         "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
         "timeout_s": (_NUM, "a number of seconds", False),
-        "backend": ((str,), "a backend name", False), "not_run": ((list,), "a list", False)}
+        "backend": ((str,), "a backend name", False), "not_run": ((list,), "a list", False),
+        "verify": ((bool,), "true or false", False), "warm_start": ((bool,), "true or false", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),

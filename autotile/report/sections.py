@@ -415,7 +415,7 @@ def reproduce(data: ReportData) -> Section:
     s = data.summary
     out = shlex.quote(str(data.out_dir))
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
-           f"--sampler {s.get('sampler')} --out {out}"
+           f"--sampler {s.get('sampler')}{_switches(s)} --out {out}"
     tune += _storage_option(data)  # resumes where the run kept its trials
     if not data.keeps_storage:  # no study to resume or to open in optuna-dashboard
         return Section("Reproduce", [
@@ -430,6 +430,14 @@ def reproduce(data: ReportData) -> Section:
              "(pip install optuna-dashboard; it also follows a run live):"),
         Code(f"{tune}\nautotile report {out}\noptuna-dashboard {dash}"),
     ], "reproduce")
+
+
+def _switches(summary: dict) -> str:
+    """The run's ``--no-verify`` and ``--no-warm-start``: without them the command verified what
+    the run had not, and warm-started studies the run had not (other trials). A summary from
+    before they were recorded names neither."""
+    return "".join(f" {flag}" for key, flag in (("verify", "--no-verify"), ("warm_start", "--no-warm-start"))
+                   if summary.get(key) is False)
 
 
 def _dashboard_storage(data: ReportData) -> str:

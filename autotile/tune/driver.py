@@ -400,6 +400,8 @@ def _finish(job: _Job) -> dict:
         "timeout_s": spec.budget.timeout_s,
         "objectives": list(spec.objectives),
         "backend": spec.backend,
+        "verify": opts.verify,  # --no-verify and --no-warm-start, for the report's Reproduce command
+        "warm_start": opts.warm_start,
         # none for the exhaustive sampler: it keeps no Optuna study (no journal is written)
         "storage": None if job.storage is None else
         opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
