@@ -34,6 +34,17 @@ def test_journal_in_a_missing_folder_is_bad_input(run_cli, tmp_path):
     assert not (tmp_path / "nod").exists() and not (tmp_path / "o" / "summary.json").exists()
 
 
+@pytest.mark.parametrize("under", ["afile", "afile/sub"])
+def test_journal_under_a_file_says_it_is_not_a_folder(run_cli, tmp_path, under):
+    """It said "the folder .../afile does not exist" of a regular file."""
+    (tmp_path / "afile").write_text("")
+    url = f"journal:{tmp_path / under / 'x.journal'}"
+    code, _, err = run_cli("tune", TINY, "--storage", url, "--out", str(tmp_path / "o"), "--quiet")
+    assert code == 2 and _one_line(err), err
+    assert f"({tmp_path / 'afile'} is not a folder)" in err and "does not exist" not in err
+    assert (tmp_path / "afile").read_text() == "" and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("cmd", ["tune", "report"])
 @pytest.mark.parametrize("path", ["folder", ""])
 def test_journal_that_names_no_file_is_bad_input(run_cli, tmp_path, cmd, path):

@@ -521,9 +521,7 @@ def _journal(path: str, url: str | None, write: bool = True):
         why = exc.strerror or str(exc)
         if url is None:
             raise OutputError(f"{path}: cannot open the study journal: {why}") from None
-        folder = Path(path).parent
-        hint = f" (the folder {folder} does not exist)" if not folder.is_dir() else ""
-        raise InputError(f"--storage {url}: cannot open the journal file: {why}{hint}") from None
+        raise InputError(f"--storage {url}: cannot open the journal file: {why}{_folder_hint(path)}") from None
     try:
         _inspect(path, write)
     except IsADirectoryError as exc:
@@ -538,6 +536,18 @@ def _journal(path: str, url: str | None, write: bool = True):
         return _OwnedJournalStorage(backend)
     except OSError as exc:
         raise OutputError(f"{path}: cannot read the study journal: {exc.strerror or exc}") from None
+
+
+def _folder_hint(path: str) -> str:
+    """Why the journal's folder cannot hold it, when it is no folder: it (or the first of its
+    parents that exists) is a file, or it does not exist."""
+    folder = Path(path).parent
+    for anc in (folder, *folder.parents):
+        if anc.is_dir():
+            return "" if anc == folder else f" (the folder {folder} does not exist)"
+        if anc.exists():
+            return f" ({anc} is not a folder)"
+    return f" (the folder {folder} does not exist)"
 
 
 def _rdb(url: str):
