@@ -45,6 +45,20 @@ def test_journal_under_a_file_says_it_is_not_a_folder(run_cli, tmp_path, under):
     assert (tmp_path / "afile").read_text() == "" and not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("named", [False, True])
+def test_a_lock_that_is_a_folder_is_named_and_no_journal_is_made(run_cli, tmp_path, named):
+    """A folder in the place of ``studies.journal.lock`` was reported as the journal being a
+    directory, and an empty journal was left behind."""
+    folder = tmp_path / "j" if named else tmp_path / "o"
+    journal = folder / JOURNAL_NAME
+    (folder / f"{JOURNAL_NAME}.lock").mkdir(parents=True)
+    storage = ("--storage", f"journal:{journal}") if named else ()
+    code, _, err = run_cli("tune", TINY, *storage, "--out", str(tmp_path / "o"), "--quiet")
+    assert code == (2 if named else 1) and _one_line(err), err
+    assert f"{journal}.lock: Is a directory" in err if named else f"{journal}.lock: cannot open" in err
+    assert "lock file" in err and not journal.exists()
+
+
 @pytest.mark.parametrize("cmd", ["tune", "report"])
 @pytest.mark.parametrize("path", ["folder", ""])
 def test_journal_that_names_no_file_is_bad_input(run_cli, tmp_path, cmd, path):

@@ -502,7 +502,8 @@ def _inspect(path: str, write: bool) -> None:
     if write:
         check_writable(Path(path).parent, what="the study journal's folder")
         with _locked(_lock(path), path):
-            _repair_tail(path)
+            if os.path.lexists(path):  # else made next, empty
+                _repair_tail(path)
     else:
         with open(path, "rb") as f:
             size, end, start = _tail(f)
@@ -514,7 +515,11 @@ def _journal(path: str, url: str | None, write: bool = True):
 
     A file that cannot be opened is bad input when the user named it, an output error otherwise;
     a folder or file that cannot be written, an output error; a damaged journal, JournalDamaged.
+    A writer takes the lock before the journal is made, so a lock that cannot be taken (a folder
+    in its place) leaves no empty journal behind.
     """
+    if write and Path(path).parent.is_dir():
+        _inspect_or_fail(path, url, write)
     try:
         backend = _CheckedJournalFile(path, lock_obj=_lock(path))
     except OSError as exc:
@@ -522,16 +527,8 @@ def _journal(path: str, url: str | None, write: bool = True):
         if url is None:
             raise OutputError(f"{path}: cannot open the study journal: {why}") from None
         raise InputError(f"--storage {url}: cannot open the journal file: {why}{_folder_hint(path)}") from None
-    try:
-        _inspect(path, write)
-    except IsADirectoryError as exc:
-        if url is None:
-            raise OutputError(f"{path}: cannot open the study journal: {exc.strerror}") from None
-        raise InputError(f"--storage {url}: cannot open the journal file: {exc.strerror}") from None
-    except OSError as exc:
-        if not write:
-            raise OutputError(f"{path}: cannot read the study journal: {exc.strerror or exc}") from None
-        raise OutputError(str(_write_error(path, exc))) from None
+    if not write:
+        _inspect_or_fail(path, url, write)
     try:
         return _OwnedJournalStorage(backend)
     except OSError as exc:
@@ -548,6 +545,24 @@ def _folder_hint(path: str) -> str:
         if anc.exists():
             return f" ({anc} is not a folder)"
     return f" (the folder {folder} does not exist)"
+
+
+def _inspect_or_fail(path: str, url: str | None, write: bool) -> None:
+    """``_inspect``, its OSError as one line naming the file it is about (the journal, or its lock)."""
+    try:
+        _inspect(path, write)
+    except IsADirectoryError as exc:
+        lock = exc.filename not in (None, path)
+        if url is None:
+            what = f"{exc.filename}: cannot open the study journal's lock file" if lock else \
+                f"{path}: cannot open the study journal"
+            raise OutputError(f"{what}: {exc.strerror}") from None
+        what = f"the journal's lock file {exc.filename}" if lock else "the journal file"
+        raise InputError(f"--storage {url}: cannot open {what}: {exc.strerror}") from None
+    except OSError as exc:
+        if not write:
+            raise OutputError(f"{path}: cannot read the study journal: {exc.strerror or exc}") from None
+        raise OutputError(str(_write_error(path, exc))) from None
 
 
 def _rdb(url: str):
