@@ -805,12 +805,12 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     best = split = None
     for base in (128, 64):
         bm, bn = min(base, _align(M, 16)), min(base, _align(N, 16))
-        on_chip, _ = step_pipes(hw, dt, bm, bn, bk)
-        step = step_cycles(hw, dt, bm, bn, bk)
+        on_chip, load = step_pipes(hw, dt, bm, bn, bk)
+        step = max(on_chip, load)
         panel = (bm + bn) * _align(bk, dt.c0) * dt.bytes  # a K step's A and B blocks
         # what no loop hides: the first L1 load before the first Mmad, and (without a K split,
         # whose estimate has its own) the GM round trips and the last block's FixPipe
-        fill = min(4, kt) * panel / min(hw.copy["gm_l1"].bytes_per_cycle, hw.l2_read_bytes_per_cycle)
+        fill = min(4, kt) * panel / _load_rate(hw)
         drain = bm * bn * out_bytes_of(dt, False) / min(hw.copy["l0c_gm"].bytes_per_cycle,
                                                          hw.l2_write_bytes_per_cycle)  # a block's FixPipe
         edges = hw.copy["gm_l1"].latency_cycles + hw.copy["l0c_gm"].latency_cycles + drain

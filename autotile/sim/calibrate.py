@@ -21,6 +21,7 @@ from autotile.hardware.ops import VECTOR_OPS, signature_problem
 from autotile.hardware.profile import profile_error
 from autotile.sim import micro as U
 from autotile.sim.footprint import mmad_uses, overflow, vector_uses
+from autotile.words import count
 from autotile.yamlsrc import suggest
 
 COLUMNS = ("chip", "op", "dtype", "m", "k", "n", "elems", "repeat", "cycles", "series")
@@ -233,13 +234,9 @@ def held_rows(hw: HardwareProfile, rows: list[Measurement], path) -> tuple[list[
     if not kept:
         raise InputError(f"no row {hw.name} can run ({'; '.join(why)}): expected rows in its dtypes",
                          file=str(path), line=rows[0].line)
-    notes = [f"{_rows(len(lines), 'row')} not costed, skipped: {problem} (lines {_spans(lines)})"
+    notes = [f"{count(len(lines), 'row')} not costed, skipped: {problem} (lines {_spans(lines)})"
              for problem, lines in why.items()]
     return kept, notes
-
-
-def _rows(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def _spans(lines: list[int]) -> str:

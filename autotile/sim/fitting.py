@@ -35,6 +35,7 @@ from autotile.sim.calibrate import (
 )
 from autotile.sim.costs import cost_vector
 from autotile.sim.identify import TIE, VECTOR_NAMES, cube_design, determined, vector_determined
+from autotile.words import count
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def _line_undetermined(rs: list[Measurement], reps: np.ndarray, x: np.ndarray) -
     one repeat count, or (at 1 and 10, say) the shorter ones fit the floor as well as the line,
     so the line has a single repeat count to pass through."""
     r = rs[0]
-    head = f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {_rows(len(rs), 'row')}"
+    head = f"{r.op} {r.dtype}: the profile has no cost for it to keep, and its {count(len(rs), 'row')}"
     counts = sorted({int(n) for n in reps})
     if len(counts) < 2:
         msg = (f"{head} are all at repeat {counts[0]}: they cannot separate startup from per_repeat; measure "
@@ -229,9 +230,6 @@ def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
     return (warning,), amended
 
 
-def _rows(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"
-
 
 def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, notes=()) -> Fit:
     """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors.
@@ -269,7 +267,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             if ok:
                 updates[path] = (value, note)
             else:
-                undetermined[path] = (value, f"{_rows(len(mm), 'Mmad row')} do not determine it alone (kept "
+                undetermined[path] = (value, f"{count(len(mm), 'Mmad row')} do not determine it alone (kept "
                                              f"from the profile): {CUBE_WHY}")
         warnings, amended = shared_cube(hw, updates, measured, source, date)
     vector = {op: dict(t) for op, t in hw.vector.items()}
@@ -286,7 +284,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
         if prior and vc.min_cycles < prior.min_cycles:
             held = f"kept from the profile; min_cycles lowered from {prior.min_cycles} to the shortest row's cycles"
         for name in kept:
-            undetermined[path + (name,)] = (getattr(vc, name), f"{_rows(len(rs), 'row')} do not determine it ({held}): "
+            undetermined[path + (name,)] = (getattr(vc, name), f"{count(len(rs), 'row')} do not determine it ({held}): "
                                                                f"{VECTOR_WHY[name]}")
         if len(kept) == 3:
             continue  # nothing learned: the profile's cost stays as it is
