@@ -258,6 +258,21 @@ def test_sigterm_to_the_whole_group_lets_the_workers_finish_their_trial(tmp_path
     assert _json(out / "summary.json")["interrupted"] is True
 
 
+def test_sigterm_to_one_worker_stops_the_run_as_interrupted(tmp_path):
+    """A SIGTERM sent to one --jobs worker alone stopped the run after the trial, but the summary
+    said it was not interrupted and the exit code was 0, as if every study had finished."""
+    out = tmp_path / "out"
+    with _jobs_run(out) as proc:
+        kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+        os.kill(int(kids[0]), signal.SIGTERM)
+        proc.wait(timeout=120)
+        assert gone(proc.pid, 20)
+    assert proc.returncode == 143, (out / "stderr").read_text()
+    assert _json(out / "summary.json")["interrupted"] is True
+    assert "RUNNING" not in _states(out)
+
+
 def test_a_stopped_jobs_run_logs_its_studies_as_interrupted_and_not_run(tmp_path):
     """After SIGTERM the progress log said "study 2/2 done" of a study that never ran (and
     "1/2 done" of one cut short): a worker task's return read as its study being done."""

@@ -20,13 +20,14 @@ from autotile.tune import runner
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("sig, code, group", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, False),
-                                              (signal.SIGTERM, 143, True)])
-def test_a_signal_stops_the_workers_and_writes_nothing_half_done(tmp_path, sig, code, group):
+@pytest.mark.parametrize("sig, code, to", [(signal.SIGINT, 130, "main"), (signal.SIGTERM, 143, "main"),
+                                           (signal.SIGTERM, 143, "group"), (signal.SIGTERM, 143, "worker")])
+def test_a_signal_stops_the_workers_and_writes_nothing_half_done(tmp_path, sig, code, to):
     """`kill -INT` reached only the main process, which waited for its workers to build and save
     every model (~75 s) before saying "interrupted"; `kill -TERM` killed the main process and
     left its workers writing models after the command had ended. A SIGTERM to the whole group
-    (as `timeout` sends) killed the workers, and the run said "trained sigmoid" and exited 0."""
+    (as `timeout` sends) killed the workers, and the run said "trained sigmoid" and exited 0.
+    A SIGTERM to one worker alone stopped the run but exited 130, as if it had been a SIGINT."""
     out = tmp_path / "cache"
     proc = subprocess.Popen([sys.executable, "-m", "autotile", "train", "--ops", "sigmoid", "-j", "2", "-o", str(out)],
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=(tmp_path / "stdout").open("wb"),
@@ -37,7 +38,14 @@ def test_a_signal_stops_the_workers_and_writes_nothing_half_done(tmp_path, sig, 
             assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
             time.sleep(0.1)
         time.sleep(3)  # into the datasets (a stop before them is the same: nothing to write)
-        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        if to == "group":
+            os.killpg(proc.pid, sig)
+        elif to == "worker":
+            kids = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(proc.pid)], capture_output=True,
+                                  text=True).stdout.splitlines()
+            os.kill(int(next(k for k in kids if "spawn_main" in k).split()[0]), sig)
+        else:
+            proc.send_signal(sig)
         proc.wait(timeout=120)
         assert gone(proc.pid, 20), session(proc.pid)
     finally:

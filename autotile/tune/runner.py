@@ -113,7 +113,9 @@ def optuna_params(space: Space, params: dict) -> dict:
 class _Stop:
     """Stop after the current trial: ``requested`` is set by this process's SIGINT or SIGTERM
     handler (``signum`` says which); ``shared`` (a lock-free multiprocessing byte) is how the
-    parent of ``--jobs`` workers tells them; a worker also stops once its ``parent`` is gone."""
+    parent of ``--jobs`` workers tells them, and how a worker stopped by a signal of its own
+    tells the run (it holds the signal's number, else 1); a worker also stops once its
+    ``parent`` is gone."""
 
     requested = False
     signum = None
@@ -139,7 +141,7 @@ class _Stop:
     def request(cls) -> None:
         cls.requested = True
         if cls.shared is not None:
-            cls.shared.value = 1
+            cls.shared.value = cls.signum or 1
 
 
 def prepare(plan: StudyPlan, storage, sampler=None) -> optuna.Study:

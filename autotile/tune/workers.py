@@ -74,7 +74,15 @@ def run_pool(tasks: list, jobs: int, work, done, *, ctx=None, notes: tuple[str, 
             print(f"autotile: warning: a --jobs worker process died; {notes[0]}", file=sys.stderr)
             tasks = lost
     finally:
+        _adopt_stop(runner._Stop.shared.value)
         runner._Stop.shared = None
+
+
+def _adopt_stop(value: int) -> None:
+    """A stop a worker raised (a SIGTERM sent to it alone: ``_on_sigterm``) becomes the run's, so
+    it reads as interrupted and exits 143, not as a run that finished."""
+    if value > 1 and not runner._Stop.requested:  # 1: the run's own stop (or an error) told the workers
+        runner._Stop.requested, runner._Stop.signum = True, value
 
 
 def _one_pool(ctx, tasks: list, jobs: int, work, done, stage, start) -> tuple[list, int]:
