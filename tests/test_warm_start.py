@@ -32,6 +32,8 @@ def test_a_shape_is_warm_started_from_one_tuned_earlier_in_the_same_run(run_cli,
     top = list(dict.fromkeys(c for _, _, c in best))[:3]
     warm = [c for c in top if c not in baseline]  # one the baseline (trial 0) already is is not queued twice
     assert warm and _warm_configs(out, 8192) == warm
+    reproduce = (out / "report.md").read_text().split("## Reproduce")[1]
+    assert ("--jobs 2" in reproduce) == (jobs == "2")  # the run's trial order (it was dropped)
 
 
 def test_no_warm_start_on_request(run_cli, write_spec, tmp_path):

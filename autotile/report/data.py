@@ -249,7 +249,8 @@ _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile n
         "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
         "timeout_s": (_NUM, "a number of seconds", False),
         "backend": ((str,), "a backend name", False), "not_run": ((list,), "a list", False),
-        "verify": ((bool,), "true or false", False), "warm_start": ((bool,), "true or false", False)}
+        "verify": ((bool,), "true or false", False), "warm_start": ((bool,), "true or false", False),
+        "jobs": ((int,), "a number of worker processes", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),

@@ -433,11 +433,13 @@ def reproduce(data: ReportData) -> Section:
 
 
 def _switches(summary: dict) -> str:
-    """The run's ``--no-verify`` and ``--no-warm-start``: without them the command verified what
-    the run had not, and warm-started studies the run had not (other trials). A summary from
-    before they were recorded names neither."""
+    """The run's ``--no-verify``, ``--no-warm-start`` and ``--jobs``: without them the command
+    verified what the run had not, warm-started studies the run had not (other trials), and
+    proposed its trials in one process's order. A summary from before they were recorded names
+    none of them."""
+    jobs = summary.get("jobs")
     return "".join(f" {flag}" for key, flag in (("verify", "--no-verify"), ("warm_start", "--no-warm-start"))
-                   if summary.get(key) is False)
+                   if summary.get(key) is False) + (f" --jobs {jobs}" if isinstance(jobs, int) and jobs > 1 else "")
 
 
 def _dashboard_storage(data: ReportData) -> str:

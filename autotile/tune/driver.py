@@ -402,6 +402,7 @@ def _finish(job: _Job) -> dict:
         "backend": spec.backend,
         "verify": opts.verify,  # --no-verify and --no-warm-start, for the report's Reproduce command
         "warm_start": opts.warm_start,
+        "jobs": opts.jobs,  # the trials' order, and so the search, depends on it
         # none for the exhaustive sampler: it keeps no Optuna study (no journal is written)
         "storage": None if job.storage is None else
         opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
