@@ -72,3 +72,29 @@ def test_tune_refuses_an_empty_out_and_names_a_file_in_its_way(run_cli, tmp_path
     (tmp_path / "afile").write_text("keep")
     code, _, err = run_cli("tune", str(spec), "--out", str(tmp_path / "afile"), "--quiet", "--trials", "2")
     assert code == 1 and "Not a directory" in err and (tmp_path / "afile").read_text() == "keep"
+
+
+def test_a_report_the_disk_cannot_hold_says_the_results_are_saved_and_how_to_render_it(run_cli, tmp_path,
+                                                                                       monkeypatch):
+    """A disk that filled while the report's plots were written ended the run with the plot's
+    error alone: nothing said that summary.json and table.json were saved, nor how to get the report."""
+    from tinyspecs import EW
+
+    from autotile.report import render
+
+    spec, out = tmp_path / "ew.yaml", tmp_path / "out"
+    spec.write_text(EW)
+    real = render.write_bytes
+
+    def full(path, data):
+        if str(path).endswith(".png"):
+            raise atomic.OutputError(f"{path}: cannot write: No space left on device")
+        return real(path, data)
+
+    monkeypatch.setattr(render, "write_bytes", full)
+    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "No space left on device" in err and f"autotile report {out}" in err
+    assert (out / "summary.json").is_file() and (out / "table.json").is_file()
+    monkeypatch.setattr(render, "write_bytes", real)
+    assert run_cli("report", str(out))[0] == 0 and (out / "report.html").is_file()

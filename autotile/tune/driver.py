@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import signal
 import sys
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import check_outputs, write_json
+from autotile.atomic import OutputError, check_outputs, write_json
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
@@ -542,7 +543,8 @@ def _unit_rank(r: dict, objectives) -> tuple:
 
 
 def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
-    """summary.json, table.json and the report, each written atomically."""
+    """summary.json, table.json and the report, each written atomically. A report that cannot be
+    written (a full disk) says that the run's results are saved and how to render it later."""
     from autotile.tables.schema import build_table
 
     write_json(out / "summary.json", summary)
@@ -551,7 +553,11 @@ def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
         from autotile.report import render
     except ImportError:
         return
-    render.write_report(out)
+    try:
+        render.write_report(out)
+    except OutputError as exc:
+        raise OutputError(f"{exc}; summary.json and table.json are written: once there is room, "
+                          f"`autotile report {shlex.quote(str(out))}` renders the report") from None
 
 
 class _Progress:
