@@ -197,7 +197,7 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: tiles double-buffered, several a core of 2-8 KiB (``stream_tile``; smaller if UB
+    """Baseline: tiles double-buffered, several a core of 1-8 KiB (``stream_tile``; smaller if UB
     cannot hold them), the cores ``default_cores`` gives."""
     n = shape["n"]
     unit = unit or UNITS[0]

@@ -268,7 +268,7 @@ def errors(variant: str, unit: str, dtype: str, hw: HardwareProfile, n: int = 40
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | None = None,
                    options: dict | None = None) -> dict:
-    """Baseline: exact variant, tiles double-buffered, several a core of 2-8 KiB (``stream_tile``;
+    """Baseline: exact variant, tiles double-buffered, several a core of 1-8 KiB (``stream_tile``;
     smaller if UB cannot hold them), the cores ``default_cores`` gives (every core from 6 Ki
     elements on the Vector, 1.5 Ki on the Scalar)."""
     n = shape["n"]
