@@ -36,7 +36,9 @@ int main(void)
 STAND_IN = r"""
 #pragma once
 // Stand-ins for CANN's tiling macros: a class with set_/get_ per field that records the
-// declaration order of its fields.
+// declaration order of its fields. The registration defines a global helper object, not static,
+// as CANN's does (so a header registering in every file that includes it fails to link), whose
+// constructor records the OpType in tiling_registrations().
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,7 +47,10 @@ STAND_IN = r"""
   private: type field##_ = 0; int reg_##field##_ = (names_.push_back(#field), 0); \
   public: void set_##field(type v) { field##_ = v; } type get_##field() const { return field##_; }
 #define END_TILING_DATA_DEF }
-#define REGISTER_TILING_DATA_CLASS(op, cls) [[maybe_unused]] static const char *registered_##op = #cls;
+inline std::vector<std::string> &tiling_registrations() { static std::vector<std::string> r; return r; }
+#define REGISTER_TILING_DATA_CLASS(op, cls) \
+  class op##cls##Helper { public: op##cls##Helper() { tiling_registrations().push_back(#op); } }; \
+  op##cls##Helper g_tilingdata_##op##cls##helper;
 """
 
 

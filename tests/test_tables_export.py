@@ -259,6 +259,51 @@ def test_two_prefixed_ascendc_headers_in_one_translation_unit(built, tmp_path):
     assert r.returncode != 0 and "MatmulTilingData is already defined with other fields" in r.stderr, r.stderr
 
 
+def test_ascendc_header_links_into_many_translation_units(built, tmp_path):
+    """Two .cpp files include the header (one of them two prefixed headers of the op) and link:
+    the OpType is registered once, in the file defining AUTOTILE_REGISTER_MatmulTilingData. CANN's
+    REGISTER_TILING_DATA_CLASS defines a global object, and the header registered in every file:
+    ``multiple definition of optiling::g_tilingdata_MatmulMatmulTilingDatahelper``."""
+    d, doc, _ = built
+    for prefix in ("soc_a", "soc_b", None):
+        flags = ["--prefix", prefix] if prefix else []
+        assert cli(["export", str(d), "--format", "ascendc", "-o", str(tmp_path / f"{prefix}.h"), *flags]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    m, n, k = doc["entries"][0]["shape"].values()
+    (tmp_path / "host.cc").write_text(f"""
+#define AUTOTILE_REGISTER_MatmulTilingData
+#include "soc_a.h"
+#include "soc_b.h"
+int host_tiling(optiling::MatmulTilingData &t)
+{{
+    const int64_t x[3] = {{{m}, {n}, {k}}};
+    uint32_t b = 0;
+    return optiling::soc_a_MatmulTilingFromTable(x, 0, t, &b) + optiling::soc_b_MatmulTilingFromTable(x, 0, t, &b);
+}}
+""")
+    (tmp_path / "main.cc").write_text(f"""
+#include <cstdio>
+#include "None.h"
+int host_tiling(optiling::MatmulTilingData &t);
+int main()
+{{
+    const int64_t x[3] = {{{m}, {n}, {k}}};
+    optiling::MatmulTilingData t;
+    uint32_t b = 0;
+    int rc = optiling::MatmulTilingFromTable(x, 0, t, &b) + host_tiling(t);
+    std::printf("%d %d", rc, (int)t.get_baseM());
+    for (const std::string &op : tiling_registrations())
+        std::printf(" %s", op.c_str());
+    return 0;
+}}
+""")
+    compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "host.cc", "main.cc", "-o", "linked"],
+               tmp_path)
+    out = subprocess.run([str(tmp_path / "linked")], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", str(doc["entries"][0]["params"]["base_m"]), "Matmul"]
+
+
 def test_a_spec_from_before_split_k_keeps_its_regions_and_tcubetiling(tmp_path, capsys):
     """A matmul spec written before single_core_k (no such param, cores_used without K ranges)
     still simulates, keeps the cube region in C and Python alike, and fills TCubeTiling with

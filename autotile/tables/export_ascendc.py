@@ -7,9 +7,11 @@ The header embeds the C lookup of the ``c`` export, then declares the tiling dat
 for a shape. ``<Op>`` is the registered OpType: the op's name in camel case (``Matmul``), or the
 ``op_type`` given (a custom op registers under its own, e.g. ``MatmulCustom``). With another
 prefix than ``autotile`` the functions are ``<prefix>_<Op>...`` and the TilingData class, whose
-definition and registration sit under a guard keyed by its name, is defined once: two SoCs' tables
-of one op, exported with two prefixes, go in one translation unit (a class of the same name with
-other fields is an ``#error``).
+definition sits under a guard keyed by its name, is defined once: two SoCs' tables of one op,
+exported with two prefixes, go in one translation unit (a class of the same name with other
+fields is an ``#error``). The registration defines a global object in CANN, so it is emitted only
+where ``AUTOTILE_REGISTER_<Op>TilingData`` is defined (the one host tiling .cpp of the op), once
+per translation unit: the header goes in any number of files linked together.
 
 For a matmul spec whose cube unit declares every param TCubeTiling is built from (see
 :func:`fills_tcube`) the struct is TCubeTiling's fields (int32, in TCubeTiling's order,
@@ -160,16 +162,36 @@ def function_prefix(cls: str, prefix: str = DEFAULT_PREFIX) -> str:
 
 
 def _tiling_data(cls: str, fields: list[tuple[str, str]]) -> str:
-    """The TilingData class and its registration, under a guard keyed by the class name: a second
-    header of the OpType (another --prefix, say another SoC's table) with the same fields skips
-    it, one with other fields is an #error (the guard's value is a hash of the definition)."""
+    """The TilingData class, under a guard keyed by the class name: a second header of the OpType
+    (another --prefix, say another SoC's table) with the same fields skips it, one with other
+    fields is an #error (the guard's value is a hash of the definition). Then its registration,
+    which only the translation unit defining :func:`register_macro` gets."""
     text = "\n".join([f"BEGIN_TILING_DATA_DEF({cls}TilingData)"]
                      + [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
-                     + ["END_TILING_DATA_DEF;", "", f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)"])
+                     + ["END_TILING_DATA_DEF;"])
     guard, mark = f"AUTOTILE_TILING_DATA_{cls}TilingData", "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
     return (f"#ifndef {guard}\n#define {guard} {mark}\n{text}\n#elif {guard} != {mark}\n"
             f'#error "{cls}TilingData is already defined with other fields by another header '
-            f'(export one of them with another --op-type)"\n#endif')
+            f'(export one of them with another --op-type)"\n#endif\n\n' + _registration(cls))
+
+
+def register_macro(cls: str) -> str:
+    """The macro that one translation unit (the op's host tiling .cpp) defines before including
+    the header to register ``<cls>TilingData`` there."""
+    return f"AUTOTILE_REGISTER_{cls}TilingData"
+
+
+def _registration(cls: str) -> str:
+    """``REGISTER_TILING_DATA_CLASS``, only where :func:`register_macro` is defined and once per
+    translation unit. CANN's macro defines a global object (``g_tilingdata_<Op><Cls>helper``):
+    registered in every file that included the header, two files linked together were a multiple
+    definition of it."""
+    macro, done = register_macro(cls), f"AUTOTILE_REGISTERED_{cls}TilingData"
+    return (f"/*\n * CANN's REGISTER_TILING_DATA_CLASS defines a global object: define {macro} in the one\n"
+            f" * .cpp that registers the OpType (its host tiling file), before including this header. Other\n"
+            f" * files that include it get the class and the functions, without the registration.\n */\n"
+            f"#if defined({macro}) && !defined({done})\n#define {done}\n"
+            f"REGISTER_TILING_DATA_CLASS({cls}, {cls}TilingData)\n#endif")
 
 
 def _multi_unit(table: Table) -> bool:
