@@ -4,6 +4,7 @@ a-b / a_b. Both headers compile and hold each value under its own, predictable n
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -49,8 +50,8 @@ int main(void)
         const autotile_elementwise_params *p = &autotile_elementwise_lookup(x, AUTOTILE_ELEMENTWISE_FP16, NULL)->params;
         printf("%d %d %d %d %d %d %d %d %d %d\n", (int)p->n, (int)p->int_, (int)p->tileLen, (int)p->new_,
                (int)p->NULL_, p->scale == AUTOTILE_ELEMENTWISE_SCALE_NEG_0_5,
-               p->scale == AUTOTILE_ELEMENTWISE_SCALE__0_5, p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B,
-               p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B_2, p->mode == AUTOTILE_ELEMENTWISE_MODE_X__Y);
+               p->scale == AUTOTILE_ELEMENTWISE_SCALE_0_5, p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B,
+               p->mode == AUTOTILE_ELEMENTWISE_MODE_A_B_2, p->mode == AUTOTILE_ELEMENTWISE_MODE_X_Y);
     }
     return 0;
 }
@@ -103,7 +104,7 @@ def test_ascendc_fields_are_legal_and_distinct(odd):
 
 
 def test_mangling_rule():
-    assert (ident("x*/y"), ident(0.5), ident(-0.5), ident(-3), ident("")) == ("x__y", "_0_5", "NEG_0_5", "NEG_3", "X")
+    assert (ident("x*/y"), ident(0.5), ident(-0.5), ident(-3), ident("")) == ("x_y", "_0_5", "NEG_0_5", "NEG_3", "X")
     s = Scope(["taken"], members=True)
     assert [s.take(x) for x in ("taken", "int", "int", "int_", "M_PI", "M", "M", "INT32_MAX", "uint8_t", "and")] == [
         "taken_2", "int_", "int_2", "int_3", "M_PI_", "M", "M_2", "INT32_MAX_", "uint8_t_",
@@ -185,3 +186,64 @@ def test_mangled_forms_of_reserved_families_are_found():
     s = Scope(members=True)
     assert [s.take(x) for x in ("FP_INT_UPWARD", "FP_INT_UPWARD", "HUGE_VAL_F32", "INT8_WIDTH", "unix", "M_PI", "M_PI")] == [
         "FP_INT_UPWARD_", "FP_INT_UPWARD_2", "HUGE_VAL_F32_", "INT8_WIDTH_", "unix_", "M_PI_", "M_PI_3"]
+
+
+# a replay spec (any dim names, any choices) whose names held ``__`` once mangled: dims _1a,
+# größe, __x__y and _B, a float list with 1 in it, text choices a--b / a_b / _C
+REPLAY_ODD = """\
+op: replay
+shapes: [{_1a: 4, größe: 8, __x__y: 2, _B: 3}]
+params:
+  scale: {type: categorical, choices: [0.5, 1, -0.5, 2.5]}
+  mode: {type: categorical, choices: [a--b, a_b, _C, "0.5"]}
+objective: time_us
+backend: replay
+measurements: meas.csv
+"""
+
+
+def _code_names(header: str) -> set[str]:
+    """The identifiers of a header's code (comments and string literals left out)."""
+    code = re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\])*"', " ", header, flags=re.S)
+    return set(re.findall(r"\b[A-Za-z_]\w*", code))
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")), reason="needs gcc and g++")
+def test_no_name_is_reserved_in_cpp(tmp_path):
+    """No generated name holds ``__`` or starts with ``_`` and an upper-case letter (reserved in
+    C++): a choice 0.5 was AUTOTILE_REPLAY_SCALE__0_5, 1 in a float list ..._SCALE__1, a dim
+    __x__y AUTOTILE_REPLAY_DIM_X__Y, and a dim _1a the Ascend C field 1a (not a C name). Clashes
+    still get _2. Both headers compile and hold the entry's values under those names."""
+    (tmp_path / "spec.yaml").write_text(REPLAY_ODD)
+    (tmp_path / "meas.csv").write_text("_1a,größe,__x__y,_B,scale,mode,time_us\n4,8,2,3,1,_C,1.0\n")
+    spec = load_spec(tmp_path / "spec.yaml")
+    results = [{"shape": spec.shapes[0], "dtype": "fp32", "unit": "default", "params": {"scale": 1, "mode": "_C"},
+                "chosen": True}]
+    write_table(tmp_path / "table.json", build_table(spec, {"results": results}, created="2026-01-01T00:00:00+00:00"))
+    names = set()
+    for fmt, out in (("c", "odd.h"), ("ascendc", "tiling.h")):
+        assert cli(["export", str(tmp_path), "--format", fmt, "-o", str(tmp_path / out)]) == 0
+        names |= _code_names((tmp_path / out).read_text())
+    bad = sorted(n for n in names if "__" in n or re.match(r"_[A-Z]", n))
+    assert bad == []
+    (tmp_path / "main.c").write_text("""
+#include <stdio.h>
+#include "odd.h"
+int main(void)
+{
+    const autotile_replay_shape s = {._1a = 4, .gr_e = 8, .x_y = 2, .B = 3};
+    const autotile_replay_params *p = &autotile_replay_lookup_shape(&s, AUTOTILE_REPLAY_FP32, NULL)->params;
+    printf("%d %d %d %d %d %d %d %d %d\\n", AUTOTILE_REPLAY_DIM_1A, AUTOTILE_REPLAY_DIM_GR_E, AUTOTILE_REPLAY_DIM_X_Y,
+           AUTOTILE_REPLAY_DIM_B, p->scale == AUTOTILE_REPLAY_SCALE_1, AUTOTILE_REPLAY_SCALE_0_5,
+           AUTOTILE_REPLAY_SCALE_NEG_0_5, p->mode == AUTOTILE_REPLAY_MODE_C, AUTOTILE_REPLAY_MODE_A_B_2);
+    return 0;
+}
+""")
+    compile_ok(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "main.c", "-o", "main", "-lm"], tmp_path)
+    out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "1", "2", "3", "1", "0", "2", "1", "1"]
+    fields = ["x1a", "grE", "xY", "B", "scale", "mode"]
+    fill = ascendc_fill(tmp_path, "Replay", 4, fields)
+    out = subprocess.run([str(fill)], input="4 8 2 3 0\n", capture_output=True, text=True, check=True).stdout
+    names, _, *values = out.split()
+    assert names.rstrip(",").split(",") == fields and values == ["4", "8", "2", "3", "1", "2"]

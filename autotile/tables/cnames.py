@@ -4,9 +4,11 @@ A spec may name a param ``int``, ``n`` (like a dim) or ``tileLen`` (the camel ca
 ``tile_len``), and choices such as ``-0.5`` / ``0.5`` or ``a-b`` / ``a_b`` map to one fragment.
 Names are mangled, not refused, so every valid spec exports:
 
-- a fragment keeps ASCII letters and digits, anything else becomes ``_`` (outer ``_`` dropped,
-  ``_`` before a leading digit, ``X`` if nothing is left); a negative number gets ``NEG``
-  (``-0.5`` -> ``NEG_0_5``, ``0.5`` -> ``_0_5``);
+- a fragment keeps ASCII letters and digits, each run of anything else becomes one ``_``
+  (outer ``_`` dropped, ``_`` before a leading digit, ``X`` if nothing is left); a negative number
+  gets ``NEG`` (``-0.5`` -> ``NEG_0_5``, ``0.5`` -> ``_0_5``); after a prefix the fragment drops
+  that leading ``_`` (``AUTOTILE_OP_SCALE_0_5``). So no name holds ``__`` or starts with ``_``
+  and an upper-case letter, both reserved in C++ (the ``--prefix`` is refused a ``__`` too);
 - a member name that is a C or C++ keyword, a name the headers the exports include define in
   any language mode (``NULL``, ``int32_t``, ``M_PI``, ``INT8_WIDTH``, ``SNAN``; in C++, where
   ``<math.h>`` brings ``<stdlib.h>``, ``EXIT_SUCCESS``, ...) or a macro compilers predefine
@@ -62,15 +64,22 @@ _STANDARD = re.compile(r"u?int(_least|_fast)?\d+_t|u?int(ptr|max)_t|U?INT(_LEAST
 
 
 def ident(text) -> str:
-    """A C identifier fragment of ``text``: non-alphanumerics become ``_``.
+    """A C identifier fragment of ``text``: each run of non-alphanumerics becomes one ``_``.
 
     >>> ident("x*/y"), ident(0.5), ident(-0.5)
-    ('x__y', '_0_5', 'NEG_0_5')
+    ('x_y', '_0_5', 'NEG_0_5')
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool) and text < 0:
         return "NEG_" + ident(-text).lstrip("_")
-    s = re.sub(r"[^0-9A-Za-z]", "_", str(text)).strip("_") or "X"
+    s = re.sub(r"[^0-9A-Za-z]+", "_", str(text)).strip("_") or "X"
     return s if not s[0].isdigit() else "_" + s
+
+
+def joined(head: str, text) -> str:
+    """``head`` (ending in ``_``) and the fragment of ``text``, without the ``_`` that keeps a
+    leading digit off a name's start: ``..._TILE_LEN_`` and 0.5 -> ``..._TILE_LEN_0_5`` (it was
+    ``TILE_LEN__0_5``, and a name holding ``__`` is reserved in C++)."""
+    return head + ident(text).lstrip("_")
 
 
 def reserved(name: str) -> bool:
@@ -148,15 +157,15 @@ class Names:
                                  "lookup_shape")]
         g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H", "NUNVERIFIED",
                                            "VERIFIED_ONLY", "HARDWARE", "HARDWARE_HASH", "SIMULATOR")])
-        self._dims = {d: g.take(PRE + "DIM_" + ident(d).upper()) for d in table.dims}
-        self._dtypes = {d: g.take(PRE + ident(d).upper()) for d in spec.dtypes}
-        self._units = {u: g.take(PRE + "UNIT_" + ident(u).upper()) for u in spec.units}
+        self._dims = {d: g.take(joined(PRE + "DIM_", d).upper()) for d in table.dims}
+        self._dtypes = {d: g.take(joined(PRE, d).upper()) for d in spec.dtypes}
+        self._units = {u: g.take(joined(PRE + "UNIT_", u).upper()) for u in spec.units}
         self.params = spec_params(spec)
         self._enums, self._choices = {}, {}
         for p in filter(is_enum, self.params):
-            self._enums[p.name] = g.take(pre + ident(p.name).lower())
+            self._enums[p.name] = g.take(joined(pre, p.name).lower())
             for c in p.choices:
-                self._choices[p.name, type(c), c] = g.take(f"{PRE}{ident(p.name).upper()}_{ident(c).upper()}")
+                self._choices[p.name, type(c), c] = g.take(joined(joined(PRE, p.name) + "_", c).upper())
         self.globals = frozenset(g.taken)
         members = Scope(self.globals, members=True)
         self._fields = {p.name: members.take(ident(p.name)) for p in self.params}

@@ -91,9 +91,11 @@ def _tcube(table: Table) -> tuple[tuple[str, str | None], ...]:
 
 
 def camel(name: str) -> str:
-    """``single_core_m`` -> ``singleCoreM``."""
+    """``single_core_m`` -> ``singleCoreM``; ``x`` before a leading digit (a replay dim ``_1a``
+    -> ``x1a``), as a field starts with a letter once CANN's macros paste it after ``set_``."""
     head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+    out = head + "".join(w[:1].upper() + w[1:] for w in rest)
+    return "x" + out if out[:1].isdigit() else out
 
 
 def class_name(op: str) -> str:
