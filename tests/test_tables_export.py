@@ -22,9 +22,10 @@ from tablekit import (
 )
 
 from autotile.cli import run as cli
+from autotile.space import load_spec
 from autotile.tables.export_ascendc import TCUBE
 from autotile.tables.lookup import Lookup
-from autotile.tables.schema import write_table
+from autotile.tables.schema import build_table, write_table
 
 pytestmark = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")), reason="needs gcc and g++")
 
@@ -302,6 +303,85 @@ int main()
                tmp_path)
     out = subprocess.run([str(tmp_path / "linked")], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", str(doc["entries"][0]["params"]["base_m"]), "Matmul"]
+
+
+STUDIES = UNITS_SPEC.parent
+# (spec, its inputs: line, the same with other options): the headers must name the latter
+VARIANTS = (
+    ("elementwise.yaml", "inputs: {kind: add, data: gm}", "inputs: {kind: relu}"),
+    ("resize.yaml", "inputs: {mode: bilinear, layout: NCHW, align_corners: false}",
+     "inputs: {layout: NHWC, align_corners: true}"),
+    ("roi_align.yaml", "inputs: {spatial_scale: 0.25, sampling_ratio: 2, aligned: true, roi_seed: 0, roi_min: 0.05, roi_max: 0.5}",
+     "inputs: {spatial_scale: 1, sampling_ratio: -1, aligned: false, roi_seed: 4294967295}"),
+)
+# what a program over both headers prints: the INPUTS string, then each option's macro
+# (a choice's as whether it equals each value's constant, in #if)
+OPTION_PRINTS = {
+    "elementwise": ("kind=relu, data=gm", """
+#if AUTOTILE_ELEMENTWISE_INPUT_KIND == AUTOTILE_ELEMENTWISE_INPUT_KIND_RELU && AUTOTILE_ELEMENTWISE_INPUT_KIND_ADD == 0
+    std::printf("relu ");
+#endif
+    std::printf("%d", AUTOTILE_ELEMENTWISE_INPUT_DATA == AUTOTILE_ELEMENTWISE_INPUT_DATA_GM);""", ["relu", "1"]),
+    "resize": ("mode=bilinear, layout=NHWC, align_corners=true", """
+    std::printf("%d %d %d", AUTOTILE_RESIZE_INPUT_MODE == AUTOTILE_RESIZE_INPUT_MODE_BILINEAR,
+                AUTOTILE_RESIZE_INPUT_LAYOUT == AUTOTILE_RESIZE_INPUT_LAYOUT_NHWC, AUTOTILE_RESIZE_INPUT_ALIGN_CORNERS);""",
+               ["1", "1", "1"]),
+    "roi_align": ("spatial_scale=1.0, sampling_ratio=-1, aligned=false, roi_seed=4294967295, roi_min=0.05, roi_max=0.5", """
+    std::printf("%g %d %d %lld %g %g", AUTOTILE_ROI_ALIGN_INPUT_SPATIAL_SCALE, -AUTOTILE_ROI_ALIGN_INPUT_SAMPLING_RATIO,
+                AUTOTILE_ROI_ALIGN_INPUT_ALIGNED, (long long)AUTOTILE_ROI_ALIGN_INPUT_ROI_SEED,
+                AUTOTILE_ROI_ALIGN_INPUT_ROI_MIN, AUTOTILE_ROI_ALIGN_INPUT_ROI_MAX);""",
+                  ["1", "1", "0", "4294967295", "0.05", "0.5"]),
+}
+
+
+@pytest.mark.parametrize("name, line, other", VARIANTS)
+def test_headers_name_the_op_options_they_were_tuned_for(tmp_path, name, line, other):
+    """Both headers say which variant of the op the table is for: an elementwise table tuned for
+    relu (one input: 2 UB tiles a buffer) said nothing, and an add kernel (3 tiles) took its
+    tile_len. AUTOTILE_<OP>_INPUTS is the options' canonical text (defaults filled in, the op's
+    order), AUTOTILE_<OP>_INPUT_<NAME> each value, a choice's usable in #if."""
+    text = (STUDIES / name).read_text()
+    assert text.count(line) == 1
+    (tmp_path / "spec.yaml").write_text(text.replace(line, other))
+    write_table(tmp_path / "table.json", default_table(tmp_path / "spec.yaml"))
+    op = name.removesuffix(".yaml")
+    for fmt, out in (("c", "table.h"), ("ascendc", "tiling.h")):
+        assert cli(["export", str(tmp_path), "--format", fmt, "-o", str(tmp_path / out)]) == 0
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    want, prints, values = OPTION_PRINTS[op]
+    for header in ("table.h", "tiling.h"):
+        (tmp_path / "main.cc").write_text(f"""
+#include <cstdio>
+#include "{header}"
+int main()
+{{
+    std::printf("%s\\n", AUTOTILE_{op.upper()}_INPUTS);{prints}
+    return 0;
+}}
+""")
+        compile_ok(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "main.cc", "-o", "opts"], tmp_path)
+        got = subprocess.run([str(tmp_path / "opts")], capture_output=True, text=True, check=True).stdout.split("\n")
+        assert got[0] == want and got[1].split() == values
+    assert f" *   inputs:   {want}" in (tmp_path / "table.h").read_text()
+
+
+def test_replay_headers_name_the_recorded_inputs(tmp_path):
+    """A replay spec's inputs: is a free record: the headers give it as the INPUTS text, keys
+    sorted, values as compact JSON past the scalars, and no per-option macro (no option to type it)."""
+    (tmp_path / "spec.yaml").write_text("op: replay\nshapes: [{x: 8}]\nparams:\n  b: {type: int, low: 1, high: 4}\n"
+                                        "objective: time_us\nbackend: replay\nmeasurements: m.csv\n"
+                                        'inputs: {kind: "a\\"b", bias: [1, 2.5], at: {z: 1, y: true}}\n')
+    (tmp_path / "m.csv").write_text("x,b,time_us\n8,1,1.0\n")
+    spec = load_spec(tmp_path / "spec.yaml")
+    results = [{"shape": {"x": 8}, "dtype": "fp32", "unit": "default", "params": {"b": 1}, "chosen": True}]
+    write_table(tmp_path / "table.json", build_table(spec, {"results": results}, created="2026-01-01T00:00:00+00:00"))
+    assert cli(["export", str(tmp_path), "--format", "c", "-o", str(tmp_path / "t.h")]) == 0
+    header = (tmp_path / "t.h").read_text()
+    assert '#define AUTOTILE_REPLAY_INPUTS "at={\\"y\\":true,\\"z\\":1}, bias=[1,2.5], kind=a\\"b"' in header
+    assert "AUTOTILE_REPLAY_INPUT_" not in header
+    (tmp_path / "main.c").write_text('#include "t.h"\nconst char *s = AUTOTILE_REPLAY_INPUTS;\n')
+    compile_ok(["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "main.c"], tmp_path)
 
 
 def test_a_spec_from_before_split_k_keeps_its_regions_and_tcubetiling(tmp_path, capsys):

@@ -15,13 +15,15 @@ Names are mangled, not refused, so every valid spec exports:
   without an underscore (``unix``, ``linux``, ``i386``, ...) gets a trailing ``_`` (``int`` ->
   ``int_``);
 - a name already given in its scope gets ``_2``, ``_3``, ... Names are given in a fixed order
-  (the exporter's own first, then dtypes, units, dims and params in spec order), so the first
-  keeps its name and the result is the same on every export.
+  (the exporter's own first, then dtypes, units, dims and params in spec order, then the op's
+  options), so the first keeps its name and the result is the same on every export.
 """
 
 from __future__ import annotations
 
 import re
+
+from autotile.tables.cinputs import tuned_inputs
 
 KEYWORDS = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if inline
@@ -156,7 +158,8 @@ class Names:
         own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit", "shape",
                                  "lookup_shape")]
         g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H", "NUNVERIFIED",
-                                           "VERIFIED_ONLY", "HARDWARE", "HARDWARE_HASH", "SIMULATOR")])
+                                           "VERIFIED_ONLY", "HARDWARE", "HARDWARE_HASH", "SIMULATOR",
+                                           "INPUTS")])
         self._dims = {d: g.take(joined(PRE + "DIM_", d).upper()) for d in table.dims}
         self._dtypes = {d: g.take(joined(PRE, d).upper()) for d in spec.dtypes}
         self._units = {u: g.take(joined(PRE + "UNIT_", u).upper()) for u in spec.units}
@@ -166,6 +169,16 @@ class Names:
             self._enums[p.name] = g.take(joined(pre, p.name).lower())
             for c in p.choices:
                 self._choices[p.name, type(c), c] = g.take(joined(joined(PRE, p.name) + "_", c).upper())
+        # the op's options last, so adding them renamed nothing: a macro each (INPUT_<NAME>), and
+        # for a choice a constant per value (INPUT_<NAME>_<VALUE>) it is one of
+        self.inputs = PRE + "INPUTS"
+        self.tuned_inputs = tuned_inputs(spec)
+        self._inputs, self._input_choices = {}, {}
+        for name, _, o in self.tuned_inputs:
+            if o is not None:
+                self._inputs[name] = head = g.take(joined(PRE + "INPUT_", name).upper())
+                for c in o.choices if o.kind == "choice" else ():
+                    self._input_choices[name, c] = g.take(joined(head + "_", c).upper())
         self.globals = frozenset(g.taken)
         members = Scope(self.globals, members=True)
         self._fields = {p.name: members.take(ident(p.name)) for p in self.params}
@@ -193,6 +206,14 @@ class Names:
     def choice(self, param: str, value) -> str:
         """The enum constant of one value of a param held as enum codes."""
         return self._choices[param, type(value), value]
+
+    def input(self, name: str) -> str:
+        """The macro holding option ``name``'s value (a simulator spec's options only)."""
+        return self._inputs[name]
+
+    def input_choice(self, name: str, value) -> str:
+        """The macro of one value of a choice option (its code in the op's choice order)."""
+        return self._input_choices[name, value]
 
     def field(self, param: str) -> str:
         """The params struct's member holding ``param``."""

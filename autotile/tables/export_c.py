@@ -9,6 +9,8 @@ choices (text, bools, floats) as enum codes in the spec's choice order. The para
 the params of the spec's units; one the entry's unit does not have holds ``AUTOTILE_<OP>_NA``
 (INT32_MIN), which no param takes (entries must fit int32 above it). The dtype and unit enums
 list the spec's own. Each entry says whether it passed the verification gate (``verified``).
+Macros name what the table was tuned for: the hardware, the simulator and the op's options (the
+spec's ``inputs:``, :mod:`autotile.tables.cinputs`).
 The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions,
 the very ones the Python lookup requires (``Lookup.regions``, see :mod:`autotile.tables.region`),
 and returns NULL when no entry fits.
@@ -20,6 +22,7 @@ import hashlib
 
 from autotile import words
 from autotile.errors import InputError
+from autotile.tables.cinputs import c_value, rendering
 from autotile.tables.cnames import DEFAULT_PREFIX, Names, is_enum
 from autotile.tables.ctext import c_string, comment
 from autotile.tables.region import describe_rule
@@ -47,6 +50,7 @@ def _banner(table: Table, fmt: str) -> str:
         f"  autotile {d['autotile_version']}, table created {d['created']}, {words.count(len(table.entries), 'entry')}"
         + (f" ({k} NOT verified)" if (k := unverified_count(table)) else ""),
         f"  simulator: {table.simulator or ('none (replayed measurements)' if table.spec.backend == 'replay' else 'not recorded')}",
+        f"  inputs:   {rendering(table.spec) or 'none (the op has no options)'}",
         f"  dims: x[] = {{{', '.join(table.dims)}}} in this order (the order of a spec's shapes does not matter)",
     ]
     return "/*\n" + "\n".join(f" * {comment(s)}".rstrip() for s in lines) + "\n */"
@@ -147,7 +151,30 @@ def _identity(table: Table, n: Names) -> list[str]:
         f"#define {n.PRE}HARDWARE_HASH {c_string(hw['hash'])}",
         f"#define {n.PRE}SIMULATOR {c_string(table.simulator or '')}",
         "",
-    ]
+    ] + _inputs(table, n)
+
+
+def _inputs(table: Table, n: Names) -> list[str]:
+    """Macros naming the op's options the table was tuned for (see :mod:`autotile.tables.cinputs`):
+    the canonical text, then on the simulator one macro per option (a choice's as one of its
+    values' constants, usable in ``#if``)."""
+    what = (" * The op's options (the spec's inputs:, defaults filled in) the table was tuned for. They change"
+            if table.spec.backend == "simulator" else
+            " * The spec's inputs: as recorded beside the measurements (keys sorted; not checked). Options change")
+    out = ["/*", what,
+           " * which tilings fit (elementwise add and mul charge UB for 3 tiles a buffer, relu for 2): a kernel",
+           " * built for other options must not take this table's tilings.",
+           " */",
+           f"#define {n.inputs} {c_string(rendering(table.spec))}"]
+    for name, value, o in n.tuned_inputs:
+        if o is None:
+            continue
+        if o.kind == "choice":
+            out += [f"#define {n.input_choice(name, c)} {i}" for i, c in enumerate(o.choices)]
+            out.append(f"#define {n.input(name)} {n.input_choice(name, value)}")
+        else:
+            out.append(f"#define {n.input(name)} {c_value(value, o)}")
+    return out + [""]
 
 
 def _dim_order(table: Table, n: Names) -> list[str]:
