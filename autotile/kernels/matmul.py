@@ -892,7 +892,8 @@ def shape_of(inputs: tuple) -> dict:
 def run(a, b, table, dtype: str | None = None) -> np.ndarray:
     """C = A @ B with the tiling a table gives for this shape (a path, folder or loaded table).
 
-    Runs in execute mode, the path the verification gate uses; see autotile.tables.run.
+    Runs in execute mode, the path the verification gate uses; ``dtype`` defaults to the arrays'
+    (``autotile.tables.run.input_dtype``: float32 is fp32, bf16 is named).
 
     >>> c = run(a, b, table="results/matmul/table.json", dtype="fp16")  # doctest: +SKIP
     """

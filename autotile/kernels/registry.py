@@ -137,6 +137,8 @@ class OpInfo:
     unit_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (unit, dtypes) where a unit has fewer
     optional: tuple[str, ...] = ()  # params a kernel reads but a spec may leave out (the kernel's default then)
     cores: tuple[tuple[str, CoreSplit], ...] = ()  # (unit, how its kernel spreads over cores); absent: one core
+    # how many leading inputs hold values of the dtype (None: all; the rest are sizes, boxes, ...)
+    value_inputs: int | None = None
 
     def core_split(self, unit: str) -> CoreSplit | None:
         """How the kernel on ``unit`` spreads its work over cores (None: it runs on one core)."""
@@ -241,7 +243,8 @@ OPS: dict[str, OpInfo] = {
                 Option("align_corners", "bool", False, only_with=("mode", ("bilinear",)))),
                # runs of whole output tiles (resize._ntiles)
                cores=(("vector", CoreSplit("cores", ((("n",), None), (("c",), "tile_c"), (("h_out",), "tile_h"),
-                                                     (("w_out",), "tile_w")))),)),
+                                                     (("w_out",), "tile_w")))),),
+               value_inputs=1),  # x; sizes is two integers
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling",
                (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),
@@ -258,7 +261,8 @@ OPS: dict[str, OpInfo] = {
                 Option("roi_max", "number", 0.5, low=0, high=1, low_open=True)),
                # runs of whole tiles (roi_align._ntiles)
                cores=(("vector", CoreSplit("cores", ((("rois",), "tile_rois"), (("pooled_h", "pooled_w"), "tile_bins"),
-                                                     (("c",), "tile_c")))),)),
+                                                     (("c",), "tile_c")))),),
+               value_inputs=1),  # the features; the ROIs are coordinates, the pooled sizes integers
         OpInfo("replay", (), ("default",), ("fp32", "fp16", "bf16", "int8"),
                "", "any kernel with recorded measurements (backend: replay); dims from the shapes",
                # a spec param named cores is taken as the cores the measured kernel ran on
