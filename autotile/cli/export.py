@@ -30,6 +30,7 @@ def run(args) -> int:
     from autotile.errors import InputError
     from autotile.tables.cnames import DEFAULT_PREFIX, prefix_problem
     from autotile.tables.export import custom_rules, export, notices, region_mismatches
+    from autotile.tables.export_ascendc import core_notes
     from autotile.tables.schema import load_table
 
     nonempty(args.output, "-o")
@@ -52,6 +53,9 @@ def run(args) -> int:
             print(f"autotile: warning: {text}", file=sys.stderr)
         for text in region_mismatches(table):
             print(f"autotile: warning: C lookup region looser than the spec: {text}", file=sys.stderr)
+    if args.format == "ascendc":
+        for text in core_notes(table):
+            print(f"autotile: warning: {text}", file=sys.stderr)
     path = export(table, args.format, args.output, prefix=args.prefix or DEFAULT_PREFIX, op_type=args.op_type)
     print(f"wrote {path} ({args.format})")
     return 0

@@ -32,16 +32,21 @@ blockDim is, per unit, the cores its kernel gives work at the shape, as the simu
 (``SimResult.block_dim``), from the op's declaration (``registry.CoreSplit``): the cube's core
 blocks (usedCoreNum), else the cores among those the count param (``cores``, copy's ``block_dim``)
 asks for that the kernel's split leaves work, else 1. It was the ``cores`` param or 1: a copy
-tiling tuned for block_dim 28 launched one core.
+tiling tuned for block_dim 28 launched one core. A param the count reads must be a count: an int
+param (or integer choices) whose values are all >= 1 (``count_problem``), else blockDim is 1, said
+in the header and by ``core_notes`` (export warns): a replay spec's ``cores: [few, many]`` set
+blockDim to the enum code, 0 for ``few``, and a ``cores`` admitting 0 or -1 gave 0 or 2**32 - 1.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 from autotile.dtypes import get as get_dtype
 from autotile.kernels import registry
+from autotile.space.params import plain
 from autotile.tables import export_c
 from autotile.tables.cnames import DEFAULT_PREFIX, Names, Scope, ident, int_choices
 from autotile.tables.ctext import comment
@@ -253,6 +258,8 @@ def _used(table: Table, n: Names, fn: str) -> tuple[str, str]:
         split, have = info.core_split(u), table.spec.param_names(u)
         if split is None or (split.count is not None and split.count not in have):
             per_unit[u] = ("1", "1: one core")
+        elif (why := _split_problem(table, u, split, have)) is not None:
+            per_unit[u] = ("1", f"1: {why}")
         else:
             per_unit[u] = _busy(table, split, have, fn)
     per_unit = {u: (_members(e, n), d) for u, (e, d) in per_unit.items()}
@@ -294,3 +301,51 @@ def _busy(table: Table, split: registry.CoreSplit, have, fn: str) -> tuple[str, 
     granule = split.granule if isinstance(split.granule, int) else param(split.granule)
     return (f"{fn}Busy({items}, p->{split.count}, {granule})",
             f"the {split.count} param's cores that get a run of {' x '.join(said)} in granules of {split.granule}")
+
+
+def count_problem(table: Table, unit: str, name: str) -> str | None:
+    """Why param ``name`` of ``unit`` cannot be read as a count of cores or items (a C value of 0 or
+    less, or an enum code), or None: an int param whose low bound is a number >= 1 (or pow2), else
+    whose entries on ``unit`` all hold ints >= 1 (the values the header serves), or integer choices
+    all >= 1."""
+    param = table.spec.param(name)
+    if param.kind == "int":
+        if param.pow2:
+            return None
+        low = plain(param.low)
+        if isinstance(low, (int, float)):  # a fractional bound rounds up
+            return None if math.ceil(low) >= 1 else f"param {name} admits {math.ceil(low)}, not a count of cores"
+        held = [e.params.get(name) for e in table.entries if e.unit == unit]
+        if all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in held):
+            return None
+        return f"param {name} (low {param.low.text}) holds values below 1 in the table"
+    choices = param.for_unit(unit).choices
+    shown = ", ".join(str(c).lower() if isinstance(c, bool) else str(c) for c in choices)
+    if not int_choices(param.for_unit(unit)):
+        return f"param {name} is {param.kind} ({shown}), not a count of cores"
+    if min(choices) < 1:
+        return f"param {name} admits {min(choices)} ({shown}), not a count of cores"
+    return None
+
+
+def _split_problem(table: Table, unit: str, split: registry.CoreSplit, have) -> str | None:
+    """The first ``count_problem`` of the params ``split`` reads on ``unit`` (those it has)."""
+    for name in split.params():
+        if name in have and (why := count_problem(table, unit, name)) is not None:
+            return why
+    return None
+
+
+def core_notes(table: Table) -> list[str]:
+    """One line per unit whose blockDim falls back to 1 because a param its core split reads is
+    not a count (export prints them as warnings)."""
+    info, out = registry.get(table.op), []
+    for u in table.spec.units:
+        split, have = info.core_split(u), table.spec.param_names(u)
+        if split is None or (split.count is not None and split.count not in have):
+            continue
+        if (why := _split_problem(table, u, split, have)) is not None:
+            where = f" on {u}" if len(table.spec.units) > 1 else ""
+            out.append(f"ascendc: blockDim{where} is 1: {why} (blockDim reads cores only from int params "
+                       f"whose values are all >= 1)")
+    return out
