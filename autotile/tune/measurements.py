@@ -14,7 +14,8 @@ CSV: a header row, then one row per measured configuration. Columns are
   time is; a time of 0 or less records a failed configuration).
 
 Values are matched to the spec's parameter values exactly, with integral floats read as ints
-(``64.0`` is ``64``). A spec parameter missing from the file, or a file parameter the spec does
+(``64.0`` is ``64``) and, for a param with bool values, ``true`` / ``false`` (any case; also
+``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``) read as the bool. A spec parameter missing from the file, or a file parameter the spec does
 not declare, is an InputError naming the file and the parameter.
 """
 
@@ -191,17 +192,24 @@ def read_csv(path: Path, spec) -> Measurements:
 
 
 def _converter(p):
-    """How a file value of param ``p`` becomes a spec value (text cells of CSVs too)."""
+    """How a file value of param ``p`` becomes a spec value (text cells of CSVs too). Where ``p``
+    has bool values (a bool param, or choices such as ``[true, false]``), a bool spelling or 1 / 0
+    is the bool: a choice of bools read ``true`` as no number and 1 as no match for True."""
     if p.is_text:
         return lambda v: v if isinstance(v, str) else _text(v)
     if p.kind == "bool":
         return _bool
+    bools = p.kind != "int" and any(isinstance(c, bool) for c in p.choices)
+    only_bools = bools and all(isinstance(c, bool) for c in p.choices)
+    wanted = "true or false" if only_bools else "true, false or a number" if bools else "a number"
 
     def number(v):
+        if bools and (b := _as_bool(v)) is not None:  # 0 and 1 are no choice beside a bool (the same number)
+            return b
         if isinstance(v, str):
             parsed = _float(v)
             if parsed is None:
-                raise ValueError(f"expected a number for parameter {p.name}, got {v!r}")
+                raise ValueError(f"expected {wanted} for parameter {p.name}, got {v!r}")
             v = int(v) if _is_int_text(v) else parsed
         return norm(v)
 
@@ -213,14 +221,21 @@ def _text(v) -> str:
     return scalar_text(norm(v))
 
 
-def _bool(v):
+# what a bool value may be written as: true / false and the other words YAML's safe loader reads
+# as bools (yes / no, on / off), in any case, and 1 / 0
+BOOL_TEXT = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _as_bool(v) -> bool | None:
+    """``v`` as a bool when it spells one (see BOOL_TEXT), else None."""
     if isinstance(v, bool):
         return v
-    text = str(norm(v)).strip().lower()
-    if text in ("true", "1"):
-        return True
-    if text in ("false", "0"):
-        return False
+    return BOOL_TEXT.get(str(norm(v)).strip().lower())
+
+
+def _bool(v):
+    if (b := _as_bool(v)) is not None:
+        return b
     raise ValueError(f"expected true or false, got {v!r}")
 
 
