@@ -336,3 +336,24 @@ def test_report_traces_name_vector_instructions(ws_run):
     for f in files:
         names = {e["name"] for e in json.loads(f.read_text())["traceEvents"] if e["ph"] == "X" and e["tid"] == v}
         assert names and names <= set(KERNEL_VECTOR_OPS), (f.name, names)
+
+
+def test_report_crossovers_are_the_sizes_autotile_crossover_gives(hw):
+    """The report's refined crossovers are the command's: they stopped bisecting within a 64th of the
+    bracket (weighted_sum fp16 in GM: n ≈ 404 and 15,744 where the command says 401 and 15,617)."""
+    from types import SimpleNamespace
+
+    from autotile.models.crossover import crossover
+    from autotile.report import perf
+    from autotile.report.data import ReportData
+    from autotile.report.doc import Table
+
+    results = [{"shape": {"n": n}, "dtype": "fp16", "unit": u, "cycles": 1.0, "chosen": u == "vector"}
+               for n in (64, 16384) for u in ("vector", "cube")]
+    data = ReportData(out_dir=Path("."), summary={"op": "weighted_sum", "hw": hw.name, "results": results}, hw=hw)
+    data.__dict__["recorded"] = (SimpleNamespace(inputs={"data": "gm"}), "")
+    table = next(b for b in perf.crossover(data).blocks if isinstance(b, Table))
+    said = [(r[2], r[3], r[4]) for r in table.rows if r[1] == "simulated grid"]
+    [[a, b]] = crossover("weighted_sum", "fp16", hw, on_chip=False)["windows"]
+    assert [(d, at) for d, at, _ in said] == [("vector → cube", f"n = {a:,}"), ("cube → vector", f"n = {b + 1:,}")]
+    assert f"n≈{a:,}" in said[0][2] and f"n≈{b + 1:,}" in said[1][2]

@@ -168,17 +168,24 @@ def _changes(ns: list[int], curves: dict) -> list[tuple[int, int, str, str]]:
             if best[i] != best[i - 1] and best[i] and best[i - 1]]
 
 
-def _refine(op, dtype, hw, on_chip, a, b, ua, ub, options) -> int:
-    """Bisect between grid sizes a (``ua`` faster) and b (``ub`` faster) to the first size ``ub`` wins."""
-    from autotile.models.crossover import best
+def _refine(op, dtype, hw, on_chip, a, b, ua, ub, options, known: dict) -> int:
+    """The first size in (a, b] where ``ub`` beats ``ua`` (``ua`` faster at grid size a, ``ub`` at b),
+    found by ``crossover.windows``, the probing `autotile crossover` does: the sizes doubled from a,
+    then integer bisection, with the wider unit's strict lead as the test. The grid's powers of two
+    are the command's (from its default floor of 16), so the same sizes are probed and the same n
+    comes out. ``known``: {(unit, n): cycles} already simulated (the grid's points)."""
+    from autotile.models import crossover as cx
 
-    while b - a > max(1, a // 64):
-        m = (a + b) // 2
-        if best(op, ub, m, dtype, hw, on_chip, options)[0] < best(op, ua, m, dtype, hw, on_chip, options)[0]:
-            b = m
-        else:
-            a = m
-    return b
+    small, large = sorted((ua, ub), key=cx.WIDTH.index)
+
+    def cycles(u: str, n: int) -> float:
+        if (u, n) not in known:
+            known[u, n] = cx.best(op, u, n, dtype, hw, on_chip, options)[0]
+        return known[u, n]
+
+    spans = cx.windows(lambda n: cycles(large, n) < cycles(small, n), a, b)
+    flips = [s for s, _ in spans if s > a] if ub == large else [e + 1 for _, e in spans if e < b]
+    return flips[0] if flips else b
 
 
 def crossover(data: ReportData) -> Section | None:
@@ -208,11 +215,12 @@ def crossover(data: ReportData) -> Section | None:
         if simulate:
             ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
             sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip, options)[0] for n in ns] for u in units}
+            known = {(u, n): c for u, v in sim.items() for n, c in zip(ns, v)}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
             for a, b, ua, ub in _changes(ns, sim):
-                n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub, options)
-                marks.append((n, f"{ua}→{ub} at n≈{n:,}"))
-                rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n ≈ {n:,}",
+                n = _refine(op, dtype, data.hw, on_chip, a, b, ua, ub, options, known)
+                marks.append((n, f"{ua}→{ub} at n={n:,}"))
+                rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n = {n:,}",
                              cx.explain(op, dtype, data.hw, on_chip, n, ua, ub, options)["why"]])
             sim = {u: (ns, v) for u, v in sim.items()}
         seq = sorted((size[id(r)], shape_label(r["shape"]), r["unit"]) for r in rs if r.get("chosen"))
@@ -259,7 +267,8 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
             "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
             "search autotile crossover runs"
             + (f"; {grid_restriction(op)}" if grid_restriction(op) else "") + "); circles: the tuned studies of this run"
-            + ("; dashed lines: where the fastest unit changes on that grid, refined by bisection." if marked else "."))
+            + ("; dashed lines: where the fastest unit changes on that grid, refined to the integer by the "
+               "bisection autotile crossover does." if marked else "."))
     if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results):
         text += f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
     return text
