@@ -365,3 +365,36 @@ def test_a_crossover_the_cube_holds_by_a_hair_says_so(monkeypatch, run_cli, lead
     assert "probed size" in got["meaning"]
     code, out, _ = run_cli("crossover", "weighted_sum")
     assert code == 0 and ("close call (inputs in GM): cube leads by only 0.10%" in out) == flagged
+
+
+def test_a_change_the_lines_do_not_explain_is_put_down_to_the_step():
+    """weighted_sum bf16 in GM, Cube to Vector at n = 16,129: from n to 2n the Vector has the less
+    fixed cost and grows the faster, which would make it faster at every smaller n, yet the Cube
+    wins below; the explanation named the fixed cost. What decides is the Cube's 64th fractal."""
+    from autotile.models.crossover import explain
+
+    e = explain("weighted_sum", "bf16", HW, False, 16129, "cube", "vector")
+    v, c = e["vector"], e["cube"]
+    assert v["fixed_cycles"] < c["fixed_cycles"] and v["cycles_per_element"] > c["cycles_per_element"]
+    cube = [best("weighted_sum", "cube", n, "bf16", HW, False)[0] for n in (16128, 16129)]
+    vec = [best("weighted_sum", "vector", n, "bf16", HW, False)[0] for n in (16128, 16129)]
+    assert cube[0] < vec[0] and cube[1] > vec[1]
+    assert e["why"].startswith(f"cube's cost steps up at n=16,129: {cube[0]:.1f} cycles at 16,128, "
+                               f"{cube[1]:.1f} at 16,129 (+{cube[1] - cube[0]:.1f}: 16,128 is 63 whole 16 x 16 "
+                               f"fractals, one element more needs another), past vector's {vec[1]:.1f}")
+    assert "a step, not a trend" in e["why"] and "and grows faster" in e["why"]
+
+
+def test_a_step_down_names_the_unit_that_drops_and_its_new_core_count(monkeypatch):
+    """The other side of a step: the unit that wins from n got cheaper there (more cores from n on)."""
+    import autotile.models.crossover as cx
+
+    def fake(op, unit, n, *a):
+        if unit == "vector":
+            return 100 + 0.1 * n, {}
+        return 120 + 0.1 * n - (40 if n >= 300 else 0), {"cores": 2 if n >= 300 else 1}
+
+    monkeypatch.setattr(cx, "best", fake)
+    why = cx.explain("weighted_sum", "fp16", HW, True, 300, "vector", "cube")["why"]
+    assert why.startswith("cube's cost steps down at n=300: 149.9 cycles at 299, 110.0 at 300 (-39.9: its best "
+                          "tiling moves from 1 to 2 cores), below vector's 130.0; a step, not a trend")

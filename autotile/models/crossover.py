@@ -314,11 +314,46 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     elif b["cycles_per_element"] < a["cycles_per_element"]:
         why = (f"{after} grows more slowly ({b['cycles_per_element']:.3f} against {a['cycles_per_element']:.3f} "
                f"cycles per element)")
-    else:
-        why = (f"{after} has less fixed cost ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles)")
+    else:  # the lines from n to 2n favour ``before`` below n too: the change is a step at n
+        why = step(op, dtype, hw, on_chip, n, before, after, options, info)
     if a["cores"] != b["cores"]:
         why += f"; best tilings use {count(b['cores'], after + ' core')} against {count(a['cores'], before + ' core')}"
     return {"n": n, "from": before, "to": after, "why": why, before: a, after: b}
+
+
+def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str,
+         options: dict | None, info: dict) -> str:
+    """What turns the lead between n - 1 and n when fixed cost and growth from n to 2n do not (they
+    favour ``after`` below n as well, or nowhere): the unit whose best cycles move most towards the
+    change there, by how much, and why when it is a cube past a whole number of fractals or a
+    change of core count.
+
+    weighted_sum bf16 in GM, n = 16,129: the Cube's cycles step from 944.8 to 953.8 as its trace form
+    needs a 64th 16 x 16 fractal, past the Vector's 951.4, while the Vector has the less fixed cost
+    but grows the faster (which would make it faster below 16,129 too, where the Cube wins).
+    """
+    prev = {u: best(op, u, n - 1, dtype, hw, on_chip, options) for u in (before, after)}
+    now = {u: best(op, u, n, dtype, hw, on_chip, options) for u in (before, after)}
+    up, down = now[before][0] - prev[before][0], prev[after][0] - now[after][0]
+    u, other = (before, after) if up >= down else (after, before)
+    was, got = prev[u][0], now[u][0]
+    cause = ""
+    if u == "cube" and got > was and (n - 1) % FRACTAL == 0:
+        cause = f": {n - 1:,} is {(n - 1) // FRACTAL:,} whole 16 x 16 fractals, one element more needs another"
+    elif prev[u][1].get("cores") != now[u][1].get("cores"):
+        cause = f": its best tiling moves from {prev[u][1].get('cores')} to {now[u][1].get('cores')} cores"
+    a, b = info[before], info[after]
+
+    def than(x: float, y: float, more: str, less: str) -> str:
+        return more if x > y else less if x < y else "as much"
+
+    return (f"{u}'s cost steps {'up' if got > was else 'down'} at n={n:,}: {was:.1f} cycles at {n - 1:,}, "
+            f"{got:.1f} at {n:,} ({got - was:+.1f}{cause}), {'past' if u == before else 'below'} {other}'s "
+            f"{now[other][0]:.1f}; a step, not a trend: from n to 2n {after} has "
+            f"{than(b['fixed_cycles'], a['fixed_cycles'], 'more', 'less')} fixed cost "
+            f"({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles) and grows "
+            f"{'as fast' if b['cycles_per_element'] == a['cycles_per_element'] else 'faster'} "
+            f"({b['cycles_per_element']:.4f} against {a['cycles_per_element']:.4f} cycles per element)")
 
 
 def edges(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, spans: list[list[int]], small_unit: str,
