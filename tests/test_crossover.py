@@ -146,7 +146,8 @@ def test_ops_without_an_on_chip_framing_have_only_the_gm_crossover(run_cli):
         best("global_sum", "vector", 4096, "fp16", HW, True)
     code, out, _ = run_cli("crossover", "global_sum", "--small-unit", "vector", "--large-unit", "cube", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["simulated_n"] is None and doc["simulated_windows"] == []
+    assert code == 0 and doc["simulated_n"] is None and doc["simulated_windows"] is None
+    assert doc["simulated_windows_unaligned"] is None and doc["what_decides"]["on_chip"] is None
     assert "always reads its inputs from GM" in doc["simulated_note"]
     assert doc["end_to_end_windows"] == [] and doc["learned_n"] is None
     code, out, err = run_cli("decide", "global_sum", "--shape", "n=4096", "--data", "on_chip")
@@ -154,6 +155,15 @@ def test_ops_without_an_on_chip_framing_have_only_the_gm_crossover(run_cli):
     rows = unit_rows("global_sum", ("fp16",), HW, sizes=[256])
     assert rows and {r.data for r in rows} == {"gm"}
     assert {r.data for r in unit_rows("weighted_sum", ("fp16",), HW, sizes=[256])} == {"gm", "on_chip"}
+
+
+def test_text_names_no_on_chip_result_for_an_op_without_that_framing(run_cli):
+    """global_sum printed "from nowhere up to n=16,384 (data on chip)" and "none (on chip)": a
+    result of a search never run. Only the GM figures are printed, and the note says why."""
+    code, out, _ = run_cli("crossover", "global_sum")
+    assert code == 0 and "on chip" not in out
+    assert "from nowhere up to n=16,384 (inputs in GM); learned:" in out and "none (inputs in GM);" in out
+    assert "no on-chip framing" in out
 
 
 def test_grid_is_printed_in_text_mode(capsys):

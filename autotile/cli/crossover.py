@@ -66,13 +66,13 @@ def run(args) -> int:
     lo, hi = args.low, args.high
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
-    on = (crossover(args.op, args.dtype, hw, on_chip=True, lo=lo, hi=hi, **kw) if framed
-          else {"n": None, "windows": [], "grid": [], "edge": None})
+    none = {"n": None, "windows": None, "grid": None, "edge": None, "closest": None}  # no framing: not searched
+    on = crossover(args.op, args.dtype, hw, on_chip=True, lo=lo, hi=hi, **kw) if framed else none
     e2e = crossover(args.op, args.dtype, hw, on_chip=False, lo=lo, hi=hi, **kw)
     on_u = crossover(args.op, args.dtype, hw, on_chip=True, aligned=False, lo=lo, hi=hi, **kw) if framed else on
     e2e_u = crossover(args.op, args.dtype, hw, on_chip=False, aligned=False, lo=lo, hi=hi, **kw)
     learned = _learned(args, hw, framed)
-    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], lo=lo, hi=hi, **kw),
+    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], lo=lo, hi=hi, **kw) if framed else None,
            "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], lo=lo, hi=hi, **kw)}
     at_edge = {"simulated_n": on["edge"], "end_to_end_n": e2e["edge"], "simulated_n_unaligned": on_u["edge"],
                "end_to_end_n_unaligned": e2e_u["edge"],
@@ -85,8 +85,8 @@ def run(args) -> int:
            "simulated_windows_unaligned": on_u["windows"], "end_to_end_windows_unaligned": e2e_u["windows"],
            "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
            "range": [lo, hi], "range_edges": at_edge,
-           "closest_leads": {"simulated_n": on.get("closest"), "end_to_end_n": e2e["closest"],
-                             "simulated_n_unaligned": on_u.get("closest"), "end_to_end_n_unaligned": e2e_u["closest"]},
+           "closest_leads": {"simulated_n": on["closest"], "end_to_end_n": e2e["closest"],
+                             "simulated_n_unaligned": on_u["closest"], "end_to_end_n_unaligned": e2e_u["closest"]},
            "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
@@ -102,7 +102,9 @@ def run(args) -> int:
                       f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
                       f"*_windows: the ranges [first, last] in which it is faster; "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
-                      f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16"}
+                      f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16; for an op "
+                      f"without the on-chip framing (simulated_note) every on-chip field (simulated_*, learned_n, "
+                      f"learned_windows, what_decides.on_chip, grid_on_chip) is null: not searched"}
     if learned["learned_note"] is None:
         out.pop("learned_note")
     if not framed:
@@ -116,21 +118,25 @@ def run(args) -> int:
         def said(key: str) -> str:
             return _from(out[key], at_edge[key], hi)
 
-        learned_text = "no usable model" if out.get("learned_note") else (
-            f"{said('learned_n')} (on chip), {said('learned_end_to_end_n')} (GM)")
+        def both(on_chip: str, gm: str, on_words: str = "data on chip", gm_words: str = "inputs in GM") -> str:
+            """Both framings' figures, or the GM one alone for an op without the on-chip framing."""
+            return f"{on_chip} ({on_words}), {gm} ({gm_words})" if framed else f"{gm} ({gm_words})"
+
+        learned_text = "no usable model" if out.get("learned_note") else both(
+            said("learned_n"), said("learned_end_to_end_n"), "on chip", "GM")
         print(f"{args.op} {args.dtype}{kv(options)}: {args.large_unit} stays faster than {args.small_unit} from "
-              f"{said('simulated_n')} (data on chip), {said('end_to_end_n')} (inputs in GM); learned: {learned_text}")
-        print(f"  {args.large_unit} faster on n in {_spans(on['windows'])} (on chip), "
-              f"{_spans(e2e['windows'])} (inputs in GM); searched n={lo:,}..{hi:,}")
+              f"{both(said('simulated_n'), said('end_to_end_n'))}; learned: {learned_text}")
+        print(f"  {args.large_unit} faster on n in "
+              f"{both(_spans(on['windows'] or []), _spans(e2e['windows']), 'on chip')}; searched n={lo:,}..{hi:,}")
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
-              f"{said('simulated_n_unaligned')} (on chip), {said('end_to_end_n_unaligned')} (inputs in GM)")
+              f"{both(said('simulated_n_unaligned'), said('end_to_end_n_unaligned'), 'on chip')}")
         for line in _edge_notes(set(at_edge.values()), lo, hi):
             print(f"  {line}")
         for line in _close_notes(out["closest_leads"], args.large_unit):
             print(f"  {line}")
-        if out.get("learned_windows") is not None:
-            print(f"  learned: {args.large_unit} faster on n in {_spans(out['learned_windows'])} (on chip), "
-                  f"{_spans(out['learned_end_to_end_windows'])} (GM)")
+        if out.get("learned_end_to_end_windows") is not None:
+            print(f"  learned: {args.large_unit} faster on n in "
+                  f"{both(_spans(out['learned_windows'] or []), _spans(out['learned_end_to_end_windows']), 'on chip', 'GM')}")
         for line in out["alignment"]:
             print(f"  {line}")
         if not framed:
@@ -140,7 +146,7 @@ def run(args) -> int:
         if out.get("learned_warning"):
             print(f"  learned: warning: {out['learned_warning']}")
         for framing, items in why.items():
-            for e in items:
+            for e in items or []:
                 print(f"  {framing}, n={e['n']:,} {e['from']} -> {e['to']}: {e['why']}")
         if args.grid:
             for line in _grid_lines(on["grid"], e2e["grid"], (args.small_unit, args.large_unit)):
