@@ -52,3 +52,25 @@ def test_tiny_matmul_is_close_and_vector_wins_the_tiniest():
     assert abs(tie["cube"] - tie["vector"]) < 0.1 * tie["cube"]
     tiny = {"m": 2, "n": 8, "k": 8}
     assert mm.grid_best(tiny, "fp16", HW, "vector")[0] < mm.grid_best(tiny, "fp16", HW, "cube")[0]
+
+
+def test_readme_says_why_elementwise_turns_to_the_vector_far_below_1kb():
+    """The talk's "Vector above ~1 KB" against the simulator's n = 5: the README note's figures are
+    the crossover command's and come from the units' costs at tiny n (a VADD's floor against the
+    Scalar loop's 1.5 cycles per element)."""
+    from pathlib import Path
+
+    from autotile.models.crossover import crossover
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    for on_chip in (True, False):
+        res = crossover("elementwise", "fp16", HW, small_unit="scalar", large_unit="vector", on_chip=on_chip,
+                        lo=1, hi=64)
+        assert res["n"] == 5
+    assert "`autotile crossover elementwise --low 1 --high 64 --grid` has the Vector faster from n = 5" in readme
+    floor = HW.vector["vadd"]["fp16_fp16_fp16"].min_cycles
+    cyc = {u: [best("elementwise", u, n, "fp16", HW, True)[0] for n in (4, 5, 512)] for u in ("scalar", "vector")}
+    assert cyc["scalar"] == [6.0, 7.5, 768.0]
+    assert f"{cyc['vector'][0]:.1f} cycles at n = 4 and 7.5 against {cyc['vector'][1]:.1f} at n = 5" in readme
+    assert f"768 cycles on chip to the Vector's {cyc['vector'][2]:.1f}" in readme
+    assert f"short instruction, {floor:.2f} cycles" in readme and cyc["vector"][0] == pytest.approx(floor, abs=0.01)
