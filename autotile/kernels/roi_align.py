@@ -457,15 +457,51 @@ FEAT_MAX = 2.0  # make_inputs' features: uniform in [0, FEAT_MAX)
 ACC_ROUNDINGS = 64  # fp32 roundings a bin's sum may err by: ~sqrt of a few thousand additions
 
 
+def edge_rois(shape: dict, rois: np.ndarray, options: dict | None = None) -> np.ndarray:
+    """``rois`` with up to three boxes moved onto the feature map's edges, for execute mode to
+    meet what the seeded boxes (all inside the image) never reach: the first straddles the line
+    one pixel before the map (y and x = -1: points below it are outside, those just above clamp
+    to 0), the middle one lies wholly past the far corner (every point outside: a zero output),
+    the last straddles the far edges (y = h, x = w: points past them outside, those just below
+    clamp to the last pixel). A kernel that never tests its points' range passed the gate.
+
+    Each moved box keeps its batch index and sides, cut to ``EDGE_SIDE`` of the generator's cap:
+    its corners are larger numbers than the seeded boxes', and their float32 rounding must not
+    carry an adaptive grid past the one UB is sized by (``ub_grid``). Cost simulation keeps the
+    seeded boxes (``make_rois``), on which every bundled study's costs were measured.
+    """
+    o = opts(options)
+    out = np.array(rois, dtype=np.float64)
+    R = out.shape[0]
+    scale = o["spatial_scale"]
+    off = 0.5 if o["aligned"] else 0.0  # torchvision's shift, in feature pixels
+    for i, kind in zip(dict.fromkeys((0, R // 2, R - 1)), ("before", "past", "far")):
+        sides = []
+        for lo, hi, size in ((1, 3, shape["w"]), (2, 4, shape["h"])):  # x, then y
+            side = min(out[i, hi] - out[i, lo], EDGE_SIDE * o["roi_max"] * size / scale)
+            # a box's start, in feature pixels once scaled and shifted: centred on -1, past size + 1,
+            # or centred on size
+            start = {"before": -1.0 - side * scale / 2, "past": size + 1.0, "far": size - side * scale / 2}[kind]
+            sides.append(((start + off) / scale, side))
+        (x1, bw), (y1, bh) = sides
+        out[i, 1:] = (x1, y1, x1 + bw, y1 + bh)
+    return out
+
+
+EDGE_SIDE = 0.9  # the largest side of an edge box, a fraction of the generator's largest (roi_max)
+
+
 def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None = None) -> tuple:
-    """(features [n, h, w, c] uniform in [0, 2), the options' seeded ROIs, [pooled_h, pooled_w]).
+    """(features [n, h, w, c] uniform in [0, 2), the options' seeded ROIs with three moved onto
+    the map's edges (``edge_rois``), [pooled_h, pooled_w]).
 
     Non-negative, as post-ReLU features are: a bin's running sum grows with its points, so a sum
     kept in fp16 errs by far more than the output's rounding (zero-mean features kept the sums
     near 0, and a kernel summing in fp16 passed the gate)."""
     rng = np.random.default_rng(seed)
     feat = dtype_emul.round_to(rng.uniform(0, FEAT_MAX, (shape["n"], shape["h"], shape["w"], shape["c"])), dtype)
-    return feat, make_rois(shape, options), np.array([shape["pooled_h"], shape["pooled_w"]])
+    rois = edge_rois(shape, make_rois(shape, options), options)
+    return feat, rois, np.array([shape["pooled_h"], shape["pooled_w"]])
 
 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
