@@ -3,6 +3,8 @@ tiles, left it far off (bench/resize_default.py measures the rest)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from autotile.hardware import load_profile
@@ -72,3 +74,24 @@ def test_an_nhwc_upsampling_default_takes_rows_that_share_source_rows(mode, dtyp
             for th in (1, 2, 4, 8, 16) for tw in (16, 32, 64, 128)]
     assert p["tile_h"] > 1
     assert cycles(p) <= 1.05 * min(cycles(q) for q in grid)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("w_in", [25_000, 100_000])
+def test_a_heavy_width_downsampling_default_fits(w_in, layout):
+    """A tile reads the whole source span of its columns: 25,000 to 2 columns (fp32) overflowed
+    UB at 2 columns, 1 row and 1 channel double-buffered (200,320 bytes), 100,000 to 2 needed
+    800,384, and the default was that overflowing tiling. One column reads at most 3."""
+    shape = {"n": 1, "c": 4, "h_in": 8, "w_in": w_in, "h_out": 2, "w_out": 2}
+    o = {"layout": layout}
+    p = R.default_params(shape, "fp32", HW, options=o)
+    assert R.simulate(shape, p, "fp32", HW, options=o).feasible
+    assert p["tile_w"] == 1 and p["buffer_num"] == 2
+
+
+def test_single_buffering_is_the_last_resort():
+    """With a UB too small for the one-column tile double-buffered, the default is single-buffered."""
+    shape = {"n": 1, "c": 1, "h_in": 8, "w_in": 25_000, "h_out": 2, "w_out": 2}
+    small = dataclasses.replace(HW, ub_bytes=320)
+    p = R.default_params(shape, "fp32", small)
+    assert R.simulate(shape, p, "fp32", small).feasible and p["buffer_num"] == 1

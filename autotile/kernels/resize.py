@@ -489,7 +489,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     """Baseline (``options`` gives the layout; NCHW without): an output tile near ``TILE_BYTES``
     (NCHW: whole rows of one channel, or whole planes of several when a plane is smaller; NHWC:
     every channel up to 256, whole rows where one fits, else a squarish block of pixels), cut until each core has ``SPREAD_TILES`` tiles of at
-    least ``MIN_TILE_BYTES``, then halved until UB fits; double buffered; as few cores as keep the
+    least ``MIN_TILE_BYTES``, then halved until UB fits (``FIT_STEPS``: double buffered with
+    16 columns or more, then fewer columns, then single buffered); as few cores as keep the
     most tiles a core takes at its lowest over all the cores the tiles allow."""
     layout = opts(options)[1]
     nb = C.BYTES[dtype]
@@ -515,17 +516,35 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
         if cut is None:
             break
         p[cut] = _pow2_floor(p[cut] - 1) if p[cut] & (p[cut] - 1) == 0 else _pow2_floor(p[cut])
+    for depth, narrowest in FIT_STEPS:
+        q, fits = _fit(shape, {**p, "buffer_num": depth}, narrowest, dtype, hw, options)
+        if fits:
+            break
+    return q
+
+
+# How the default is made to fit UB, in turn until one fits: (buffer_num, the narrowest tile_w).
+# Columns below 16 come second: a tile reads its columns' whole source span (tile_w times the
+# downsampling ratio), so 25,000 to 2 columns (fp32) overflowed double-buffered at 2 columns, 1
+# channel, 1 row and the default was infeasible; one column reads at most 3 (359 cycles, against
+# 2,727 single-buffered at 2 columns). Single buffering is the last resort.
+FIT_STEPS = ((2, 16), (2, 1), (1, 1))
+
+
+def _fit(shape, p, narrowest, dtype, hw, options) -> tuple[dict, bool]:
+    """(``p`` halved until UB fits: rows, then columns down to ``narrowest``, then channels;
+    whether it fits), with the cores its tiles keep busy."""
     while True:
         p["cores"] = C.busy_cores(_ntiles(shape, p), hw.vector_cores)
         try:
             check(shape, p, dtype, hw, options)
-            return p
+            return p, True
         except InfeasibleConfig:
             if p["tile_h"] > 1:
                 p["tile_h"] //= 2
-            elif p["tile_w"] > 16:
+            elif p["tile_w"] > narrowest:
                 p["tile_w"] //= 2
             elif p["tile_c"] > 1:
                 p["tile_c"] //= 2
             else:
-                return p
+                return p, False
