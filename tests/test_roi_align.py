@@ -84,6 +84,17 @@ def test_default_params_simulate(sr, aligned):
     assert r.feasible and r.cycles > 0 and 0 < r.pct_of_peak < 100
 
 
+@pytest.mark.parametrize("sr, depth, tc", [(20, 1, 16), (38, 1, 8)])
+def test_a_big_sampling_grid_default_single_buffers_before_giving_up(sr, depth, tc):
+    """fp32, 64 channels, 400 points a bin: one bin of 16 channels double buffered needs 204,928
+    bytes of UB and the default was that overflowing tiling; single buffered it fits, and at
+    1,444 points a bin so does one 32 B block of 8 channels."""
+    o = {"sampling_ratio": sr}
+    p = A.default_params(SHAPE, "fp32", HW, options=o)
+    assert A.simulate(SHAPE, p, "fp32", HW, options=o).feasible
+    assert (p["buffer_num"], p["tile_c"]) == (depth, tc)
+
+
 def test_bigger_boxes_cost_more_with_adaptive_sampling():
     p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 64, "buffer_num": 2, "cores": 16}
     small = A.simulate(SHAPE, p, "fp16", HW, options={"sampling_ratio": 0, "roi_min": 0.05, "roi_max": 0.1})
