@@ -1,11 +1,15 @@
 """Matmul on the Vector unit: dispatch from matmul, execute mode against the reference, cube untouched."""
 
+import dataclasses
+
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from autotile.hardware import load_profile
 from autotile.kernels import matmul as mm
+from autotile.kernels import matmul_vector as mv
 
 HW = load_profile()
 
@@ -75,3 +79,24 @@ def test_int8_has_no_vector_kernel_and_no_vector_space(tmp_path):
     assert pairs == {("int8", "cube"), ("fp16", "cube"), ("fp16", "vector")}
     with pytest.raises(InputError, match=r"dtypes\[0\]: no unit of this spec computes matmul in int8"):
         load_spec(str(_int8_spec(tmp_path, units="[vector]")))
+
+
+@pytest.mark.parametrize("shape, dtype, rows, depth", [
+    ({"m": 64, "n": 16, "k": 1024}, "fp32", 4, 2),
+    ({"m": 64, "n": 8, "k": 2900}, "fp16", 4, 2),
+])
+def test_the_default_halves_its_rows_until_ub_fits(shape, dtype, rows, depth):
+    """Eight rows a tile whatever K: 64 x 16 x 1024 fp32 needed 198,144 bytes of UB (64 x 8 x
+    2900 fp16: 232,512) and the default was that overflowing tiling."""
+    p = mv.default_params(shape, dtype, HW)
+    assert mv.simulate(shape, p, dtype, HW).feasible
+    assert (p["tile_m"], p["buffer_num"]) == (rows, depth)
+
+
+def test_the_default_single_buffers_as_a_last_resort():
+    """B and its fp32 copy fill all but a row's double-buffered A and C: one buffer each fits."""
+    shape = {"m": 64, "n": 16, "k": 1024}
+    need = mv.check(shape, {"tile_m": 1, "buffer_num": 1, "cores": 48}, "fp32", HW)[1]["ub"]["used"]
+    small = dataclasses.replace(HW, ub_bytes=need)
+    p = mv.default_params(shape, "fp32", small)
+    assert mv.simulate(shape, p, "fp32", small).feasible and (p["tile_m"], p["buffer_num"]) == (1, 1)

@@ -167,6 +167,21 @@ def execute(inputs, params, dtype, hw) -> np.ndarray:
 
 
 def default_params(shape: dict, dtype: str, hw: HardwareProfile) -> dict:
-    """Baseline: 8-row tiles double buffered, one core per tile (up to every vector core)."""
-    tm = min(8, shape["m"])
-    return {"tile_m": tm, "buffer_num": 2, "cores": min(hw.vector_cores, -(-shape["m"] // tm))}
+    """Baseline: 8-row tiles double buffered, one core per tile (up to every vector core); rows
+    halved until UB fits, then single buffered; the first if none fits (B stays whole in UB).
+    The 8 rows were kept whatever K: 64 x 16 x 1024 fp32 needed 198,144 bytes of UB and had no
+    feasible default; 4 rows a tile fit (15,765 cycles)."""
+    tried = []
+    for depth in (2, 1):
+        tm = min(8, shape["m"])
+        while True:
+            p = {"tile_m": tm, "buffer_num": depth, "cores": min(hw.vector_cores, -(-shape["m"] // tm))}
+            try:
+                check(shape, p, dtype, hw)
+                return p
+            except InfeasibleConfig:
+                tried.append(p)
+            if tm == 1:
+                break
+            tm //= 2
+    return tried[0]
