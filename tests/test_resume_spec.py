@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import optuna
 import pytest
@@ -136,3 +138,71 @@ def test_trials_from_another_simulator_are_not_resumed(run_cli, write_spec, tmp_
     code, _, err = run_cli("tune", spec, "--out", str(out), "--quiet", "--restart")
     assert code == 0 and f"deleted 1 study of a changed spec from {out}: {NAME}" in err
     assert run_cli("tune", spec, "--out", str(out), "--quiet")[0] == 0  # the same model resumes
+
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL_DEFAULTS = {  # op -> its options' defaults written out (kernels/registry)
+    "elementwise": "{kind: add, data: gm}", "weighted_sum": "{data: gm}", "sigmoid": "{data: gm}",
+    "resize": "{mode: bilinear, layout: NCHW, align_corners: false}",
+    "roi_align": "{spatial_scale: 0.25, sampling_ratio: 2, aligned: true, roi_seed: 0, roi_min: 0.05, roi_max: 0.5}",
+}
+
+
+def _ident(op: str, inputs: str | None, write_spec, raw: bool = False) -> dict:
+    """The identity of the bundled study of ``op`` with its ``inputs:`` line set to ``inputs``
+    (None: left out); ``raw``: as autotile recorded it before, the spec's text as written."""
+    text = (ROOT / "studies" / f"{op}.yaml").read_text()
+    text = re.sub(r"^inputs:.*$", "" if inputs is None else f"inputs: {inputs}", text, count=1, flags=re.M)
+    spec = load_spec(write_spec(text, f"{op}.yaml"))
+    ident = identity.identity(spec.space(spec.shapes[0], spec.dtypes[0]), spec.objectives)
+    if raw:
+        ident["inputs"] = json.loads(json.dumps(spec.inputs))
+    return ident
+
+
+@pytest.mark.parametrize("op,a,b", [
+    *((op, None, full) for op, full in ALL_DEFAULTS.items()),
+    *((op, "{}", full) for op, full in ALL_DEFAULTS.items()),
+    ("elementwise", "{data: gm}", "{kind: add}"),
+    ("resize", "{mode: bilinear}", "{align_corners: false, layout: NCHW}"),
+    ("roi_align", "{sampling_ratio: -1}", "{sampling_ratio: 0}"),  # both adaptive (README)
+    ("roi_align", "{sampling_ratio: 0, roi_max: 0.5}", "{sampling_ratio: -1, spatial_scale: 0.25}"),
+])
+def test_the_same_inputs_in_other_words_are_one_spec(op, a, b, write_spec):
+    """Every trial simulates alike, so the identities are equal: a rerun resumes."""
+    assert _ident(op, a, write_spec) == _ident(op, b, write_spec)
+
+
+@pytest.mark.parametrize("op,a,b", [
+    ("elementwise", "{}", "{kind: mul}"), ("weighted_sum", "{}", "{data: on_chip}"),
+    ("sigmoid", "{data: gm}", "{data: on_chip}"), ("resize", "{}", "{mode: nearest}"),
+    ("resize", "{}", "{layout: NHWC}"), ("resize", "{}", "{align_corners: true}"),
+    ("roi_align", "{}", "{sampling_ratio: 0}"), ("roi_align", "{sampling_ratio: 1}", "{sampling_ratio: 0}"),
+    ("roi_align", "{}", "{roi_seed: 1}"), ("roi_align", "{}", "{spatial_scale: 0.5}"),
+])
+def test_other_inputs_are_another_spec(op, a, b, write_spec):
+    assert identity.mismatch({identity.IDENTITY_ATTR: _ident(op, a, write_spec)},
+                             _ident(op, b, write_spec)) == "inputs changed"
+
+
+@pytest.mark.parametrize("op,written,same,other", [
+    ("elementwise", "{kind: add, data: gm}", "{}", "{kind: relu}"),
+    ("resize", "{}", "{mode: bilinear, layout: NCHW, align_corners: false}", "{layout: NHWC}"),
+    ("roi_align", "{sampling_ratio: -1}", "{sampling_ratio: 0}", "{sampling_ratio: 2}"),
+])
+def test_a_study_recorded_with_the_inputs_as_written(op, written, same, other, write_spec):
+    """Before, a study recorded ``inputs`` as the spec wrote them: the same spec text, or another
+    spelling of it, still resumes it; other options are refused."""
+    old = {identity.IDENTITY_ATTR: _ident(op, written, write_spec, raw=True)}
+    assert identity.mismatch(old, _ident(op, written, write_spec)) is None
+    assert identity.mismatch(old, _ident(op, same, write_spec)) is None
+    assert identity.mismatch(old, _ident(op, other, write_spec)) == "inputs changed"
+
+
+def test_the_defaults_written_out_resume_a_study_tuned_without_them(run_cli, write_spec, tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("tune", write_spec(EW.replace("{kind: add, data: gm}", "{}")), "--out", str(out), "--quiet")[0] == 0
+    before = _trials(out)
+    code, _, err = run_cli("tune", write_spec(EW, "written.yaml"), "--out", str(out), "--quiet", "--trials", "12")
+    assert code == 0, err
+    assert _trials(out)[: len(before)] == before and len(_trials(out)) > len(before)

@@ -102,6 +102,21 @@ def test_bigger_boxes_cost_more_with_adaptive_sampling():
     assert big.cycles > 3 * small.cycles
 
 
+@pytest.mark.parametrize("o", [{}, {"aligned": False, "roi_max": 0.9}, {"spatial_scale": 1.0, "roi_seed": 3}])
+def test_sampling_ratio_minus_one_and_zero_are_one_option(o):
+    """Both mean adaptive, so a study records them as one (``autotile.space.options.SAME``)."""
+    from autotile.space.options import SAME
+
+    assert SAME[("roi_align", "sampling_ratio")] == {0: -1}
+    p = A.default_params(SHAPE, "fp16", HW, options={**o, "sampling_ratio": -1})
+    a, b = (A.simulate(SHAPE, p, "fp16", HW, options={**o, "sampling_ratio": sr}) for sr in (-1, 0))
+    assert (a.feasible, a.cycles, a.reason, a.pct_of_peak) == (b.feasible, b.cycles, b.reason, b.pct_of_peak)
+    assert a.feasible
+    inputs = A.make_inputs(SHAPE, "fp16", options=o)
+    assert np.array_equal(A.reference(inputs, "fp16", options={**o, "sampling_ratio": -1}),
+                          A.reference(inputs, "fp16", options={**o, "sampling_ratio": 0}))
+
+
 def test_ub_is_sized_by_the_largest_sampling_grid():
     p = {"tile_rois": 2, "tile_bins": 49, "tile_c": 64, "buffer_num": 2, "cores": 1}
     assert A.simulate(SHAPE, p, "fp16", HW, options={"sampling_ratio": 1}).feasible

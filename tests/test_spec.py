@@ -442,6 +442,15 @@ def test_expressions_read_the_ops_inputs(write_spec, inputs, high, grid, pad, fe
     assert len(space.enumerate()) == space.count().feasible_size == feasible
 
 
+def test_adaptive_sampling_ratio_reads_as_one_value(write_spec):
+    """roi_align's -1 and 0 both mean adaptive: expressions read -1 for either, as the study's
+    identity records it, so no constraint can tell two spellings of one spec apart."""
+    spaces = [(s := load_spec(write_spec(_INPUTS + f"inputs: {{sampling_ratio: {sr}}}\n"))).space(s.shapes[0], "fp16")
+              for sr in (-1, 0)]
+    assert [sp.base_env()["inputs.sampling_ratio"] for sp in spaces] == [-1, -1]
+    assert [sp.spec.inputs["sampling_ratio"] for sp in spaces] == [-1, 0]  # the spec keeps its text
+
+
 def test_text_inputs_compare_and_replay_inputs_are_not_read(write_spec):
     text = ("op: resize\nshapes: [{n: 1, c: 4, h_in: 8, w_in: 8, h_out: 16, w_out: 16}]\n"
             "params:\n  tile_h: {type: int, low: 1, high: 8}\ninputs: {mode: nearest}\nconstraints:\n"

@@ -17,6 +17,7 @@ from autotile.errors import InfeasibleConfig, InputError
 from autotile.space.enumeration import MAX_ROWS, Count, Enumeration, count_space, enumerate_space
 from autotile.space.expr import TEXT_CHOICES, EvalError, Scope, compile_expr, fixed_parts
 from autotile.space.loader import input_fields, namespaces, text_fields
+from autotile.space.options import kernel_options
 from autotile.space.params import BoundError, ChoiceParam, IntParam, Param
 from autotile.space.repair import nearest_feasible
 from autotile.space.spec import Constraint, Derived, Spec
@@ -92,10 +93,11 @@ class Space:
 
     @functools.cached_property
     def _inputs_env(self) -> dict:
-        """``inputs.<option>``: the op's options as the spec sets them, defaults filled in."""
+        """``inputs.<option>``: the op's options as the spec sets them, defaults filled in, in the
+        kernel's one spelling (``options.kernel_options``)."""
         if not input_fields(self.spec.op, self.spec.backend):
             return {}
-        return {f"inputs.{k}": v for k, v in self.spec.op.check_options(self.spec.inputs).items()}
+        return {f"inputs.{k}": v for k, v in kernel_options(self.spec.op, self.spec.inputs).items()}
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -2,9 +2,10 @@
 
 A study's name says what it tunes (op/hw/dtype/shape/unit). Its identity adds everything
 else a trial's values depend on: the space of its unit (param domains, derived values,
-constraints), the objectives and limits, ``inputs``, the backend (with the measurements
-file's content for replay; else the simulator's version and sources, ``sim.fingerprint``)
-and the hardware profile's content. It is stored as a study user
+constraints), the objectives and limits, ``inputs`` (as the kernel takes them, defaults filled
+in and one spelling each: ``inputs: {}`` and the defaults written out are one spec), the backend
+(with the measurements file's content for replay; else the simulator's version and sources,
+``sim.fingerprint``) and the hardware profile's content. It is stored as a study user
 attribute when the study is created; a rerun whose identity differs is refused (or, with
 ``--restart``, the old study is deleted). Budget, sampler and seed are not part of it: they
 decide how long and how the search runs, not what a trial measures, so changing them resumes.
@@ -38,7 +39,8 @@ def identity(space, objectives) -> dict:
         "params": params,
         "derived": {d.name: plain(d.expr) for d in space.derived},
         "constraints": sorted(str(plain(c.expr)) for c in space.constraints),
-        "objectives": list(objectives), "limits": dict(spec.limits), "inputs": dict(spec.inputs or {}),
+        "objectives": list(objectives), "limits": dict(spec.limits),
+        "inputs": _inputs(spec.op.name, spec.backend, spec.inputs),
     }
     if spec.backend != "replay":  # cycles from another cost model are not comparable
         from autotile.sim.fingerprint import simulator_fingerprint
@@ -47,6 +49,29 @@ def identity(space, objectives) -> dict:
     if spec.measurements is not None:
         out["measurements"] = hashlib.sha256(Path(spec.measurements).read_bytes()).hexdigest()[:16]
     return json.loads(json.dumps(out, sort_keys=True, default=str))  # as the storage gives it back
+
+
+def _inputs(op: str, backend: str, inputs: dict | None) -> dict:
+    """The options a simulator trial runs with (``options.kernel_options``); with replay, where
+    ``inputs:`` is a free record, as written."""
+    from autotile.kernels import registry
+    from autotile.space.options import kernel_options
+
+    if backend != "simulator":
+        return dict(inputs or {})
+    try:
+        return kernel_options(registry.get(op), inputs)
+    except (KeyError, registry.OptionError):  # an op or options this autotile does not know: as written
+        return dict(inputs or {})
+
+
+def _current(ident: dict) -> dict:
+    """A stored identity as this autotile records it: one from before ``inputs`` held the
+    options as the kernel takes them had them as the spec wrote them."""
+    if not isinstance(ident.get("inputs"), dict) or "op" not in ident or "backend" not in ident:
+        return ident
+    inputs = _inputs(ident["op"], ident["backend"], ident["inputs"])
+    return {**ident, "inputs": json.loads(json.dumps(inputs, sort_keys=True, default=str))}
 
 
 def digest(ident: dict) -> str:
@@ -81,6 +106,10 @@ def mismatch(stored: dict, ident: dict) -> str | None:
         return "tuned by an autotile that did not record its spec"
     if old == ident:
         return None
+    if isinstance(old, dict):
+        old = _current(old)
+        if old == ident:
+            return None
     return ", ".join(changes(old, ident)) + " changed"
 
 
