@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import optuna
 import pytest
 from tinyspecs import EW, SMALL
 
@@ -173,3 +174,102 @@ def test_a_counted_space_stops_when_its_last_configuration_is_tried(run_cli, wri
             seen.add(key)
             last_new = t.number
     assert len(seen) == 7 and last_new == trials[-1].number == r["trials"] - 1
+
+
+# resize down to 2 x 1 from 100000 x 4 with no UB constraint: 21 configurations, every one of
+# which the kernel refuses (UB overflow), so only the cap or the exhausted space ends a study
+WIDE = """op: resize
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{n: 1, c: 4, h_in: 4, w_in: 100000, h_out: 1, w_out: 2}]
+params:
+  tile_h: {type: int, low: 1, high: "min(64, shape.h_out)", pow2: true}
+  tile_w: {type: int, low: 16, high: "min(1024, align_up(shape.w_out, 16))", pow2: true}
+  tile_c: {type: int, low: 1, high: "min(256, shape.c)", where: "is_pow2(tile_c) or tile_c == shape.c"}
+  buffer_num: {type: int, low: 1, high: 3}
+  cores:
+    type: int
+    low: 1
+    high: "min(hw.vector_cores, shape.n * ceil(shape.c / tile_c) * ceil(shape.h_out / tile_h) * ceil(shape.w_out / tile_w))"
+    where: "divides(cores, hw.vector_cores)"
+objective: cycles
+budget: {trials: 5}
+seed: 2
+"""
+
+
+def _wide(write_spec, history: int, queued: int, repeat: bool = False):
+    """WIDE's plan (cap 25) and an in-memory study that has tried 17 of its 21 configurations in
+    ``history`` refused trials, then queued ``queued`` of the 4 left (and, with ``repeat``, one
+    more of the tried ones first); returns (plan, storage, the untried configurations)."""
+    from optuna.storages import InMemoryStorage
+    from optuna.trial import TrialState, create_trial
+
+    from autotile.space import load_spec
+    from autotile.tune import driver
+    from autotile.tune.evaluate import config_key
+
+    spec = load_spec(write_spec(WIDE, "wide.yaml"))
+    (plan,) = driver.plans(spec, driver.Options(trials=5))
+    rows = plan.space.enumerate()
+    configs = [rows.row(i) for i in range(len(rows))]
+    assert len(configs) == runner.feasible_size(plan) == 21 and CAP_FACTOR * plan.budget == 25
+    storage = InMemoryStorage()
+    study = optuna.create_study(study_name=plan.name, storage=storage)
+    for i in range(history):
+        study.add_trial(create_trial(state=TrialState.PRUNED, user_attrs={
+            runner.CONFIG_ATTR: config_key(configs[i % 17]), runner.IN_SPACE_ATTR: True}))
+    if repeat:
+        study.enqueue_trial(runner.optuna_params(plan.space, configs[0]))
+    for cfg in configs[17:17 + queued]:
+        study.enqueue_trial(runner.optuna_params(plan.space, cfg))
+    return plan, storage, configs[17:]
+
+
+def _waiting(plan, storage) -> int:
+    from optuna.trial import TrialState
+
+    study = optuna.load_study(study_name=plan.name, storage=storage)
+    return len(study.get_trials(states=(TrialState.WAITING,)))
+
+
+def test_queued_configurations_do_not_count_against_the_cap(write_spec):
+    """21 trials run and the 4 untried configurations queued: they run, and the space is
+    exhausted. The cap counted the queued ones as trials: the first ran and the study stopped,
+    3 never ran but were counted (25 trials), and it was flagged cap_reached."""
+    plan, storage, _ = _wide(write_spec, 21, 4)
+    out = runner.run(plan, storage)
+    assert (out.trials, out.exhausted, out.cap_reached) == (25, True, False)
+    assert _waiting(plan, storage) == 0
+
+
+def test_a_queue_never_reaches_past_the_cap(write_spec):
+    """23 trials run, then a repeat (queued here, as a sampler might propose it): the 4 untried
+    configurations fit the budget, but the cap leaves room for one, so only that one is queued.
+    All 4 were queued, 3 never ran, and the summary counted 28 trials against the cap of 25."""
+    from autotile.tune.evaluate import config_key
+
+    plan, storage, left = _wide(write_spec, 23, 0, repeat=True)
+    out = runner.run(plan, storage)
+    assert (out.trials, out.exhausted, out.cap_reached) == (25, False, True)
+    assert _waiting(plan, storage) == 0
+    last = optuna.load_study(study_name=plan.name, storage=storage).trials[-1]
+    assert last.user_attrs[runner.CONFIG_ATTR] in {config_key(c) for c in left}
+
+
+def test_a_study_left_with_queued_trials_past_the_cap_counts_the_ones_run(write_spec):
+    """A storage from before: 25 trials run and 4 queued past the cap. A resume runs none of them
+    and its summary counts 25 trials (it said 29)."""
+    plan, storage, _ = _wide(write_spec, 25, 4)
+    out = runner.run(plan, storage)
+    assert (out.trials, out.cap_reached) == (25, True) and _waiting(plan, storage) == 4
+
+
+def test_a_run_of_refused_configurations_ends_within_the_cap(run_cli, write_spec, tmp_path):
+    """The explorer's run (seed 2): the untried configurations were queued at the 24th trial and
+    the summary said 29 trials against the cap of 25."""
+    summary, _ = _run(run_cli, write_spec(WIDE), tmp_path / "out")
+    r = summary["results"][0]
+    assert r["trials"] <= CAP_FACTOR * 5 and r["infeasible"] == r["trials"]
+    assert r["cap_reached"] is not r["space_exhausted"]

@@ -234,11 +234,12 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         if progress is not None:
             progress(study, trial, done)
         trials = study.get_trials(deepcopy=False)
-        if done >= goal or len(trials) >= cap:
+        held = _held(trials)
+        if done >= goal or held >= cap:
             study.stop()
         # what the history decides (a queued configuration) is done before a stop request or
         # the timeout ends the run, so a resumed run finds it queued, as one run would
-        elif _repeated(trials, trial) and _exhausted_or_queue(study, plan, done, state):
+        elif _repeated(trials, trial) and _exhausted_or_queue(study, plan, done, state, cap - held):
             study.stop()
         elif _spent(trials, trial, plan):
             study.stop()
@@ -246,7 +247,7 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
             study.stop()
 
     # queued trials (baseline, warm start) run within n_trials, so they are not held yet
-    held = sum(1 for t in study.get_trials(deepcopy=False) if t.state != TrialState.WAITING)
+    held = _held(study.get_trials(deepcopy=False))
     # without a feasible baseline the space may be empty: counted before the first trial
     if (_unique_complete(study) < goal and held < cap and not _Stop.is_set()
             and not ((held or plan.baseline is None) and _exhausted(study.get_trials(deepcopy=False), plan))):
@@ -274,6 +275,12 @@ def feasible_size(plan: StudyPlan) -> int | None:
             size = None
         known = _FEASIBLE[id(plan.space)] = (plan.space, size)
     return known[1]
+
+
+def _held(trials) -> int:
+    """Trials that count against the cap: all but the queued ones not yet taken (WAITING), which
+    have run nothing."""
+    return sum(1 for t in trials if t.state != TrialState.WAITING)
 
 
 def _tried(trials) -> set:
@@ -310,10 +317,11 @@ def _spent(trials, trial, plan: StudyPlan) -> bool:
     return (known or trial.state == TrialState.PRUNED) and _exhausted(trials, plan)
 
 
-def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: dict) -> bool:
+def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: dict, room: int) -> bool:
     """After a repeated configuration: True when the space is exhausted. Else, for a space small
     enough to enumerate: once, when the configurations left untried fit in what is left of the
-    budget, queue them all (seeded order), as the exhaustive sampler would run them; otherwise,
+    budget, queue them all (seeded order), as the exhaustive sampler would run them, or the first
+    ``room`` of them (the trials left under the cap: a queued one past it would never run); otherwise,
     when ``fill.STUCK`` trials in a row found nothing new, queue the untried configuration
     nearest the incumbent (``autotile.tune.fill``), so a converged sampler does not spend the
     trial cap on repeats short of its budget."""
@@ -335,9 +343,9 @@ def _exhausted_or_queue(study: optuna.Study, plan: StudyPlan, done: int, state: 
 
         left = [k for k in tab.keys if k not in tried]
         random.Random(plan.seed).shuffle(left)
-        for key in left:
+        for key in left[:room]:
             study.enqueue_trial(optuna_params(plan.space, json.loads(key)), skip_if_exists=True)
-    elif fill.stale(trials, CONFIG_ATTR, IN_SPACE_ATTR) >= fill.STUCK:
+    elif room > 0 and fill.stale(trials, CONFIG_ATTR, IN_SPACE_ATTR) >= fill.STUCK:
         cfg = fill.nearest_untried(tab, tried, _incumbent(trials), plan.seed)
         if cfg is not None:
             study.enqueue_trial(optuna_params(plan.space, cfg), skip_if_exists=True)
@@ -390,7 +398,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
     """Counts, best configurations and history of a study from its storage."""
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    out = StudyOutcome(name=plan.name, trials=len(trials), complete=len(complete),
+    out = StudyOutcome(name=plan.name, trials=_held(trials), complete=len(complete),
                        infeasible=sum(1 for t in trials if t.state == TrialState.PRUNED),
                        failed=sum(1 for t in trials if t.state == TrialState.FAIL),
                        unique=len({t.user_attrs.get(CONFIG_ATTR, t.number) for t in complete}),
