@@ -69,7 +69,8 @@ def test_poly_fit_reproduces_module_coefficients():
     assert 0.015 < err < 0.025  # the best clamped cubic is only good to ~2%
 
 
-def _per_elem(unit, variant, dtype="fp32", n=1 << 16, on_chip=True):
+def _per_elem(unit, variant, dtype="fp32", n=1 << 14, on_chip=True):
+    """Cycles an element on one core (on chip: fp32 x and y, 64 KiB each, fit UB up to n = 24,576)."""
     p = {"tile_len": 4096, "buffer_num": 2, "cores": 1, "variant": variant}
     r = S.simulate({"n": n}, p, dtype, HW, unit=unit, options={"data": "on_chip"} if on_chip else None)
     return r.cycles / n

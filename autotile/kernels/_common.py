@@ -494,6 +494,27 @@ def on_chip(op: str, options: dict | None) -> bool:
     return op_options(op, options)["data"] == "on_chip"
 
 
+def core_slice(n: int, cores: int) -> int:
+    """Elements of the largest slice a core gets of ``n`` (``split``'s 16-element granules)."""
+    return split(n, cores, 16)[0][1]
+
+
+def resident(buf: str, held: int, capacity: int, *, work: int = 0, what: str, n: int, per: int, dtype: str) -> int:
+    """Bytes ``buf`` needs in the on-chip framing: ``held`` bytes of whole tensors (``what``: which,
+    a core's ``per`` elements of ``n``) that the framing assumes already there, plus ``work`` bytes
+    of the tiling's other buffers. A problem whose data the unit's buffers cannot hold is not on
+    chip: InfeasibleConfig naming the buffer, the bytes and its capacity (the kernels took 8 MiB
+    of fp32 operands as resident in a 64 KiB L0A, 0 GM bytes)."""
+    need = held + work
+    if need > capacity:
+        where = f"n={n:,} {dtype}" if per >= n else f"a core's {per:,} elements of n={n:,} {dtype}"
+        held_text = (f"{what} ({where}, {held:,} bytes) and the tiling's other buffers ({work:,} bytes)" if work
+                     else f"{what} ({where})")
+        raise InfeasibleConfig(f"data on_chip: {buf.upper()} must hold {held_text}, {need:,} bytes; "
+                               f"{buf.upper()} holds {capacity:,} (inputs: {{data: gm}} streams them from GM)")
+    return need
+
+
 def new_state(trace_capacity: int = 0):
     """A fresh engine state (trace rows if asked)."""
     return E.new_state(trace_capacity)

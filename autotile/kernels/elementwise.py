@@ -75,14 +75,24 @@ def kind_of(options: dict | None) -> str:
     return C.op_options("elementwise", options)["kind"]
 
 
-def check(shape, params, dtype, hw, unit, kind):
+def check(shape, params, dtype, hw, unit, kind, options=None):
+    """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig. With ``options``
+    data on_chip, a core's whole slice of the inputs and of y sits in UB in place of the streamed
+    tiles (nothing is copied in or out), and must fit there."""
     C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nin = KINDS[kind][0]
-    used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * C.BYTES[dtype] // 32) * 32)
+    nb = C.BYTES[dtype]
+    used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * nb // 32) * 32)
+    work = 0
     if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # an fp32 work tile per input
-        used += nin * C.align(p["tile_len"] * 4, 32)
+        work = nin * C.align(p["tile_len"] * 4, 32)
+    used += work
+    if C.on_chip("elementwise", options):
+        per = C.core_slice(shape["n"], p["cores"])
+        used = C.resident("ub", (nin + 1) * C.align(per * nb, 32), hw.ub_bytes, work=work,
+                          what="a and b and y" if nin > 1 else "a and y", n=shape["n"], per=per, dtype=dtype)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
@@ -137,7 +147,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
             raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
         kind = kind_of(options)
         onchip = C.on_chip("elementwise", options)
-        p, bufs = check(shape, params, dtype, hw, unit, kind)
+        p, bufs = check(shape, params, dtype, hw, unit, kind, options)
     except InfeasibleConfig as exc:
         res = infeasible("elementwise", unit, dtype, shape, params, exc.reason)
         return (res, []) if want_traces else res
@@ -164,7 +174,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     a = np.ascontiguousarray(arrays["a"], dtype=np.float64)
     b = np.ascontiguousarray(arrays["b"], dtype=np.float64) if nin > 1 else None
     shape = {"n": a.shape[0]}
-    p, _ = check(shape, params, dtype, hw, unit, kind)
+    p, _ = check(shape, params, dtype, hw, unit, kind, options)
     _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip("elementwise", options), execute=True, a=a, b=b)
     return dtype_emul.round_to(y, dtype)
 

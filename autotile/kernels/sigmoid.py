@@ -6,7 +6,8 @@ Variants (param ``variant``): ``exact``; ``poly``, a clamped odd cubic ``0.5 + a
 two). Vector supports exact (VMULS, VEXP, VADDS, VREC) and poly (VMAXS, VMINS, VMUL, VMULS, VADDS,
 VMUL, VADDS); bf16 is converted to fp32 around the math (VCONV). Scalar computes in fp32 with
 per-element op counts priced from the profile's scalar costs. Tiles of ``tile_len`` elements in
-UB with ``buffer_num`` slots; ``cores`` splits n. ``{"data": "on_chip"}`` skips GM copies.
+UB with ``buffer_num`` slots; ``cores`` splits n. ``{"data": "on_chip"}`` skips GM copies (a
+core's x and y then sit whole in UB, and must fit there).
 """
 
 from __future__ import annotations
@@ -139,17 +140,26 @@ def _vector_program(variant: str, dtype: str, hw: HardwareProfile):
     return C.vtable(hw, body), np.array(lanes, dtype=np.int64)
 
 
-def check(shape, params, dtype, hw, unit):
+def check(shape, params, dtype, hw, unit, options=None):
+    """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig. With ``options``
+    data on_chip, a core's whole slice of x and of y sits in UB in place of the streamed tiles
+    (nothing is copied in or out), and must fit there."""
     C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     p["variant"] = C.choice(params, "variant", VARIANTS[unit])
     nb = C.BYTES[dtype]
     used = 2 * p["buffer_num"] * -(-p["tile_len"] * nb // 32) * 32
+    work = 0
     if unit == "scalar" and p["variant"].startswith("lut"):
-        used += LUT_SIZE * 4
+        work += LUT_SIZE * 4
     if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # the fp32 tile the math runs on
-        used += C.align(p["tile_len"] * 4, 32)
+        work += C.align(p["tile_len"] * 4, 32)
+    used += work
+    if C.on_chip("sigmoid", options):
+        per = C.core_slice(shape["n"], p["cores"])
+        used = C.resident("ub", 2 * C.align(per * nb, 32), hw.ub_bytes, work=work, what="x and y",
+                          n=shape["n"], per=per, dtype=dtype)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes, UB holds {hw.ub_bytes}")
@@ -200,7 +210,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         if unit not in UNITS:
             raise InfeasibleConfig(f"unit={unit!r}, expected one of {UNITS}")
         onchip = C.on_chip("sigmoid", options)
-        p, bufs = check(shape, params, dtype, hw, unit)
+        p, bufs = check(shape, params, dtype, hw, unit, options)
     except InfeasibleConfig as exc:
         res = infeasible("sigmoid", unit, dtype, shape, params, exc.reason)
         return (res, []) if want_traces else res
@@ -218,7 +228,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     x = C.input_array(inputs[0], "x", 1)
     unit = unit or UNITS[0]
     shape = {"n": int(x.shape[0])}
-    p, _ = check(shape, params, dtype, hw, unit)
+    p, _ = check(shape, params, dtype, hw, unit, options)
     _, y, _ = _run(shape, p, dtype, hw, unit, C.on_chip("sigmoid", options), execute=True,
                    x=np.ascontiguousarray(x, dtype=np.float64))
     return dtype_emul.round_to(y, dtype)

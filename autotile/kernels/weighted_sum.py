@@ -23,8 +23,9 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
 
 ``cores`` > 1 splits n; each core writes its partial to GM and one core combines them after all
 finish. Options: ``{"data": "on_chip"}`` is the published table's framing (inputs already in the
-unit's own buffers: UB for vector and scalar, L0A/L0B for the cube; single-core result left on
-chip), ``"gm"`` (default) is what a real kernel sees.
+unit's own buffers: UB for vector and scalar, L0A/L0B for the cube, L1 for its naive form, whose
+scatter reads there; single-core result left on chip; a core whose slice those buffers cannot hold
+is infeasible), ``"gm"`` (default) is what a real kernel sees.
 """
 
 from __future__ import annotations
@@ -176,26 +177,31 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
 # ---------------------------------------------------------------------------------------
 # Python side
 
-def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str) -> tuple[dict, dict]:
-    """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig."""
+def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str,
+          options: dict | None = None) -> tuple[dict, dict]:
+    """Validate a tiling; returns (params, buffers) or raises InfeasibleConfig.
+
+    With ``options`` data on_chip, a core's whole slice of x and w sits in the unit's buffers in
+    place of the streamed tiles (``_resident``), and must fit there."""
     C.check_shape(shape, DIMS)
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
+    work = 0  # the Vector's buffers beside x and w
     if unit in ("vector", "scalar"):
         p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
         accb = C.BYTES[p["acc_dtype"]]
-        used = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
+        tiles = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
         if p["acc_dtype"] == "fp16" and dtype != "fp16":  # never an accumulator narrower than the input
             raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: the {unit.capitalize()} accumulates "
                                    f"{dtype} in fp32")
         if unit == "vector":
             p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
             if C.compute_dtype(hw, dtype) != dtype:  # x and w converted: two fp32 tiles, the products in one
-                used += 2 * C.align(p["tile_len"] * 4, 32) + C.align(p["tile_len"] * accb, 32)
+                work = 2 * C.align(p["tile_len"] * 4, 32) + C.align(p["tile_len"] * accb, 32)
             else:
-                used += C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
-        bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
+                work = C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
+        bufs = {"ub": {"used": tiles + work, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
         p["cube_form"] = C.choice(params, "cube_form", FORMS)
@@ -206,10 +212,32 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
         bufs = {"l0a": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0a_bytes},
                 "l0b": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0b_bytes}}
         max_cores = hw.cube_cores
+    if C.on_chip("weighted_sum", options):
+        bufs = _resident(bufs, shape["n"], p, dtype, hw, unit, work)
     C.check_capacity(bufs)
     C.check_spread(p, hw, max_cores=max_cores, unit=unit, work=-(-shape["n"] // 16),
                    what=f"16-element blocks of n={shape['n']}")
     return p, bufs
+
+
+def _resident(bufs: dict, n: int, p: dict, dtype: str, hw: HardwareProfile, unit: str, work: int) -> dict:
+    """The buffers on chip, where each core already holds its whole slice of x and w: in UB beside
+    the Vector's products and accumulator (``work``; the tiles are views of the slice, nothing is
+    copied in), in L0A and L0B as whole [16 x K] fractals for the cube's trace form (the Mmads read
+    their K chunks there), in L1 for the naive form (its scatter into L0A/L0B tiles reads L1).
+    Raises InfeasibleConfig when they do not fit (``_common.resident``)."""
+    per = C.core_slice(n, p["cores"])
+    nb = C.BYTES[dtype]
+    where = {"n": n, "per": per, "dtype": dtype}
+    if unit != "cube":
+        used = C.resident("ub", 2 * C.align(per * nb, 32), hw.ub_bytes, work=work, what="x and w", **where)
+        return {"ub": {"used": used, "capacity": hw.ub_bytes}}
+    if p["cube_form"] == "naive":
+        used = C.resident("l1", 2 * C.align(per * nb, 32), hw.l1_bytes, what="x and w", **where)
+        return {"l1": {"used": used, "capacity": hw.l1_bytes}, **bufs}
+    whole = C.align(C.align(per, 256) * nb, 512)
+    return {"l0a": {"used": C.resident("l0a", whole, hw.l0a_bytes, what="x", **where), "capacity": hw.l0a_bytes},
+            "l0b": {"used": C.resident("l0b", whole, hw.l0b_bytes, what="w", **where), "capacity": hw.l0b_bytes}}
 
 
 def _r(v: float, dtype: str) -> float:
@@ -287,7 +315,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     try:
         unit = C.unit_of(unit, UNITS)
         onchip = C.on_chip("weighted_sum", options)
-        p, bufs = check(shape, params, dtype, hw, unit)
+        p, bufs = check(shape, params, dtype, hw, unit, options)
     except InfeasibleConfig as exc:
         res = infeasible("weighted_sum", unit or UNITS[0], dtype, shape, params, exc.reason)
         return (res, []) if want_traces else res
@@ -310,7 +338,7 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     shape = {"n": int(x.shape[0])}
     unit = C.unit_of(unit, UNITS)
     onchip = C.on_chip("weighted_sum", options)
-    p, _ = check(shape, params, dtype, hw, unit)
+    p, _ = check(shape, params, dtype, hw, unit, options)
     cost = _cost(shape, p, dtype, hw)
     xs = np.ascontiguousarray(x, dtype=np.float64)
     ws = np.ascontiguousarray(w, dtype=np.float64)
