@@ -66,27 +66,34 @@ def run(args) -> int:
     lo, hi = args.low, args.high
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
-    none = {"n": None, "windows": None, "grid": None, "edge": None, "closest": None}  # no framing: not searched
+    none = {"n": None, "windows": None, "grid": None, "edge": None, "closest": None,  # no framing: not searched
+            "top": hi, "limits": {}}
     on = crossover(args.op, args.dtype, hw, on_chip=True, lo=lo, hi=hi, **kw) if framed else none
     e2e = crossover(args.op, args.dtype, hw, on_chip=False, lo=lo, hi=hi, **kw)
     on_u = crossover(args.op, args.dtype, hw, on_chip=True, aligned=False, lo=lo, hi=hi, **kw) if framed else on
     e2e_u = crossover(args.op, args.dtype, hw, on_chip=False, aligned=False, lo=lo, hi=hi, **kw)
-    learned = _learned(args, hw, framed)
-    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], lo=lo, hi=hi, **kw) if framed else None,
+    # on chip, the search ends where a unit's buffers stop holding the data (None: nothing searched)
+    tops = {"simulated_n": on["top"], "simulated_n_unaligned": on_u["top"], "learned_n": on["top"]}
+    learned = _learned(args, hw, framed, on["top"])
+    why = {"on_chip": edges(args.op, args.dtype, hw, True, on["windows"], lo=lo, hi=on["top"] or hi, **kw)
+           if framed else None,
            "end_to_end": edges(args.op, args.dtype, hw, False, e2e["windows"], lo=lo, hi=hi, **kw)}
     at_edge = {"simulated_n": on["edge"], "end_to_end_n": e2e["edge"], "simulated_n_unaligned": on_u["edge"],
                "end_to_end_n_unaligned": e2e_u["edge"],
-               **{k: range_edge(learned[k], lo, hi) for k in ("learned_n", "learned_end_to_end_n")}}
+               **{k: range_edge(learned[k], lo, tops.get(k) or hi) for k in ("learned_n", "learned_end_to_end_n")}}
+    fits = _fit_note(args, lo, hi, on) if framed else None
     out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
            "inputs": options,
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
            "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why,
            "simulated_n_unaligned": on_u["n"], "end_to_end_n_unaligned": e2e_u["n"],
            "simulated_windows_unaligned": on_u["windows"], "end_to_end_windows_unaligned": e2e_u["windows"],
-           "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"]), **learned,
+           "alignment": _alignment(args, hw, on["n"] if framed else None, e2e["n"], min(on["limits"].values(), default=None)), **learned,
            "range": [lo, hi], "range_edges": at_edge,
-           "closest_leads": {"simulated_n": on["closest"], "end_to_end_n": e2e["closest"],
-                             "simulated_n_unaligned": on_u["closest"], "end_to_end_n_unaligned": e2e_u["closest"]},
+           "on_chip_range": None if not framed or on["top"] is None else [lo, on["top"]],
+           "on_chip_limits": on["limits"] if framed else None, "on_chip_note": fits,
+           "closest_leads": {"simulated_n": on.get("closest"), "end_to_end_n": e2e["closest"],
+                             "simulated_n_unaligned": on_u.get("closest"), "end_to_end_n_unaligned": e2e_u["closest"]},
            "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
@@ -101,6 +108,8 @@ def run(args) -> int:
                       f"there; the change, if any, is at or below it), 'ceiling' when the change falls in the "
                       f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
                       f"*_windows: the ranges [first, last] in which it is faster; "
+                      f"on chip (simulated_*, learned_n) the search stops at on_chip_range's top, the largest n "
+                      f"both units' buffers hold (on_chip_limits: each unit's; null range: none searched); "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
                       f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16; for an op "
                       f"without the on-chip framing (simulated_note) every on-chip field (simulated_*, learned_n, "
@@ -116,7 +125,9 @@ def run(args) -> int:
         print_json(out)
     else:
         def said(key: str) -> str:
-            return _from(out[key], at_edge[key], hi)
+            if key in tops and tops[key] is None:
+                return "nowhere (no size searched fits on chip)"
+            return _from(out[key], at_edge[key], tops.get(key) or hi)
 
         def both(on_chip: str, gm: str, on_words: str = "data on chip", gm_words: str = "inputs in GM") -> str:
             """Both framings' figures, or the GM one alone for an op without the on-chip framing."""
@@ -130,7 +141,12 @@ def run(args) -> int:
               f"{both(_spans(on['windows'] or []), _spans(e2e['windows']), 'on chip')}; searched n={lo:,}..{hi:,}")
         print(f"  sizes that are not multiples of {FRACTAL}: {args.large_unit} stays faster from "
               f"{both(said('simulated_n_unaligned'), said('end_to_end_n_unaligned'), 'on chip')}")
-        for line in _edge_notes(set(at_edge.values()), lo, hi):
+        if fits:
+            print(f"  {fits}")
+        notes = _edge_notes({e for k, e in at_edge.items() if k not in tops}, lo, hi)
+        if framed and on["top"] is not None:
+            notes += _edge_notes({e for k, e in at_edge.items() if k in tops}, lo, on["top"], on["top"] < hi)
+        for line in dict.fromkeys(notes):
             print(f"  {line}")
         for line in _close_notes(out["closest_leads"], args.large_unit):
             print(f"  {line}")
@@ -179,9 +195,10 @@ def _grid_lines(on_chip: list, gm: list, units: tuple) -> list[str]:
     return ["best cycles per size:"] + ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + body]
 
 
-def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
+def _alignment(args, hw, n_on: int | None, n_gm: int | None, on_limit: int | None = None) -> list[str]:
     """At each aligned crossover, each unit's cycles there and one 16-element row past it: what a
-    size that is not a whole number of cube fractals costs."""
+    size that is not a whole number of cube fractals costs (on chip, only where the buffers still
+    hold that size: ``on_limit``)."""
     from autotile.models.crossover import best, unaligned
 
     out = []
@@ -189,6 +206,8 @@ def _alignment(args, hw, n_on: int | None, n_gm: int | None) -> list[str]:
         if n is None or n % FRACTAL:
             continue
         m = unaligned(n)
+        if on_chip and on_limit is not None and m > on_limit:
+            continue
         cyc = {u: tuple(best(args.op, u, x, args.dtype, hw, on_chip, args.options)[0] for x in (n, m))
                for u in (args.small_unit, args.large_unit)}
         parts = "; ".join(f"{u} {a:.1f} -> {b:.1f}" for u, (a, b) in cyc.items())
@@ -212,14 +231,15 @@ def _units(args) -> tuple[str, str]:
     return (given, other) if small else (other, given)
 
 
-def _learned(args, hw, framed: bool) -> dict:
+def _learned(args, hw, framed: bool, on_top: int | None = None) -> dict:
     """learned_n (data on chip, if the op has that framing) and learned_end_to_end_n from the
     trained unit selector, if any (it is trained with the op's default options only). A missing
     or unusable model (corrupt, another profile's or simulator's), or a ``--low``/``--high`` range
     too wide to ask the model at every n of, leaves them null with a ``learned_note`` saying why,
     and an unusable one is also warned about on stderr, as lookup does: the simulated results
     never depend on the model. ``learned_warning``: the part of the range outside the sizes the
-    model was trained on, as ``decide`` warns (None inside them)."""
+    model was trained on, as ``decide`` warns (None inside them). On chip the model is asked up to
+    ``on_top``, the sizes the simulated search covers (None: none)."""
     from autotile.models import store
     from autotile.tables.model_hook import warn_stderr
 
@@ -238,20 +258,24 @@ def _learned(args, hw, framed: bool) -> dict:
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "lo": args.low, "hi": args.high, "hw": hw}
     try:
         sel = store.load_selector(args.op, hw, args.models)
-        return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw) if framed else None,
+        on = framed and on_top is not None
+        kw_on = {**kw, "hi": on_top}
+        return {"learned_n": sel.crossover(args.dtype, data="on_chip", **kw_on) if on else None,
                 "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
-                "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw) if framed else None,
+                "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw_on) if on else None,
                 "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw),
-                "learned_note": None, "learned_warning": _extrapolates(sel, args.low, args.high, framed)}
+                "learned_note": None, "learned_warning": _extrapolates(sel, args.low, args.high, framed, on_top)}
     except InputError as exc:
         warn_stderr(f"{exc}; the learned crossover is skipped")
         return {**none, "learned_note": f"model skipped: {exc}"}
 
 
-def _extrapolates(sel, lo: int, hi: int, framed: bool) -> str | None:
-    """What of ``lo..hi`` lies outside the selector's training sizes (as ``decide`` warns at one n), or None."""
-    why = [w for data in (("on_chip", "gm") if framed else ("gm",))
-           for w in (sel.outside({"n": lo}, data), sel.outside({"n": hi}, data)) if w]
+def _extrapolates(sel, lo: int, hi: int, framed: bool, on_top: int | None = None) -> str | None:
+    """What of ``lo..hi`` (on chip ``lo..on_top``) lies outside the selector's training sizes (as
+    ``decide`` warns at one n), or None."""
+    ends = {"gm": hi, "on_chip": on_top} if framed else {"gm": hi}
+    why = [w for data, top in ends.items() if top is not None
+           for w in (sel.outside({"n": lo}, data), sel.outside({"n": top}, data)) if w]
     return f"{'; '.join(why)}; the learned crossover extrapolates there" if why else None
 
 
@@ -267,19 +291,36 @@ def _from(n, edge: str | None = None, hi: int = HIGH) -> str:
     return f"n={n:,}"
 
 
-def _edge_notes(edges: set, lo: int, hi: int) -> list[str]:
-    """What a crossover at the floor or the ceiling of ``lo..hi`` leaves open, and the flag to look further."""
+def _edge_notes(edges: set, lo: int, hi: int, on_chip_end: bool = False) -> list[str]:
+    """What a crossover at the floor or the ceiling of ``lo..hi`` leaves open, and the flag to look
+    further (``on_chip_end``: ``hi`` is where the data stops fitting on chip, no flag moves it)."""
     from autotile.models.crossover import grid
 
     out = []
     if "floor" in edges:
         out.append(f"at the search's floor: already faster at n={lo:,}, the smallest n searched; the change, "
                    f"if any, is at or below it (--low sets the floor, down to 1)")
-    if "ceiling" in edges:
+    if "ceiling" in edges and on_chip_end:
+        out.append(f"on chip, at the search's ceiling: the change falls in the grid's top step (n={grid(lo, hi)[-2]:,}.."
+                   f"{hi:,}), and past n={hi:,} the data no longer fits on chip")
+    elif "ceiling" in edges:
         out.append(f"at the search's ceiling: the change falls in the grid's top step (n={grid(lo, hi)[-2]:,}.."
                    f"{hi:,}), so 'stays faster' rests on sizes up to n={hi:,} only (--high raises it, up to "
                    f"{MAX_HIGH:,})")
     return out
+
+
+def _fit_note(args, lo: int, hi: int, on: dict) -> str | None:
+    """Where the on-chip framing holds within ``lo..hi``, when the units' buffers cut it short (None
+    when every size fits): each unit's ``on_chip_limit`` and the sizes searched on chip."""
+    if on["top"] == hi:
+        return None
+    held = ", ".join(f"{u} up to n={top:,}" for u, top in on["limits"].items())
+    if on["top"] is None:
+        return (f"on chip: no size in n={lo:,}..{hi:,} fits ({args.dtype} data on one core: {held}), so nothing "
+                f"is searched on chip; the GM framing has no such limit")
+    return (f"on chip: searched n={lo:,}..{on['top']:,} only, the sizes whose {args.dtype} data fits on one core "
+            f"({held})")
 
 
 def _close_notes(leads: dict, large_unit: str) -> list[str]:

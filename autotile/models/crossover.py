@@ -127,6 +127,47 @@ def best(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: b
     return top
 
 
+_LIMITS: dict = {}  # (op, unit, dtype, profile hash, options) -> on_chip_limit
+
+
+def on_chip_limit(op: str, unit: str, dtype: str, hw: HardwareProfile, options: dict | None = None) -> int:
+    """The largest n whose data one core of ``unit`` holds in its buffers: the top of the sizes the
+    on-chip framing describes (0 when none). Found from the kernel's own check, on the tiling
+    that needs least beside the data (16-element tiles, one buffer, one core) in each of the
+    grid's categorical choices; doubling from 16, then integer bisection (what a core must hold
+    grows with n)."""
+    key = (op, unit, dtype, hw.content_hash(), repr(sorted((options or {}).items())))
+    if key not in _LIMITS:
+        mod = registry.implementation(op)
+        opts = _options(op, options, True)
+        cats = CATEGORICAL.get(op, {}).get(unit, {})
+        tilings = [{"tile_len": 16, "buffer_num": 1, "cores": 1, **dict(zip(cats, c))}
+                   for c in itertools.product(*cats.values())]
+
+        def fits(n: int) -> bool:
+            return any(mod.simulate({"n": n}, p, dtype, hw, unit=unit, options=opts).feasible for p in tilings)
+
+        lo, hi = 0, 16
+        while hi <= 1 << 30 and fits(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:
+            m = (lo + hi) // 2
+            lo, hi = (m, hi) if fits(m) else (lo, m)
+        _LIMITS[key] = lo
+    return _LIMITS[key]
+
+
+def on_chip_top(op: str, dtype: str, hw: HardwareProfile, units, hi: int, options: dict | None = None,
+                aligned: bool = True) -> tuple[int, dict]:
+    """(largest n up to ``hi`` at which every one of ``units`` holds its data on chip, {unit:
+    ``on_chip_limit``}). ``aligned=False``: the largest n whose ``unaligned`` size still fits."""
+    limits = {u: on_chip_limit(op, u, dtype, hw, options) for u in units}
+    top = min(hi, *limits.values())
+    if not aligned and unaligned(top) > min(limits.values()):
+        top -= 16  # a multiple of FRACTAL at the limit itself: its unaligned probe is 16 past it
+    return top, limits
+
+
 def _options(op: str, options: dict | None, on_chip: bool) -> dict | None:
     """What the kernel is given: ``options`` in the framing (an op without ``data`` gets none)."""
     if "on_chip" not in registry.get(op).placements:
@@ -166,8 +207,18 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     instead: the grid's powers of two are all whole fractals, so the plain search would say nothing
     of sizes that leave the Cube a partial last fractal (and the Vector a partial last repeat).
 
+    On chip, the search stops at ``on_chip_top``: past it a unit's buffers cannot hold the data,
+    so the framing describes nothing there. ``top`` is the largest n searched (None when even
+    ``lo`` does not fit: nothing is searched), ``limits`` each unit's ``on_chip_limit`` ({} in GM).
+
     >>> # crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
     """
+    limits: dict = {}
+    if on_chip:
+        hi, limits = on_chip_top(op, dtype, hw, (small_unit, large_unit), hi, options, aligned)
+        if hi < lo:
+            return {"n": None, "windows": [], "grid": [], "edge": None, "closest": None, "top": None,
+                    "limits": limits}
     table = []
 
     def wins(n: int) -> bool:
@@ -186,7 +237,7 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
         spans = [[unaligned(a), b if b == hi else unaligned(b)] for a, b in spans]
     table = sorted(table, key=lambda r: r["n"])
     return {"n": n, "windows": spans, "grid": table, "edge": edge,
-            "closest": closest_lead(table, n, small_unit, large_unit)}
+            "closest": closest_lead(table, n, small_unit, large_unit), "top": hi, "limits": limits}
 
 
 CLOSE = 0.01  # a lead under 1% of the slower unit's cycles: uneven splits over cores or tiles move the
@@ -301,8 +352,17 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     info = {}
     for u in (before, after):
         c1, p1 = best(op, u, n, dtype, hw, on_chip, options)
-        c2, _ = best(op, u, 2 * n, dtype, hw, on_chip, options)
-        slope = (c2 - c1) / n
+        if not p1:  # no tiling of u holds n (on chip, past its buffers)
+            top = on_chip_limit(op, u, dtype, hw, options) if on_chip else None
+            held = f": its buffers hold the data up to n={top:,}" if top is not None else ""
+            return {"n": n, "from": before, "to": after, "why": f"{u} has no feasible tiling at n={n:,}{held}",
+                    before: None, after: None}
+        m = 2 * n
+        c2, _ = best(op, u, m, dtype, hw, on_chip, options)
+        if c2 == float("inf") and n > 1:  # 2n past the on-chip limit: the step below n instead
+            m = n // 2
+            c2, _ = best(op, u, m, dtype, hw, on_chip, options)
+        slope = (c2 - c1) / (m - n)
         bound = mod.simulate({"n": n}, p1, dtype, hw, unit=u, options=_options(op, options, on_chip)).bound if p1 else ""
         info[u] = {"cycles": round(c1, 1), "fixed_cycles": round(c1 - slope * n, 1),
                    "cycles_per_element": round(slope, 4), "cores": p1.get("cores", 1), "bound": bound}

@@ -1,0 +1,44 @@
+"""The crossover search on chip stops where the units' buffers stop holding the data, and says so."""
+
+from __future__ import annotations
+
+import json
+
+from autotile.hardware import load_profile
+from autotile.models import crossover as X
+
+HW = load_profile()
+
+
+def test_the_crossover_searches_only_where_the_data_fits():
+    res = X.crossover("weighted_sum", "fp16", HW, on_chip=True, lo=100_000, hi=200_000)
+    assert res["n"] is None and res["top"] is None and res["grid"] == []
+    assert res["limits"] == {"vector": 49136, "cube": 131072}
+    res = X.crossover("elementwise", "fp32", HW, small_unit="scalar", large_unit="vector", on_chip=True,
+                      lo=8192, hi=32768)
+    assert res["top"] == 16384 and max(r["n"] for r in res["grid"]) == 16384 and res["n"] == 8192
+    res = X.crossover("elementwise", "fp32", HW, small_unit="scalar", large_unit="vector", on_chip=True,
+                      lo=8192, hi=32768, aligned=False)
+    assert res["top"] == 16368 and max(r["n"] for r in res["grid"]) <= 16384
+
+
+def test_cli_crossover_says_where_the_framing_holds(run_cli, monkeypatch):
+    """crossover --low 100000 --high 200000 answered on chip for sizes no unit's buffers hold."""
+    monkeypatch.setattr(X, "on_chip_limit", lambda op, unit, *a, **k: {"vector": 64, "cube": 48}[unit])
+    code, out, err = run_cli("crossover", "weighted_sum", "--low", "16", "--high", "128", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["on_chip_range"] == [16, 48] and doc["on_chip_limits"] == {"vector": 64, "cube": 48}
+    assert all(r["n"] <= 48 for r in X.crossover("weighted_sum", "fp16", HW, lo=16, hi=128)["grid"])
+    assert "searched n=16..48 only" in doc["on_chip_note"]
+    code, out, err = run_cli("crossover", "weighted_sum", "--low", "100", "--high", "128")
+    assert code == 0 and "Traceback" not in err
+    assert "on chip: no size in n=100..128 fits" in out and "nowhere (no size searched fits on chip)" in out
+
+
+def test_explain_at_the_on_chip_limit_steps_back_instead_of_past_it():
+    """At the limit, 2n no longer fits: the growth came out infinite; past it a unit has no tiling."""
+    got = X.explain("elementwise", "fp32", HW, True, 16384, "scalar", "vector")
+    assert 0 < got["vector"]["cycles_per_element"] < got["scalar"]["cycles_per_element"] < 10
+    got = X.explain("elementwise", "fp32", HW, True, 20000, "scalar", "vector")
+    assert got["why"] == "scalar has no feasible tiling at n=20,000: its buffers hold the data up to n=16,384"
