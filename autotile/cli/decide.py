@@ -51,7 +51,8 @@ def run(args) -> int:
     options = trained_options(args.op)
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "inputs": options, "unit": unit,
            "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda item: item[1])},
-           "excluded": sel.unrunnable(args.dtype, hw), "warning": None}
+           "excluded": {**sel.unrunnable(args.dtype, hw), **sel.unfit(shape, args.dtype, args.data, hw)},
+           "warning": None}
     far = sel.outside(shape, args.data)
     if far:
         out["warning"] = f"{far}; the prediction extrapolates"

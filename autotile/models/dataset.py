@@ -25,7 +25,11 @@ from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import registry
 
-PLACEMENTS = {"on_chip": (16, 1 << 16), "gm": (16, 1 << 20)}  # data placement -> size range
+# data placement -> size range. On chip the data must fit the unit's buffers, and n = 2**14 is the
+# most every op, dtype and unit holds on every profile (elementwise fp32 on the 910B: a, b and y,
+# 64 KiB each, fill its 192 KiB UB); up to 2**16, fp16 weighted_sum put 128 KiB an operand in the
+# cube's 64 KiB L0A (crossover.on_chip_limit; unit_rows also skips a unit past its own limit)
+PLACEMENTS = {"on_chip": (16, 1 << 14), "gm": (16, 1 << 20)}
 SPEC_EXHAUSTIVE = 4000  # search a spec space exhaustively up to this many feasible configs
 SPEC_TRIALS = 60  # else a TPE study of this many trials per size
 

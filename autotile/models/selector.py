@@ -20,7 +20,7 @@ from sklearn.base import clone
 
 from autotile.errors import InputError
 from autotile.models import state as S
-from autotile.models.crossover import runs, stays_from
+from autotile.models.crossover import CATEGORICAL, on_chip_limit, runs, stays_from
 from autotile.models.features import (
     matrix,
     outside,
@@ -146,13 +146,30 @@ class UnitSelector:
             return {}
         return {u: why for u in self.units if (why := hw.dtype_problem(u, dtype))}
 
+    def unfit(self, shape: dict, dtype: str, data: str, hw) -> dict:
+        """{unit: why} for the trained units whose buffers cannot hold ``shape``'s data on chip
+        (``crossover.on_chip_limit``): there the on-chip framing, and so the model, says nothing.
+        Empty in GM, without ``hw``, and for ops the crossover grid does not search."""
+        if data != "on_chip" or hw is None or set(shape) != {"n"} or self.op not in CATEGORICAL:
+            return {}
+        n = int(shape["n"])
+        limits = {u: on_chip_limit(self.op, u, dtype, hw) for u in self.units}
+        return {u: f"its buffers hold {dtype} data on chip up to n={top:,} only" for u, top in limits.items()
+                if n > top}
+
     def decide(self, shape: dict, dtype: str, data: str = "gm", units=None, hw=None) -> tuple[str, dict]:
         """(fastest predicted unit among ``units`` (default all), predicted cycles per unit); with
-        ``hw``, units that cannot compute ``dtype`` there (``unrunnable``) are neither picked nor listed."""
+        ``hw``, units that cannot compute ``dtype`` there (``unrunnable``) or cannot hold the data
+        on chip (``unfit``) are neither picked nor listed."""
         cyc = self.predict_cycles(shape, dtype, data)
-        for u in self.unrunnable(dtype, hw):
+        unfit = self.unfit(shape, dtype, data, hw)
+        for u in [*self.unrunnable(dtype, hw), *unfit]:
             cyc.pop(u, None)
         pool = [u for u in (units or self.units) if u in cyc]
+        if not pool and unfit:
+            held = "; ".join(f"{u}: {why}" for u, why in unfit.items())
+            raise InputError(f"--data on_chip: {self.op} {dtype} n={int(shape['n']):,} does not fit on chip ({held}); "
+                             f"use --data gm")
         if not pool:
             where = f" on {hw.name}" if hw is not None else ""
             raise InputError(f"unit selector for {self.op}: no unit of {', '.join(units or self.units)} computes "
