@@ -352,7 +352,7 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     info = {}
     for u in (before, after):
         c1, p1 = best(op, u, n, dtype, hw, on_chip, options)
-        if not p1:  # no tiling of u holds n (on chip, past its buffers)
+        if c1 == float("inf"):  # no tiling of u holds n (on chip, past its buffers)
             top = on_chip_limit(op, u, dtype, hw, options) if on_chip else None
             held = f": its buffers hold the data up to n={top:,}" if top is not None else ""
             return {"n": n, "from": before, "to": after, "why": f"{u} has no feasible tiling at n={n:,}{held}",
