@@ -1,6 +1,7 @@
 """roi_align's verification inputs reach past the feature map, so the gate tests the range test."""
 
 import functools
+import inspect
 import types
 
 import numpy as np
@@ -17,27 +18,20 @@ HW = load_profile()
 SHAPE = {"n": 2, "c": 8, "h": 16, "w": 16, "rois": 8, "pooled_h": 2, "pooled_w": 2}
 
 
-@njit(cache=False)
-def _corners_without_range_test(y, x, H, W):
-    """``roi_align._corners`` with its range test cut to a NaN test: points off the map clamp
-    to its border pixels instead of adding nothing."""
-    if not (y == y and x == x):
-        return False, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0
-    y = max(float(y), 0.0)
-    x = max(float(x), 0.0)
-    yl, xl = int(y), int(x)
-    if yl >= H - 1:
-        yl = yh = H - 1
-        y = float(yl)
-    else:
-        yh = yl + 1
-    if xl >= W - 1:
-        xl = xh = W - 1
-        x = float(xl)
-    else:
-        xh = xl + 1
-    ly, lx = y - yl, x - xl
-    return True, yl, xl, yh, xh, ly, lx, float(np.float32(1.0 - ly)), float(np.float32(1.0 - lx))
+RANGE_TEST = "if not (y >= -1.0 and y <= H and x >= -1.0 and x <= W):"
+
+
+def _mutant_corners():
+    """``roi_align._corners`` with its range test cut to a NaN test, made from its own source (so
+    the rest stays the kernel's): points off the map clamp to its border pixels instead of adding
+    nothing."""
+    src = inspect.getsource(A._corners.py_func)
+    assert src.count(RANGE_TEST) == 1, "the range test moved: update RANGE_TEST"
+    src = src.replace(RANGE_TEST, "if not (y == y and x == x):")
+    src = "\n".join(line for line in src.splitlines() if not line.startswith("@"))
+    scope = {"np": np}
+    exec(compile(src, "<mutant _corners>", "exec"), scope)  # the project's own source, not user text
+    return njit(scope["_corners"])
 
 
 @functools.cache
@@ -45,7 +39,7 @@ def _broken_core():
     """A fresh compile of ``roi_align.core`` calling the mutated corners (Numba binds the callee
     when it compiles ``core``, so patching ``_corners`` alone would not reach it)."""
     f = A.core.py_func
-    return njit(types.FunctionType(f.__code__, {**f.__globals__, "_corners": _corners_without_range_test},
+    return njit(types.FunctionType(f.__code__, {**f.__globals__, "_corners": _mutant_corners()},
                                    f.__name__))
 
 
