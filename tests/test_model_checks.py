@@ -134,7 +134,23 @@ def _linear(n_features: int):
     return LinearRegression().fit(np.ones((3, n_features)), np.ones(3))
 
 
+def _shifted(n_features: int, shift: float):
+    """A linear 'tree' predicting ``shift`` (log2 of cycles over the work fit) everywhere."""
+    model = _linear(n_features)
+    model.coef_, model.intercept_ = model.coef_ * 0.0, shift
+    return model
+
+
+def _base_scaled(sel, value: float):
+    """``sel``'s work fits with every coefficient set to ``value`` (passes the sign and zero checks)."""
+    return _tampered(sel, base={u: {w: [value] * len(c) for w, c in fits.items()} for u, fits in sel.base.items()})
+
+
 TAMPER = {
+    "base_huge": lambda s: _base_scaled(s, 1e308),  # predicted Infinity: invalid JSON, exit 0
+    "base_tiny": lambda s: _base_scaled(s, 1e-320),  # every unit predicted 0.0
+    "trees_overflow": lambda s: _tampered(s, models={u: _shifted(len(s.names), 5000.0) for u in s.units}),
+    "trees_underflow": lambda s: _tampered(s, models={u: _shifted(len(s.names), -5000.0) for u in s.units}),
     "names_wrong": lambda s: _tampered(s, names=["x"]),
     "names_empty": lambda s: _tampered(s, names=[]),
     "names_text": lambda s: _tampered(s, names="abc"),

@@ -130,9 +130,11 @@ class UnitSelector:
 
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
-        with S.guard(self.source, self.command):
+        problems = list(problems)
+        with S.guard(self.source, self.command), np.errstate(over="ignore", under="ignore", invalid="ignore"):
             X = matrix([self._features(s, d, p) for s, d, p in problems], self.names)
             preds = {u: 2.0 ** m.predict(X) * self._base(u, problems) for u, m in self.models.items()}
+        S.check_cycles(preds, problems, self.source, self.command, self.op)
         return [{u: float(preds[u][i]) for u in self.units} for i in range(len(problems))]
 
     def predict_cycles(self, shape: dict, dtype: str, data: str = "gm") -> dict:

@@ -87,9 +87,16 @@ def cores(state: dict, op: str) -> dict:
     return dict(value)
 
 
+# Plausible size of a work fit's coefficients (cycles per unit of work: the fixed cost, one
+# element, one repeat, one fractal): a trained fit's largest lies between ~0.1 and ~1e3. A file
+# edited to 1e308 predicted infinite cycles (invalid JSON), one edited to 1e-320 predicted 0.0.
+COEF_MAX = 1e9
+COEF_MIN = 1e-6  # the largest coefficient of one fit must reach this
+
+
 def base(state: dict, units: list[str], width: int) -> dict:
     """A unit selector's ``base``: for each unit, per data placement, ``width`` non-negative
-    coefficients, not all zero."""
+    coefficients of plausible size (none above COEF_MAX, the largest at least COEF_MIN)."""
     value = state.get("base")
     if not isinstance(value, dict) or set(value) != set(units):
         raise ValueError("state.base does not hold a work fit per unit")
@@ -102,6 +109,9 @@ def base(state: dict, units: list[str], width: int) -> dict:
                             for x in coef)
                     or not any(x > 0 for x in coef)):
                 raise ValueError(f"state.base.{u}.{where} is {str(coef)[:60]}, not {width} non-negative coefficients")
+            if max(coef) > COEF_MAX or max(coef) < COEF_MIN:
+                raise ValueError(f"state.base.{u}.{where} has implausible coefficients (largest {max(coef):.3g}; "
+                                 f"expected between {COEF_MIN:g} and {COEF_MAX:g} cycles per unit of work)")
     return {u: {w: [float(x) for x in c] for w, c in fits.items()} for u, fits in value.items()}
 
 
@@ -128,6 +138,22 @@ def check_estimators(models: dict, units: list[str], n_features: int) -> None:
         n = getattr(m, "n_features_in_", None)
         if n != n_features:
             raise ValueError(f"its {u} estimator takes {n} features, the file names {n_features}")
+
+
+def check_cycles(preds: dict, problems, source: str | None, command: str, op: str) -> None:
+    """An UnusableModel when a predicted cycle count is not a positive finite number (a model
+    whose trees or fit were edited past what the checks at load see): decide printed Infinity, not
+    JSON, and picked an arbitrary unit."""
+    import numpy as np
+
+    for u, values in preds.items():
+        values = np.asarray(values, dtype=float)
+        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        if bad.size:
+            i = int(bad[0])
+            where = f"{source}: unusable model file" if source else f"unit selector for {op}"
+            raise UnusableModel(f"{where} (predicted {values[i]:.3g} cycles for {u} at {problems[i][0]}, not a "
+                                f"positive finite number); run `{command}` again")
 
 
 @contextmanager
