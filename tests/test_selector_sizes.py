@@ -51,3 +51,29 @@ def test_a_selector_file_without_its_work_fit_is_refused_in_one_line(tmp_path, s
                state=bad, models=sigmoid.models)
     with pytest.raises(InputError, match=r"state.base.vector.gm .* not \d+ non-negative coefficients"):
         store.load_selector("sigmoid", hw, tmp_path)
+
+
+def test_step_sizes_pin_both_sides_of_a_change_of_unit():
+    """A winner that changes between two sweep sizes (1,040 and 1,296) is bisected down to one
+    16-element block, and the gap gets its lane multiples: weighted_sum's Vector steps up at 1,153."""
+    def run(n):
+        seen.append(n)
+        return {"vector": 49.4 if n <= 1152 else 55.4, "cube": 53.1 if n <= 1280 else 54.1}
+
+    seen: list[int] = []
+    D.step_sizes(run, [1040, 1296], 128)
+    assert {1152, 1168, 1280} <= set(seen)
+    seen.clear()
+    D.step_sizes(lambda n: seen.append(n) or {"vector": 1.0, "cube": 2.0}, [1040, 1296], 128)
+    assert seen == [1040, 1296]  # a clear winner at both ends: nothing added
+
+
+def test_the_training_sweep_resolves_the_on_chip_vector_step(hw, monkeypatch):
+    """weighted_sum on chip: the sweep had nothing between 1,040 and 1,296, where the Vector's
+    cycles step up at 1,153 (9 x 128 lanes + 1), and decide picked it up to n = 1,280 (4.3% slower)."""
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (1024, 2048))
+    rows = D.unit_rows("weighted_sum", ("fp16",), hw, placements=("on_chip",))
+    sizes = {r.shape["n"] for r in rows}
+    assert {1152, 1168} <= sizes
+    won = {n: min((r for r in rows if r.shape["n"] == n), key=lambda r: r.cycles).unit for n in (1152, 1168)}
+    assert won == {1152: "vector", 1168: "cube"}

@@ -20,6 +20,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autotile import dtypes as dtypes_mod
 from autotile.atomic import write_json
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
@@ -233,23 +234,99 @@ def _search_spec(spec, shape, dtype, unit, seed) -> tuple[float, dict]:
 def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, placements=None,
               sizes=None, spec=None, progress=None, stop=None) -> list[Row]:
     """Each unit of ``op`` at its best tiling over a log-spaced size sweep, per dtype and placement
-    (by default every placement the op's kernels model, ``OpInfo.placements``). ``stop``: called
-    before each unit's search (it raises to end the build)."""
+    (by default every placement the op's kernels model, ``OpInfo.placements``), plus the sizes
+    ``step_sizes`` adds where the fastest unit changes or nearly does (not to given ``sizes``).
+    ``stop``: called before each unit's search (it raises to end the build)."""
     info = registry.get(op)
-    rows = []
+    rows: list[Row] = []
     for data in placements or info.placements:
         lo, hi = PLACEMENTS[data]
-        for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
-            for dtype in dtypes:
-                for unit in (u for u in info.units if info.supports(u, dtype) and not hw.dtype_problem(u, dtype)):
-                    if stop:
-                        stop()
-                    cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)
-                    if math.isfinite(cycles):
-                        rows.append(Row(op, {"n": n}, dtype, unit, params, float(cycles), "sim", data))
-            if progress:
-                progress(op, data, n)
+        for dtype in dtypes:
+            units = [u for u in info.units if info.supports(u, dtype) and not hw.dtype_problem(u, dtype)]
+            run = _runner(op, units, dtype, data, hw, spec, rows, progress, stop)
+            for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
+                run(n)
+            if sizes is None:
+                step_sizes(run, sorted(run.best), 256 // dtypes_mod.get(dtype).bytes)
     return rows
+
+
+def _runner(op, units, dtype, data, hw, spec, rows, progress, stop):
+    """``run(n)``: each of ``units`` at its best tiling for size n (simulated once, its rows
+    appended to ``rows``), as {unit: cycles}; ``run.best`` holds every size run."""
+    def run(n: int) -> dict:
+        if n in run.best:
+            return run.best[n]
+        run.best[n] = {}
+        for unit in units:
+            if stop:
+                stop()
+            cycles, params = best_of_unit(op, unit, {"n": n}, dtype, hw, data, spec)
+            if math.isfinite(cycles):
+                run.best[n][unit] = cycles
+                rows.append(Row(op, {"n": n}, dtype, unit, params, float(cycles), "sim", data))
+        if progress:
+            progress(op, data, n)
+        return run.best[n]
+
+    run.best = {}
+    return run
+
+
+CLOSE_FLIP = 0.01  # a change of winner with both ends within this is a tie (decide flags it), not bisected
+CLOSE_TRAIN = 0.05  # runner-up within this of the fastest unit at a sweep size: the gap gets lane multiples
+LANE_STEPS = 4  # ... when it holds at most this many (past that one lane step is a small share of the work)
+
+
+def winner(cycles: dict) -> str | None:
+    """The unit with the fewest ``cycles`` ({unit: cycles}), None for none."""
+    return min(cycles, key=cycles.get) if cycles else None
+
+
+def lead(cycles: dict) -> float:
+    """The runner-up's cycles over the fastest's, minus 1 (inf with fewer than two units)."""
+    c = sorted(cycles.values())
+    return c[1] / c[0] - 1 if len(c) > 1 else math.inf
+
+
+def step_sizes(run, sizes: list[int], lane: int, grain: int = 16) -> None:
+    """Simulate (``run(n)`` -> {unit: cycles}) the sizes that pin down where the fastest unit
+    changes between two neighbouring ``sizes``: bisection on ``grain`` multiples until both sides
+    of the change are one block apart, and, in a gap where the winner changes or the runner-up is
+    within CLOSE_TRAIN, each multiple of ``lane`` elements (one 256-byte repeat) and the block
+    after it, when there are at most LANE_STEPS of them.
+
+    The cost of a unit steps up by a repeat, a fractal or a core's share at such multiples; a
+    regressor smooths over a step its sizes straddle: weighted_sum on chip, whose Vector steps at
+    n = 1,153 (9 x 128 + 1) between the sweep's 1,040 and 1,296, was picked over the Cube up to
+    n = 1,280 (4.3% slower)."""
+    def bisect(a, b):
+        while b - a > grain:
+            m = (a + b) // 2 // grain * grain
+            if m <= a:
+                m = a + grain - a % grain
+            if m >= b:
+                return
+            wa, wm = winner(run(a)), winner(run(m))
+            if wa != wm:
+                if wm != winner(run(b)):  # a third unit between: both halves change
+                    bisect(m, b)
+                b = m
+            else:
+                a = m
+
+    for a, b in zip(sizes, sizes[1:]):
+        ca, cb = run(a), run(b)
+        flip = winner(ca) != winner(cb) and max(lead(ca), lead(cb)) >= CLOSE_FLIP
+        if flip:
+            bisect(a, b)
+        if flip or min(lead(ca), lead(cb)) < CLOSE_TRAIN:
+            lanes = list(range((a // lane + 1) * lane, b, lane))
+            if len(lanes) <= LANE_STEPS:
+                for m in lanes:
+                    run(m)
+                    if m + grain < b:
+                        run(m + grain)
 
 
 class _Sim:
