@@ -149,6 +149,8 @@ def _base_scaled(sel, value: float):
 TAMPER = {
     "base_huge": lambda s: _base_scaled(s, 1e308),  # predicted Infinity: invalid JSON, exit 0
     "base_tiny": lambda s: _base_scaled(s, 1e-320),  # every unit predicted 0.0
+    "error_text": lambda s: _tampered(s, error={"vector": {"gm": "small"}}),
+    "error_unit": lambda s: _tampered(s, error={"npu": {"gm": 0.01}}),
     "trees_overflow": lambda s: _tampered(s, models={u: _shifted(len(s.names), 5000.0) for u in s.units}),
     "trees_underflow": lambda s: _tampered(s, models={u: _shifted(len(s.names), -5000.0) for u in s.units}),
     "names_wrong": lambda s: _tampered(s, names=["x"]),

@@ -52,6 +52,7 @@ def run(args) -> int:
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "inputs": options, "unit": unit,
            "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda item: item[1])},
            "excluded": {**sel.unrunnable(args.dtype, hw), **sel.unfit(shape, args.dtype, args.data, hw)},
+           "confidence": _confidence(sel.confidence(cycles, args.data)),
            "warning": None}
     far = sel.outside(shape, args.data)
     if far:
@@ -61,11 +62,33 @@ def run(args) -> int:
     else:
         pred = ", ".join(f"{u} {c:.1f}" for u, c in out["predicted_cycles"].items())
         print(f"{args.op} {args.dtype} {args.shape}{kv(options)}: {unit} (predicted cycles: {pred})")
+        print(f"  {_sure(out['confidence'])}")
         for u, problem in out["excluded"].items():
             print(f"  {u} excluded: {problem}")
         if far:
             print(f"  warning: {out['warning']}")
     return 0
+
+
+def _confidence(c: dict) -> dict:
+    """``UnitSelector.confidence`` in percent, as decide prints it."""
+    def pct(x):
+        return None if x is None else round(100 * x, 2)
+
+    return {"runner_up": c["runner_up"], "margin_pct": pct(c["margin"]), "error_pct": pct(c["error"]),
+            "error_from": c["error_from"], "close_call": c["close_call"]}
+
+
+def _sure(c: dict) -> str:
+    """One line: the margin over the runner-up, against the model's error."""
+    if c["runner_up"] is None:
+        return "no other unit to compare"
+    err = f"{c['error_pct']:.1f}%" + ("" if c["error_from"] == "held-out" else
+                                      ", a default: the model records no held-out error")
+    if c["close_call"]:
+        return (f"close call: {c['margin_pct']:.1f}% ahead of {c['runner_up']}, within the model's error for the "
+                f"two ({err}): {c['runner_up']} may be faster")
+    return f"margin: {c['margin_pct']:.1f}% ahead of {c['runner_up']}, beyond the model's error for the two ({err})"
 
 
 def _has_selector(op: str) -> None:

@@ -31,6 +31,10 @@ from autotile.models.features import (
     work_basis,
 )
 
+FOLDS = 3  # held-out error: the training sizes dealt into this many folds, each predicted by the others' fit
+HELDOUT_QUANTILE = 0.9  # the error recorded per unit and placement: this quantile of the held-out |relative error|
+CLOSE_DEFAULT = 0.05  # the margin under which a pick is a close call when the model records no held-out error
+
 
 def default_estimator():
     """Gradient boosting on log2 cycles (depth-4 trees; features carry the alignment steps)."""
@@ -60,6 +64,12 @@ def fit_base(problems, cycles) -> dict:
     return out
 
 
+def _work_fit(base: dict, problems, cores: dict) -> np.ndarray:
+    """``base`` ({placement: coefficients}) applied to each (shape, dtype, data) of ``problems``."""
+    return np.array([float(np.dot(work_basis(shape, dtype, data, cores), base[data]))
+                     for shape, dtype, data in problems])
+
+
 def best_per_unit(rows) -> dict:
     """{(problem key, unit): (cycles, row)} keeping each unit's fastest row per problem."""
     out: dict = {}
@@ -86,6 +96,7 @@ class UnitSelector:
         self.models: dict = {}
         self.n_rows = 0
         self.ranges: dict = {}  # data placement -> {dim: [least, greatest]} of the training shapes
+        self.error: dict = {}  # unit -> data placement -> held-out relative error (``_heldout_error``)
         self.source: str | None = None  # the file it was read from (its errors then name it)
         self.command = "autotile train"  # the train line that rebuilds that file
 
@@ -99,29 +110,73 @@ class UnitSelector:
         self.names = sorted({k for f in feats.values() for k in f})
         self.models, self.base = {}, {}
         for u in self.units:
-            sub = [(c, r) for c, r in best if r.unit == u]
-            X = matrix([feats[id(r)] for _, r in sub], self.names)
-            cyc = [c for c, _ in sub]
-            self.base[u] = fit_base([(r.shape, r.dtype, r.data, self.cores) for _, r in sub], cyc)
-            y = np.log2(cyc) - np.log2(self._base(u, [(r.shape, r.dtype, r.data) for _, r in sub]))
-            self.models[u] = clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
+            self.base[u], self.models[u] = self._fit_unit([(c, r) for c, r in best if r.unit == u], feats)
         self.n_rows = len(best)
         self.ranges = shape_ranges(r for _, r in best)
+        self.error = self._heldout_error(best, feats)
         return self
+
+    def _fit_unit(self, sub, feats) -> tuple[dict, object]:
+        """(work fit per placement, fitted regressor of log2 cycles / fit) of one unit's (cycles, row)s."""
+        X = matrix([feats[id(r)] for _, r in sub], self.names)
+        cyc = [c for c, _ in sub]
+        base = fit_base([(r.shape, r.dtype, r.data, self.cores) for _, r in sub], cyc)
+        y = np.log2(cyc) - np.log2(_work_fit(base, [(r.shape, r.dtype, r.data) for _, r in sub], self.cores))
+        return base, clone(self.estimator if self.estimator is not None else default_estimator()).fit(X, y)
+
+    def _heldout_error(self, best, feats) -> dict:
+        """{unit: {placement: HELDOUT_QUANTILE of |predicted / simulated - 1|}} on sizes the fit did
+        not see: the problem sizes are dealt in order into FOLDS folds, and each fold is predicted by
+        a model fitted on the others. {} with fewer than 2 x FOLDS sizes. ``decide`` calls a pick
+        whose margin is within the two units' errors a close call."""
+        sizes = sorted({tuple(sorted(r.shape.items())) for _, r in best})
+        if len(sizes) < 2 * FOLDS:
+            return {}
+        fold = {s: i % FOLDS for i, s in enumerate(sizes)}
+        errs: dict = {}
+        for k in range(FOLDS):
+            for u in self.units:
+                train = [(c, r) for c, r in best if r.unit == u and fold[tuple(sorted(r.shape.items()))] != k]
+                seen = {r.data for _, r in train}
+                test = [(c, r) for c, r in best if r.unit == u and fold[tuple(sorted(r.shape.items()))] == k
+                        and r.data in seen]
+                if not train or not test:
+                    continue
+                base, model = self._fit_unit(train, feats)
+                X = matrix([feats[id(r)] for _, r in test], self.names)
+                pred = 2.0 ** model.predict(X) * _work_fit(base, [(r.shape, r.dtype, r.data) for _, r in test],
+                                                           self.cores)
+                for (c, r), p in zip(test, pred):
+                    errs.setdefault(u, {}).setdefault(r.data, []).append(abs(p / c - 1))
+        return {u: {d: round(float(np.quantile(v, HELDOUT_QUANTILE)), 5) for d, v in sorted(per.items())}
+                for u, per in sorted(errs.items())}
+
+    def confidence(self, cycles: dict, data: str = "gm") -> dict:
+        """How sure a pick among ``cycles`` ({unit: predicted cycles}) is: the runner-up, the margin
+        (its cycles over the pick's, minus 1), the error it is weighed against (the two units'
+        held-out errors at ``data`` added, else CLOSE_DEFAULT for a model saved without them) and
+        ``close_call``: the margin is within that error, so the runner-up may well be faster."""
+        order = sorted(cycles, key=cycles.get)
+        if len(order) < 2:
+            return {"runner_up": None, "margin": None, "error": None, "error_from": None, "close_call": False}
+        pick, second = order[:2]
+        errs = [self.error.get(u, {}).get(data) for u in (pick, second)]
+        known = all(e is not None for e in errs)
+        error = sum(errs) if known else CLOSE_DEFAULT
+        margin = cycles[second] / cycles[pick] - 1
+        return {"runner_up": second, "margin": margin, "error": error,
+                "error_from": "held-out" if known else "default", "close_call": margin <= error}
 
     def _features(self, shape: dict, dtype: str, data: str) -> dict:
         return selector_features(shape_features(self.op, shape, dtype, data), shape, dtype, data, self.cores)
 
     def _base(self, unit: str, problems) -> np.ndarray:
         """The work fit of ``unit`` for each (shape, dtype, data) in ``problems``."""
-        out = []
-        for shape, dtype, data in problems:
-            coef = self.base[unit].get(data)
-            if coef is None:
+        for _, _, data in problems:
+            if data not in self.base[unit]:
                 raise InputError(f"unit selector for {self.op}: {unit} was not trained with data {data} (has "
                                  f"{', '.join(sorted(self.base[unit]))}); run `{self.command}` again")
-            out.append(float(np.dot(work_basis(shape, dtype, data, self.cores), coef)))
-        return np.array(out)
+        return _work_fit(self.base[unit], problems, self.cores)
 
     def outside(self, shape: dict, data: str = "gm") -> str | None:
         """Why ``shape`` lies outside the training shapes of ``data`` (the prediction then
@@ -204,7 +259,7 @@ class UnitSelector:
     # -- persistence (see store.py): JSON state + estimators
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,
-                "ranges": self.ranges, "cores": self.cores, "base": self.base}
+                "ranges": self.ranges, "cores": self.cores, "base": self.base, "error": self.error}
 
     @classmethod
     def from_state(cls, state: dict, models: dict, op: str | None = None) -> UnitSelector:
@@ -217,5 +272,6 @@ class UnitSelector:
         sel.units, sel.names, sel.n_rows = got["units"], got["names"], got["n_rows"]
         sel.cores, sel.base = cores, S.base(state, got["units"], len(work_basis({"n": 1}, "fp16", "gm", cores)))
         sel.ranges = S.ranges(state)
+        sel.error = S.error(state, got["units"])
         sel.models = dict(models)
         return sel

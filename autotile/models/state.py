@@ -115,6 +115,20 @@ def base(state: dict, units: list[str], width: int) -> dict:
     return {u: {w: [float(x) for x in c] for w, c in fits.items()} for u, fits in value.items()}
 
 
+def error(state: dict, units: list[str]) -> dict:
+    """A unit selector's held-out errors ``{unit: {placement: fraction}}`` ({} for a model saved
+    without them: ``decide`` then weighs its margins against a default)."""
+    value = state.get("error", {})
+    if not isinstance(value, dict) or not set(value) <= set(units) or not all(isinstance(v, dict)
+                                                                             for v in value.values()):
+        raise ValueError("state.error is not a mapping of units to held-out errors per placement")
+    for u, per in value.items():
+        for where, e in per.items():
+            if isinstance(e, bool) or not isinstance(e, (int, float)) or not 0 <= e <= 10:
+                raise ValueError(f"state.error.{u}.{where} is {str(e)[:40]}, not a relative error between 0 and 10")
+    return {u: {w: float(e) for w, e in per.items()} for u, per in value.items()}
+
+
 def check_names(names: list[str], op: str, exact: bool, cores: dict | None = None) -> None:
     """The feature names must be this version's for ``op``: all of them for a selector
     (``exact``, with its ``cores``), and at least its problem features for a cost regressor
