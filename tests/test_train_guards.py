@@ -41,7 +41,7 @@ def test_a_signal_stops_the_workers_and_writes_nothing_half_done(tmp_path, sig, 
         if to == "group":
             os.killpg(proc.pid, sig)
         elif to == "worker":
-            kids = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(proc.pid)], capture_output=True,
+            kids = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(proc.pid)], capture_output=True,
                                   text=True).stdout.splitlines()
             os.kill(int(next(k for k in kids if "spawn_main" in k).split()[0]), sig)
         else:
