@@ -556,6 +556,17 @@ def fit_default(p: dict, check) -> dict:
     return p
 
 
+def first_fitting(attempts) -> dict:
+    """The params of the first of ``attempts`` ((params, fits) pairs, tried lazily in turn) that
+    fits, else those of the first: a default that fits nothing stays the plain heuristic."""
+    first = None
+    for params, fits in attempts:
+        if fits:
+            return params
+        first = params if first is None else first
+    return first
+
+
 def check_capacity(bufs: dict) -> None:
     """Raise InfeasibleConfig naming the first buffer whose use exceeds its capacity."""
     for name, b in bufs.items():

@@ -516,13 +516,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
         if cut is None:
             break
         p[cut] = _pow2_floor(p[cut] - 1) if p[cut] & (p[cut] - 1) == 0 else _pow2_floor(p[cut])
-    tried = []
-    for depth, narrowest in FIT_STEPS:
-        q, fits = _fit(shape, {**p, "buffer_num": depth}, narrowest, dtype, hw, options)
-        if fits:
-            return q
-        tried.append(q)
-    return tried[0]  # none fits: the first, as before
+    return C.first_fitting(_fit(shape, {**p, "buffer_num": depth}, narrowest, dtype, hw, options)
+                           for depth, narrowest in FIT_STEPS)
 
 
 # How the default is made to fit UB, in turn until one fits: (buffer_num, the narrowest tile_w).

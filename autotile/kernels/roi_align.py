@@ -522,13 +522,8 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
     double buffered to 16 channels, then single buffered, then down to one 32 B block)."""
     p = {"tile_rois": 1, "tile_bins": shape["pooled_h"] * shape["pooled_w"], "tile_c": shape["c"],
          "buffer_num": 2, "cores": 1}
-    tried = []
-    for depth, fewest in FIT_STEPS:
-        q, fits = _fit(shape, {**p, "buffer_num": depth}, fewest or 32 // C.BYTES[dtype], dtype, hw, options)
-        if fits:
-            return q
-        tried.append(q)
-    return tried[0]  # none fits: the first, as before
+    return C.first_fitting(_fit(shape, {**p, "buffer_num": depth}, fewest or 32 // C.BYTES[dtype], dtype, hw, options)
+                           for depth, fewest in FIT_STEPS)
 
 
 # How the default is made to fit UB, in turn until one fits: (buffer_num, the fewest channels; None:
