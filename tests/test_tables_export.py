@@ -366,6 +366,26 @@ int main()
     assert f" *   inputs:   {want}" in (tmp_path / "table.h").read_text()
 
 
+def test_headers_spell_each_option_as_the_study_identity_does(tmp_path):
+    """roi_align's sampling_ratio 0 and -1 are one variant (adaptive) and one study; the headers
+    said 0 for a spec written with 0, so two tables of that variant in one translation unit were an
+    #error rather than one definition. They give -1, as a spec written with -1 does."""
+    text = (STUDIES / "roi_align.yaml").read_text()
+    line = VARIANTS[2][1]
+    headers = []
+    for ratio in (0, -1):
+        (tmp_path / f"r{ratio}").mkdir()
+        spec = tmp_path / f"r{ratio}" / "spec.yaml"
+        spec.write_text(text.replace(line, f"inputs: {{sampling_ratio: {ratio}}}"))
+        write_table(tmp_path / f"r{ratio}" / "table.json", default_table(spec))
+        assert cli(["export", str(tmp_path / f"r{ratio}"), "--format", "c", "-o", str(tmp_path / f"r{ratio}.h")]) == 0
+        headers.append((tmp_path / f"r{ratio}.h").read_text())
+    for header in headers:
+        assert "#define AUTOTILE_ROI_ALIGN_INPUT_SAMPLING_RATIO (-1)" in header
+        assert "sampling_ratio=-1," in header
+    assert [h for h in headers[0].splitlines() if "INPUT" in h] == [h for h in headers[1].splitlines() if "INPUT" in h]
+
+
 def test_replay_headers_name_the_recorded_inputs(tmp_path):
     """A replay spec's inputs: is a free record: the headers give it as the INPUTS text, keys
     sorted, values as compact JSON past the scalars, and no per-option macro (no option to type it)."""

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 
+from autotile.space.options import kernel_options
+
 
 def tuned_inputs(spec) -> list[tuple[str, object, object]]:
     """(name, value, ``registry.Option`` or None) of each option: on the simulator every option
-    of the op in its declared order, defaults filled in; with replay the spec's free record of
-    them (not checked), keys sorted, without an Option."""
+    of the op in its declared order, defaults filled in, each value in the one spelling the study's
+    identity records (roi_align's ``sampling_ratio`` 0 is -1: two tables of one variant must not
+    disagree in a translation unit); with replay the spec's free record of them (not checked), keys
+    sorted, without an Option."""
     if spec.backend == "simulator":
-        values = spec.op.check_options(spec.inputs)
+        values = kernel_options(spec.op, spec.inputs)
         return [(o.name, values[o.name], o) for o in spec.op.options]
     return [(str(k), spec.inputs[k], None) for k in sorted(spec.inputs, key=str)]
 
