@@ -1,7 +1,8 @@
 """Bool values in replayed measurements: a choice of bools (``[true, false]``) read a CSV cell
 ``true`` as no number (``m.csv:2:1: flag: expected a number ...``, exit 2), and 1 / 0 as numbers
 that match no bool, so every trial was "not measured". A bool spelling YAML reads (true / false,
-yes / no, on / off, any case) or 1 / 0 is the bool; other text stays a one-line error."""
+yes / no, on / off, any case) or 1 / 0 (also written 1.0 / 0.0, as a numeric export writes
+a flag) is the bool; other text stays a one-line error."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _space(tmp_path, cells: tuple[str, str], flag: str = "{type: categorical, ch
     return load_spec(tmp_path / "s.yaml").space({"x": 64})
 
 
-@pytest.mark.parametrize("cells", [("true", "false"), ("True", "FALSE"), ("yes", "no"), ("On", "off"), ("1", "0")])
+@pytest.mark.parametrize("cells", [("true", "false"), ("True", "FALSE"), ("yes", "no"), ("On", "off"), ("1", "0"), ("1.0", "0.0"), (" 1e0", "-0")])
 def test_bool_choices_read_bool_cells(tmp_path, cells):
     ev = make_evaluator(_space(tmp_path, cells), ("time_us",))
     for flag, want in ((True, 16), (False, 26)):

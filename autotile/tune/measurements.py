@@ -15,7 +15,7 @@ CSV: a header row, then one row per measured configuration. Columns are
 
 Values are matched to the spec's parameter values exactly, with integral floats read as ints
 (``64.0`` is ``64``) and, for a param with bool values, ``true`` / ``false`` (any case; also
-``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``) read as the bool. A spec parameter missing from the file, or a file parameter the spec does
+``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``, ``1.0`` / ``0.0``) read as the bool. A spec parameter missing from the file, or a file parameter the spec does
 not declare, is an InputError naming the file and the parameter.
 """
 
@@ -227,9 +227,12 @@ BOOL_TEXT = {"true": True, "yes": True, "on": True, "1": True, "false": False, "
 
 
 def _as_bool(v) -> bool | None:
-    """``v`` as a bool when it spells one (see BOOL_TEXT), else None."""
+    """``v`` as a bool when it spells one (see BOOL_TEXT; a number cell ``1.0`` / ``0.0`` too, as
+    ``64.0`` is ``64`` for an int), else None."""
     if isinstance(v, bool):
         return v
+    if isinstance(v, str) and (f := _float(v)) is not None:
+        v = f
     return BOOL_TEXT.get(str(norm(v)).strip().lower())
 
 
