@@ -1,7 +1,10 @@
 """A throwaway PostgreSQL server for tests: initdb in a temp folder, start, stop.
 
 Used for the scale-out and fault tests; CI installs Debian's postgresql package. Tests that
-need a server are skipped, with the reason, where PostgreSQL is not installed.
+need a server are skipped, with the reason, where PostgreSQL is not installed. Each cluster's
+folder names the test process that owns it; a run killed before it could stop its servers (a
+timeout's SIGKILL) leaves them running, so a new server first stops and removes every cluster
+whose owner is gone.
 """
 
 from __future__ import annotations
@@ -26,12 +29,51 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+PREFIX = "autotile-pg-"
+OWNER = "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def reap_orphans(bin_dir: str, tmp: str | None = None) -> list[str]:
+    """Stop and remove the clusters of test processes that no longer run; returns their folders.
+    A folder without an owner file (being created, or from before owners were recorded) is left."""
+    reaped = []
+    for folder in glob.glob(os.path.join(tmp or tempfile.gettempdir(), PREFIX + "*")):
+        try:
+            with open(os.path.join(folder, OWNER)) as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        if os.path.exists(os.path.join(folder, "data", "postmaster.pid")):
+            cmd = [f"{bin_dir}/pg_ctl", "-D", f"{folder}/data", "-m", "immediate", "-w", "stop"]
+            if os.geteuid() == 0:
+                cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            subprocess.run(cmd, capture_output=True, timeout=120)
+        shutil.rmtree(folder, ignore_errors=True)
+        reaped.append(folder)
+    return reaped
+
+
 class PgServer:
     """One cluster; ``url`` is set once started. Runs as the postgres user when root."""
 
     def __init__(self):
         self.bin = pg_bin()
-        self.dir = tempfile.mkdtemp(prefix="autotile-pg-")
+        reap_orphans(self.bin)
+        self.dir = tempfile.mkdtemp(prefix=PREFIX)
+        with open(os.path.join(self.dir, OWNER), "w") as f:
+            f.write(str(os.getpid()))
         self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         if os.geteuid() == 0:
