@@ -179,7 +179,7 @@ def test_a_tampered_selector_is_one_line_not_a_traceback(tmp_path, run_cli, hw, 
     assert f"{path}: unusable model file (" in err and "autotile train" in err
 
 
-@pytest.mark.parametrize("case", ["names_wrong", "arrays", "hw_incomplete"])
+@pytest.mark.parametrize("case", ["names_wrong", "arrays", "hw_incomplete", "trees_overflow", "trees_underflow"])
 def test_lookup_skips_a_tampered_cost_model(tmp_path, run_cli, table, hw, case):
     """A cost model that is refused on load, or that loads but fails inside its prediction (a
     profile-constants map lacking what the matmul features read), is skipped with a warning."""

@@ -106,9 +106,14 @@ class CostRegressor:
             raise InputError(f"cost regressor for {self.op} has no unit {unit!r} (has {', '.join(self.units)})")
         if not configs:
             return np.zeros(0)
-        with S.guard(self.source, self.command), one_thread():
+        with S.guard(self.source, self.command), one_thread(), np.errstate(over="ignore", under="ignore",
+                                                                          invalid="ignore"):
             X = matrix(self._features(shape, dtype, unit, configs, data), self.names)
-            return 2.0 ** self.models[unit].predict(X)
+            pred = 2.0 ** self.models[unit].predict(X)
+        # a ranking of inf or 0 everywhere is arbitrary, and a NaN printed is no JSON
+        S.check_cycles({unit: pred}, [(shape, dtype, data)] * len(pred), self.source, self.command, self.op,
+                       "cost regressor")
+        return pred
 
     def state(self) -> dict:
         return {"op": self.op, "units": self.units, "names": self.names, "n_rows": self.n_rows,

@@ -154,7 +154,8 @@ def check_estimators(models: dict, units: list[str], n_features: int) -> None:
             raise ValueError(f"its {u} estimator takes {n} features, the file names {n_features}")
 
 
-def check_cycles(preds: dict, problems, source: str | None, command: str, op: str) -> None:
+def check_cycles(preds: dict, problems, source: str | None, command: str, op: str,
+                 kind: str = "unit selector") -> None:
     """An UnusableModel when a predicted cycle count is not a positive finite number (a model
     whose trees or fit were edited past what the checks at load see): decide printed Infinity, not
     JSON, and picked an arbitrary unit."""
@@ -165,7 +166,7 @@ def check_cycles(preds: dict, problems, source: str | None, command: str, op: st
         bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
         if bad.size:
             i = int(bad[0])
-            where = f"{source}: unusable model file" if source else f"unit selector for {op}"
+            where = f"{source}: unusable model file" if source else f"{kind} for {op}"
             raise UnusableModel(f"{where} (predicted {values[i]:.3g} cycles for {u} at {problems[i][0]}, not a "
                                 f"positive finite number); run `{command}` again")
 
