@@ -357,3 +357,46 @@ def test_report_crossovers_are_the_sizes_autotile_crossover_gives(hw):
     [[a, b]] = crossover("weighted_sum", "fp16", hw, on_chip=False)["windows"]
     assert [(d, at) for d, at, _ in said] == [("vector → cube", f"n = {a:,}"), ("cube → vector", f"n = {b + 1:,}")]
     assert f"n≈{a:,}" in said[0][2] and f"n≈{b + 1:,}" in said[1][2]
+
+
+def test_a_report_trace_of_many_core_classes_keeps_the_first_and_the_slowest(run_copy, monkeypatch):
+    """A kernel whose cores all differ (roi_align: 48 classes) wrote 75 MB a report trace; the
+    report keeps the first class and the slowest others, labelled with their own numbers, and says
+    how many it shows, in the report and the file's otherData."""
+    from autotile.report import traces as report_traces
+
+    summary = json.loads((run_copy / "summary.json").read_text())
+    for r in summary["results"]:  # two cores: the combining one and the other, two classes
+        if r["shape"] == {"n": 4096} and r["unit"] == "cube":
+            r["params"].update(cores=2, tile_len=2048)
+    (run_copy / "summary.json").write_text(json.dumps(summary))
+    monkeypatch.setattr(report_traces, "TRACE_CLASSES", 1)
+    assert cli(["report", str(run_copy)]) == 0
+    md = (run_copy / "report.md").read_text()
+    cut = 0
+    for p in (run_copy / "traces").glob("*.json"):
+        doc = json.loads(p.read_text())
+        names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+        assert len(names) == 1 and names[0].startswith("core class 0 (")
+        if "core_classes_shown" in doc["otherData"]:
+            total = int(doc["otherData"]["core_classes_shown"].split(" of ")[1].split(":")[0])
+            assert f"{p.name} (1 of {total} core classes: the first and the slowest)" in md
+            cut += 1
+    assert cut
+
+
+def test_shown_classes_are_the_first_and_the_slowest(hw):
+    from autotile.kernels import roi_align
+    from autotile.report.traces import TRACE_CLASSES, shown_classes
+    from autotile.sim.trace import chrome_events
+
+    shape = {"n": 2, "c": 256, "h": 64, "w": 64, "rois": 256, "pooled_h": 7, "pooled_w": 7}
+    p = roi_align.default_params(shape, "fp16", hw, "vector")
+    res, traces = roi_align.simulate(shape, p, "fp16", hw, unit="vector", trace_capacity=10, want_traces=True)
+    assert len(res.core_classes) == len(traces) > TRACE_CLASSES
+    keep = shown_classes(res.core_classes)
+    cycles = [c["cycles"] for c in res.core_classes]
+    assert len(keep) == TRACE_CLASSES and keep[0] == 0 and keep == sorted(keep)
+    assert min(cycles[i] for i in keep[1:]) >= max(c for i, c in enumerate(cycles[1:], 1) if i not in keep)
+    names = [e["args"]["name"] for e in chrome_events([traces[i] for i in keep], hw, keep) if e["name"] == "process_name"]
+    assert [int(n.split()[2]) for n in names] == keep

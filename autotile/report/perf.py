@@ -134,6 +134,9 @@ def pipes(data: ReportData, traces: dict) -> Section | None:
                 until = t.get("complete_until_cycle")
                 cut = (" (first operations only" + (f": complete up to cycle {int(until):,} of {t['cycles']:,.0f})"
                                                     if until is not None else ")"))
+            if t.get("classes"):
+                shown, total = t["classes"]
+                cut += f" ({shown} of {total} core classes: the first and the slowest)"
             rows.append([result_label(r), t["path"] + cut])
         elif "error" in t:
             errors.append(f"{result_label(r)}: no trace ({t['error']})")

@@ -1,7 +1,9 @@
 """Chrome traces of each exported configuration, re-simulated into ``DIR/traces/``.
 
 The trace records the first ``TRACE_OPS`` operations of each core class: enough to see the
-pipeline fill, overlap and steady state without writing files of hundreds of megabytes.
+pipeline fill, overlap and steady state without writing files of hundreds of megabytes. Of a
+kernel whose cores all differ (roi_align's ROIs: 48 classes, 75 MB a trace) it keeps
+``TRACE_CLASSES``: the first class and the slowest others (``simulate --trace`` keeps them all).
 """
 
 from __future__ import annotations
@@ -14,6 +16,16 @@ from autotile.sim.trace import coverage, write_chrome_trace
 from autotile.tune.outputs import trace_name_pattern
 
 TRACE_OPS = 6000
+TRACE_CLASSES = 8
+
+
+def shown_classes(core_classes: list) -> list[int]:
+    """Indices of the classes a report trace keeps: all up to ``TRACE_CLASSES``, else the first
+    and the slowest others (by their cycles, the earlier on a tie), in class order."""
+    if len(core_classes) <= TRACE_CLASSES:
+        return list(range(len(core_classes)))
+    rest = sorted(range(1, len(core_classes)), key=lambda i: (-float(core_classes[i].get("cycles", 0.0)), i))
+    return sorted([0, *rest[:TRACE_CLASSES - 1]])
 
 
 def write_traces(data: ReportData) -> dict[str, dict]:
@@ -41,10 +53,17 @@ def write_traces(data: ReportData) -> dict[str, dict]:
         rel = f"traces/{name}.json"
         meta = {"op": data.summary["op"], "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"],
                 "params": r["params"], "cycles": res.cycles}
-        write_chrome_trace(data.out_dir / rel, traces, data.hw, meta)
+        keep = shown_classes(res.core_classes) if len(res.core_classes) == len(traces) else list(range(len(traces)))
+        if len(keep) < len(traces):
+            meta["core_classes_shown"] = (f"{len(keep)} of {len(traces)}: class 0 and the slowest others "
+                                          f"({', '.join(map(str, keep))})")
+            traces = [traces[i] for i in keep]
+        write_chrome_trace(data.out_dir / rel, traces, data.hw, meta, ids=keep)
         cut = coverage(traces)  # what the capacity left out, counted by the simulation
         out[name] = {"path": rel, "cycles": res.cycles, "writes_in_l2": "l2_write_back" in res.bytes,
                      "truncated": cut is not None}
+        if len(keep) < len(res.core_classes):
+            out[name]["classes"] = [len(keep), len(res.core_classes)]
         if cut is not None:
             out[name]["complete_until_cycle"] = cut["complete_until_cycle"]
     return out
