@@ -323,3 +323,29 @@ def test_a_refit_that_keeps_the_shared_cube_constants_says_nothing(tmp_path, cap
                 "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["warnings"] == [] and "since moved" not in load_profile(str(out)).notes["cube.latency_cycles"]
+
+
+# -- the cube fit ---------------------------------------------------------------------------------
+
+def _mmad_rows(csv_path, scale=1.0):
+    """The shared CSV's Mmad rows (fp16), their cycles times ``scale``."""
+    out = []
+    for line in open(csv_path).read().splitlines():
+        if ",mmad," in line:
+            head, cycles, series = line.rsplit(",", 2)
+            out.append(f"{head},{float(cycles) * scale:.4f},{series}")
+    return out
+
+
+def _fit_rows(tmp_path, hw, rows, name="m.csv"):
+    return F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n", name)), name, "today")
+
+
+def test_a_refit_of_a_fitted_profile_changes_nothing(tmp_path, hw, csv_path):
+    """Mmads 1.5x slower fitted fp16 2744 MACs/cycle, issue 3.425; a refit of that profile to the
+    same rows moved issue to 3.4237 (fitted with the rate before it was rounded to whole MACs)."""
+    rows = _mmad_rows(csv_path, 1.5)
+    once = _fit_rows(tmp_path, hw, rows).profile
+    assert once.cube.macs_per_cycle["fp16"] < 0.7 * hw.cube.macs_per_cycle["fp16"]
+    assert _fit_rows(tmp_path, once, rows, "again.csv").profile.cube == once.cube
+

@@ -80,23 +80,31 @@ def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> tuple[float, float
     prior = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak])
     free = np.array(determined(cube_design(mm, lambda r: _padded_macs(base, r))))
 
-    def resid(xf):
-        x = prior.copy()
-        x[free] = xf
-        c = base.copy()
-        c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[2] * 4096.0
-        pred = []
-        for r in mm:
-            rep = B2B_REPEAT if r.series == "back_to_back" else (r.repeat or 1)
-            cyc, per = U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
-            pred.append(per if r.series == "back_to_back" else cyc)
-        return np.log(pred) - meas
+    def resid_of(fixed, mask):
+        def resid(xf):
+            x = fixed.copy()
+            x[mask] = xf
+            c = base.copy()
+            c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[2] * 4096.0
+            pred = []
+            for r in mm:
+                rep = B2B_REPEAT if r.series == "back_to_back" else (r.repeat or 1)
+                cyc, per = U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
+                pred.append(per if r.series == "back_to_back" else cyc)
+            return np.log(pred) - meas
+        return resid
 
     x = prior.copy()
     if free.any():
         x0 = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak * 0.99])
         lo, hi = np.array([0.0, 0.0, 0.25 * peak]), np.array([64.0, 512.0, peak])
-        x[free] = _robust(resid, x0[free], lo[free], hi[free])
+        x[free] = _robust(resid_of(prior, free), x0[free], lo[free], hi[free])
+        shared = free & np.array([True, True, False])
+        if free[2] and shared.any():
+            # the profile stores whole MACs per cycle: fit issue and latency to the rate it will
+            # hold, else a refit of the written profile moves them (issue 3.425 -> 3.4237)
+            x[2] = round(x[2] * 4096.0) / 4096.0
+            x[shared] = _robust(resid_of(x, shared), x[shared], lo[shared], hi[shared])
     return float(x[0]), float(x[1]), float(x[2] * 4096.0), [bool(f) for f in free]
 
 
