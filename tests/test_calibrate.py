@@ -325,7 +325,7 @@ def test_a_refit_that_keeps_the_shared_cube_constants_says_nothing(tmp_path, cap
     assert res["warnings"] == [] and "since moved" not in load_profile(str(out)).notes["cube.latency_cycles"]
 
 
-# -- the cube fit ---------------------------------------------------------------------------------
+# -- the cube fit: one rate per dtype, bounded by the cube's peak, not by the input profile ------
 
 def _mmad_rows(csv_path, scale=1.0):
     """The shared CSV's Mmad rows (fp16), their cycles times ``scale``."""
@@ -337,8 +337,84 @@ def _mmad_rows(csv_path, scale=1.0):
     return out
 
 
+def _predicted(hw, dtype, sizes):
+    """Mmad rows of ``dtype`` at ``sizes`` (m, k, n, series) timed by ``hw`` itself: an exact fit."""
+    return [f"x,mmad,{dtype},{m},{k},{n},,,{C.predict(hw, C.Measurement(0, 'x', 'mmad', dtype, m, k, n, None, None, 1.0, s)):.4f},{s}"
+            for m, k, n, s in sizes]
+
+
+def _int8_rows(hw):
+    """int8 Mmads (16x32x16 fractals, 8192 MACs/cycle in the bundled profile) as ``hw`` times them."""
+    return _predicted(hw, "int8", [(32, 32, n, "back_to_back") for n in (16, 64, 256, 512, 1024)]
+                      + [(16, 32, n, "isolated") for n in (16, 64, 240)])
+
+
 def _fit_rows(tmp_path, hw, rows, name="m.csv"):
     return F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n", name)), name, "today")
+
+
+def test_each_mmad_dtype_gets_its_own_rate_whatever_the_row_order(tmp_path, hw, csv_path):
+    """int8 rows placed first made the fit's one shared rate int8's: int8 4127 MACs/cycle (truth
+    8192) and 8 rows far off; placed after the fp16 rows, int8 was never fitted at all."""
+    fp16, int8 = _mmad_rows(csv_path), _int8_rows(hw)
+    first, after = _fit_rows(tmp_path, hw, int8 + fp16, "a.csv"), _fit_rows(tmp_path, hw, fp16 + int8, "b.csv")
+    assert first.profile.cube == after.profile.cube
+    assert first.profile.cube.macs_per_cycle["int8"] == 8192 and first.profile.cube.macs_per_cycle["fp16"] == 4096
+    assert {("cube", "macs_per_cycle", "int8"), ("cube", "macs_per_cycle", "fp16")} <= set(first.updates)
+    assert not [r.line for r in first.after.rows if r.far_off]
+    note = first.updates[("cube", "macs_per_cycle", "int8")][1]
+    assert "fractal rate 1.0000 per cycle (16x32x16 = 8192 MACs)" in note and "16x16x16" not in note
+
+
+def test_mmads_of_another_dtype_leave_the_fp16_fit_alone(tmp_path, hw, csv_path):
+    """Two fp32 isolated Mmads placed first set the one shared rate: the fp16 rows' median error
+    went 0.33% -> 3.75%."""
+    fp16 = _mmad_rows(csv_path)
+    alone = _fit_rows(tmp_path, hw, fp16, "a.csv")
+    fp32 = ["x,mmad,fp32,16,8,16,,,30,isolated", "x,mmad,fp32,16,8,32,,,31,isolated"]
+    mixed = _fit_rows(tmp_path, hw, fp32 + fp16, "b.csv")
+    assert mixed.profile.cube.macs_per_cycle["fp16"] == alone.profile.cube.macs_per_cycle["fp16"]
+    errs = [abs(r.rel_error) for r in mixed.after.rows if r.dtype == "fp16"]
+    assert sorted(errs)[len(errs) // 2] < 2 * alone.after.median_abs_rel_error
+
+
+def test_a_refit_from_a_slower_profile_recovers_the_rates(tmp_path, hw, csv_path):
+    """A profile with fp16 at 2048 (a guess, or an earlier fit to slower rows) refitted to the
+    shared CSV stayed at 2048: its own rate was the upper bound, so issue_cycles went to 0 and
+    rows ~47% off, the note saying 'bounded above by the documented peak 2048'."""
+    from autotile.hardware.profile import bundled_path
+
+    text = bundled_path("ascend910b2").read_text()
+    for dtype, was in (("fp16", 4096), ("bf16", 4096), ("fp32", 2048), ("int8", 8192)):
+        text = text.replace(f"    {dtype}: {{value: {was},", f"    {dtype}: {{value: {was // 2},", 1)
+    path = tmp_path / "half.yaml"
+    path.write_text(text)
+    half = load_profile(str(path))
+    assert half.cube.macs_per_cycle["fp16"] == 2048
+    fit = _fit_rows(tmp_path, half, _mmad_rows(csv_path))
+    ref = _fit_rows(tmp_path, hw, _mmad_rows(csv_path), "ref.csv")
+    assert fit.profile.cube.macs_per_cycle == pytest.approx(hw.cube.macs_per_cycle, rel=0.01)
+    assert fit.profile.cube.issue_cycles == pytest.approx(hw.cube.issue_cycles, abs=0.05)
+    assert fit.profile.cube.latency_cycles == pytest.approx(hw.cube.latency_cycles, abs=0.2)
+    assert fit.after.p90_abs_rel_error < ref.after.p90_abs_rel_error + 0.005
+    note = fit.updates[("cube", "macs_per_cycle", "fp16")][1]
+    assert "bounded above by one fractal per cycle" in note and "2048" not in note
+
+
+def test_a_profile_that_claims_a_faster_cube_bounds_its_fit_there(tmp_path, hw, csv_path):
+    """The ceiling is one fractal per cycle, or the profile's rate if it claims more."""
+    from autotile.hardware.profile import bundled_path
+
+    text = bundled_path("ascend910b2").read_text()
+    for dtype, was in (("fp16", 4096), ("bf16", 4096), ("fp32", 2048), ("int8", 8192)):
+        text = text.replace(f"    {dtype}: {{value: {was},", f"    {dtype}: {{value: {was * 2},", 1)
+    (tmp_path / "wide.yaml").write_text(text)
+    wide = load_profile(str(tmp_path / "wide.yaml"))
+    rows = _predicted(wide, "fp16", [(*map(int, line.split(",")[3:6]), line.rsplit(",", 1)[1]) for line in _mmad_rows(csv_path)])
+    fit = _fit_rows(tmp_path, wide, rows)
+    assert fit.profile.cube.macs_per_cycle["fp16"] == 8192 and fit.after.p90_abs_rel_error < 1e-3
+    assert "bounded above by the profile's 8192 MACs per cycle" in fit.updates[("cube", "macs_per_cycle", "fp16")][1]
+    assert _fit_rows(tmp_path, hw, rows, "b.csv").profile.cube.macs_per_cycle["fp16"] == 4096  # the peak
 
 
 def test_a_refit_of_a_fitted_profile_changes_nothing(tmp_path, hw, csv_path):
@@ -349,3 +425,7 @@ def test_a_refit_of_a_fitted_profile_changes_nothing(tmp_path, hw, csv_path):
     assert once.cube.macs_per_cycle["fp16"] < 0.7 * hw.cube.macs_per_cycle["fp16"]
     assert _fit_rows(tmp_path, once, rows, "again.csv").profile.cube == once.cube
 
+
+def test_the_bundled_profile_is_a_fixed_point_of_its_fit(tmp_path, hw, csv_path):
+    fit = F.fit(hw, C.read_measurements(str(csv_path)), csv_path.name, "today")
+    assert fit.profile.content_hash() == hw.content_hash()

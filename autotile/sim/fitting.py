@@ -1,8 +1,9 @@
 """Fitting a profile's constants to calibration rows (``calibrate`` reads them), per physical
 group, each a least-squares problem on log cycles with a robust (soft L1) loss:
 
-* cube: ``issue_cycles``, ``latency_cycles`` and the fractal rate (MACs per cycle) from the
-  back-to-back (steady state per Mmad) and isolated (Mmads then their latency) series;
+* cube: ``issue_cycles``, ``latency_cycles`` (one pair for every dtype) and one fractal rate (MACs
+  per cycle) per dtype measured, from the back-to-back (steady state per Mmad) and isolated
+  (Mmads then their latency) series;
 * vector, per (op, dtype signature): ``startup``, ``per_repeat``, ``min_cycles`` of
   ``max(min_cycles, startup + per_repeat * repeat)``, one instruction per row.
 
@@ -68,44 +69,87 @@ def _padded_macs(base: np.ndarray, r: Measurement) -> float:
     return U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, 1)[0]
 
 
-def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> tuple[float, float, float, list[bool]]:
-    """(issue_cycles, latency_cycles, fp16 MACs per cycle, which of them the Mmad rows determine);
-    the undetermined ones keep the profile's values and only the others are fitted."""
-    mm = [r for r in rows if r.op == "mmad"]
-    dtype = mm[0].dtype
+RATE_FLOOR = 0.01  # fractals per cycle: the slowest cube rate a fit considers
+
+
+def fractal_macs(dtype: str) -> int:
+    """MACs of one 16 x C0 x 16 fractal of ``dtype`` (4096 fp16/bf16, 2048 fp32, 8192 int8)."""
+    return 16 * DTYPES[dtype].c0 * 16
+
+
+def fractal_shape(dtype: str) -> str:
+    return f"16x{DTYPES[dtype].c0}x16"
+
+
+def rate_ceiling(hw: HardwareProfile, dtype: str) -> float:
+    """The fastest ``dtype`` cube rate a fit may find, in fractals per cycle: one fractal per
+    cycle, the cube's peak on every chip (domain.md), or the profile's own rate if it claims
+    more. Not the profile's rate itself: a profile at half the peak (a guess, or an earlier fit
+    to slower rows) refitted to the shared CSV stayed there, pushing issue_cycles to 0."""
+    return max(1.0, hw.cube.macs_per_cycle[dtype] / fractal_macs(dtype))
+
+
+@dataclass(frozen=True)
+class CubeFit:
+    """The cube constants a fit found: the shared issue and latency, whole MACs per cycle per
+    dtype measured, and which of them (path -> bool) the Mmad rows determine."""
+
+    issue_cycles: float
+    latency_cycles: float
+    macs: dict
+    free: dict
+
+
+def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> CubeFit:
+    """Fit ``issue_cycles``, ``latency_cycles`` (every dtype's Mmad pays them) and one fractal
+    rate per dtype the Mmad rows measure; the constants the rows do not determine keep the
+    profile's values. Row order does not matter (the rows are sorted first)."""
+    mm = sorted((r for r in rows if r.op == "mmad"),
+                key=lambda r: (r.dtype, r.series, r.m, r.k, r.n, r.repeat or 1, r.cycles))
+    dtypes = sorted({r.dtype for r in mm})
+    col = {d: 2 + i for i, d in enumerate(dtypes)}  # x: issue, latency, then fractals per cycle per dtype
+    frac = np.array([float(fractal_macs(d)) for d in dtypes])
     meas = np.log([r.cycles for r in mm])
-    base = cost_vector(hw, dtype)
-    # the profile's rate is the documented peak: a fit may find the cube slower, never faster
-    peak = hw.cube.macs_per_cycle[dtype] / 4096.0
-    prior = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak])
-    free = np.array(determined(cube_design(mm, lambda r: _padded_macs(base, r))))
+    base = {d: cost_vector(hw, d) for d in dtypes}
+    prior = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles]
+                     + [hw.cube.macs_per_cycle[d] / fractal_macs(d) for d in dtypes])
+    free = np.array(determined(cube_design(mm, lambda r: _padded_macs(base[r.dtype], r), dtypes)))
+    ceiling = np.array([rate_ceiling(hw, d) for d in dtypes])
+    lo = np.concatenate([[0.0, 0.0], np.full(len(dtypes), RATE_FLOOR)])
+    hi = np.concatenate([[64.0, 512.0], ceiling])
 
     def resid_of(fixed, mask):
         def resid(xf):
             x = fixed.copy()
             x[mask] = xf
-            c = base.copy()
-            c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[2] * 4096.0
+            cost = {}
+            for d, f in zip(dtypes, frac):
+                c = cost[d] = base[d].copy()
+                c[E.C_CUBE_ISSUE], c[E.C_CUBE_LAT], c[E.C_CUBE_MACS] = x[0], x[1], x[col[d]] * f
             pred = []
             for r in mm:
                 rep = B2B_REPEAT if r.series == "back_to_back" else (r.repeat or 1)
-                cyc, per = U.run_mmad(c, r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
+                cyc, per = U.run_mmad(cost[r.dtype], r.m, r.k, r.n, DTYPES[r.dtype].c0, rep)
                 pred.append(per if r.series == "back_to_back" else cyc)
             return np.log(pred) - meas
         return resid
 
     x = prior.copy()
     if free.any():
-        x0 = np.array([hw.cube.issue_cycles, hw.cube.latency_cycles, peak * 0.99])
-        lo, hi = np.array([0.0, 0.0, 0.25 * peak]), np.array([64.0, 512.0, peak])
+        x0 = np.concatenate([prior[:2], 0.99 * ceiling])  # the rates start near the peak, not at the profile's
         x[free] = _robust(resid_of(prior, free), x0[free], lo[free], hi[free])
-        shared = free & np.array([True, True, False])
-        if free[2] and shared.any():
-            # the profile stores whole MACs per cycle: fit issue and latency to the rate it will
+        rates = free.copy()
+        rates[:2] = False
+        shared = free.copy()
+        shared[2:] = False
+        if rates.any() and shared.any():
+            # the profile stores whole MACs per cycle: fit issue and latency to the rates it will
             # hold, else a refit of the written profile moves them (issue 3.425 -> 3.4237)
-            x[2] = round(x[2] * 4096.0) / 4096.0
+            x[2:] = np.where(rates[2:], np.round(x[2:] * frac) / frac, x[2:])
             x[shared] = _robust(resid_of(x, shared), x[shared], lo[shared], hi[shared])
-    return float(x[0]), float(x[1]), float(x[2] * 4096.0), [bool(f) for f in free]
+    macs = {d: int(round(x[col[d]] * f)) for d, f in zip(dtypes, frac)}
+    names = [("cube", "issue_cycles"), ("cube", "latency_cycles")] + [("cube", "macs_per_cycle", d) for d in dtypes]
+    return CubeFit(round(float(x[0]), 4), round(float(x[1]), 4), macs, dict(zip(names, map(bool, free))))
 
 
 def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | None) -> tuple[VectorCost, list[bool]]:
@@ -258,21 +302,22 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
     mm = [r for r in rows if r.op == "mmad"]
     warnings, amended = (), {}
     if mm:
-        issue, lat, macs, free = fit_cube(hw, rows)
-        dtype = mm[0].dtype
-        measured = sorted({r.dtype for r in mm})
+        cf = fit_cube(hw, rows)
+        measured = sorted(cf.macs)
         tag = (f"fitted to {source} ({len(mm)} rows, mmad {'+'.join(measured)} "
                f"{'+'.join(sorted({r.series for r in mm}))}), {date}")
-        macs_i = int(round(macs))
-        values = {("cube", "issue_cycles"): (round(issue, 4), tag), ("cube", "latency_cycles"): (round(lat, 4), tag),
-                  ("cube", "macs_per_cycle", dtype): (
-                      macs_i, f"{tag}; fractal rate {macs / 4096.0:.4f} per cycle, bounded above by the "
-                              f"documented peak {hw.cube.macs_per_cycle[dtype]} (16x16x16 per cycle)")}
-        cube = replace(cube, issue_cycles=values[("cube", "issue_cycles")][0],
-                       latency_cycles=values[("cube", "latency_cycles")][0],
-                       macs_per_cycle={**cube.macs_per_cycle, dtype: macs_i})
-        for (path, (value, note)), ok in zip(values.items(), free):
-            if ok:
+        values = {("cube", "issue_cycles"): (cf.issue_cycles, tag), ("cube", "latency_cycles"): (cf.latency_cycles, tag)}
+        for d, macs in cf.macs.items():
+            ceiling = rate_ceiling(hw, d)
+            bound = ("one fractal per cycle, the cube's peak" if ceiling == 1.0 else
+                     f"the profile's {hw.cube.macs_per_cycle[d]} MACs per cycle ({ceiling:.4f} fractals)")
+            values[("cube", "macs_per_cycle", d)] = (
+                macs, f"{tag}; fractal rate {macs / fractal_macs(d):.4f} per cycle ({fractal_shape(d)} = "
+                      f"{fractal_macs(d)} MACs), bounded above by {bound}")
+        cube = replace(cube, issue_cycles=cf.issue_cycles, latency_cycles=cf.latency_cycles,
+                       macs_per_cycle={**cube.macs_per_cycle, **cf.macs})
+        for path, (value, note) in values.items():
+            if cf.free[path]:
                 updates[path] = (value, note)
             else:
                 undetermined[path] = (value, f"{count(len(mm), 'Mmad row')} do not determine it alone (kept "

@@ -27,19 +27,21 @@ def determined(design) -> list[bool]:
     return [bool(np.linalg.matrix_rank(np.vstack([a, eye[j]]), tol=1e-9) == rank) for j in range(a.shape[1])]
 
 
-def cube_design(rows, padded_macs) -> np.ndarray:
-    """The Mmad rows as a linear model in (issue, latency, 1 / MACs per cycle): a back-to-back
-    row's steady state is ``issue + P / rate``, an isolated series of r Mmads ends at
-    ``r (issue + P / rate) + latency`` (P: the row's padded MACs, ``padded_macs(row)``)."""
-    out = []
-    for r in rows:
+def cube_design(rows, padded_macs, dtypes) -> np.ndarray:
+    """The Mmad rows as a linear model in (issue, latency, 1 / MACs per cycle of each of
+    ``dtypes``): a back-to-back row's steady state is ``issue + P / rate``, an isolated series of
+    r Mmads ends at ``r (issue + P / rate) + latency`` (P: the row's padded MACs,
+    ``padded_macs(row)``; rate: its dtype's). Issue and latency are one pair for every dtype."""
+    col = {d: 2 + i for i, d in enumerate(dtypes)}
+    out = np.zeros((len(rows), 2 + len(dtypes)))
+    for i, r in enumerate(rows):
         p = padded_macs(r)
         if r.series == "back_to_back":
-            out.append([1.0, 0.0, p])
+            out[i, 0], out[i, col[r.dtype]] = 1.0, p
         else:
             rep = r.repeat or 1
-            out.append([rep, 1.0, rep * p])
-    return np.array(out)
+            out[i, 0], out[i, 1], out[i, col[r.dtype]] = rep, 1.0, rep * p
+    return out
 
 
 def vector_determined(repeats, startup: float, per_repeat: float, min_cycles: float) -> list[bool]:
