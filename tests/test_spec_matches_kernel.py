@@ -48,7 +48,10 @@ ODD = {  # shapes beside each study's own: odd and prime sizes, dims below a til
                      {"m": 1, "n": 4096, "k": 100}],
     "resize": [{"n": 1, "c": 61, "h_in": 101, "w_in": 8, "h_out": 117, "w_out": 6},
                {"n": 2, "c": 5, "h_in": 33, "w_in": 1000, "h_out": 17, "w_out": 77},
-               {"n": 1, "c": 3, "h_in": 7, "w_in": 3, "h_out": 300, "w_out": 500}],
+               {"n": 1, "c": 3, "h_in": 7, "w_in": 3, "h_out": 300, "w_out": 500},
+               # columns far apart: each column's window copied apart (NHWC: by the channel tile)
+               {"n": 1, "c": 5, "h_in": 40, "w_in": 30000, "h_out": 6, "w_out": 7},
+               {"n": 1, "c": 70, "h_in": 9, "w_in": 2000, "h_out": 5, "w_out": 40}],
     "roi_align": [{"n": 1, "c": 48, "h": 37, "w": 23, "rois": 33, "pooled_h": 3, "pooled_w": 5},
                   {"n": 2, "c": 7, "h": 200, "w": 120, "rois": 100, "pooled_h": 7, "pooled_w": 7}],
 }
@@ -150,7 +153,8 @@ def test_multi_dim_studies_are_their_kernels_checks(study, inputs, profile):
     roi_align's sized for one sampling point per bin, not its sampling_ratio ** 2 (adaptive
     sampling: the grid of the largest box the ROI generator can draw, kernel and spec alike),
     and resize's without the 32 B padding of each source row, the work buffers and the index
-    tables (the source span is a closed form both use, resize.span_bound)."""
+    tables (the source span is a closed form both use, resize.span_bound; or, for columns far
+    apart, each column's window, resize.gathers_columns)."""
     wrong, missed, seen = _disagreements(study, inputs, profile)
     assert seen > 500
     assert not wrong, (f"{len(wrong)} of {seen} spec-feasible configurations the kernel refuses", wrong[:3])

@@ -18,7 +18,11 @@ walked in layout order and split over ``cores`` in contiguous runs. Per tile:
 * MTE2 copies the distinct source rows the tile's output rows need (2 per output row for
   bilinear, 1 for nearest; rows shared by neighbours once), each over the tile's source column
   span; one DataCopy per run of consecutive rows (NCHW: per channel; NHWC with a channel tile
-  narrower than C: per row). Every burst is padded to 32 B.
+  narrower than C: per row). Where output columns lie far apart in the source
+  (``gathers_columns``: more than ``GATHER_GAP_BYTES`` skipped between two columns' windows),
+  each output column's window (its 2 source columns for bilinear, 1 for nearest) is copied
+  apart instead, one DataCopy per column and run of rows, as the rows are. Every burst is
+  padded to 32 B.
 * The Vector gathers the source points (VGATHER per lane; in NHWC whole channel vectors move by
   VCOPY when 32 B aligned), weights them (per-column weight vectors, per-row scalars with VMULS,
   which in NHWC is also per pixel) and adds; the S pipe computes each row's index and weights.
@@ -50,7 +54,7 @@ MODES, LAYOUTS = _OPTIONS["mode"].choices, _OPTIONS["layout"].choices
 Q_IN, Q_OUT = 0, 1
 V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
 ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
-IP_LEN = 14
+IP_LEN = 15
 
 
 F32 = np.float32
@@ -114,6 +118,26 @@ def _row_runs(h0, h1, r0, rh, mark, stamp):
 
 
 @njit(cache=True)
+def _al32(v):
+    return (v + 31) // 32 * 32
+
+
+@njit(cache=True)
+def _source_row(w0, w1, x0, cw, apart, pix, per_pixel):
+    """(bytes, DataCopies) of one source row for output columns x0..x0+cw-1: the span they cover,
+    or (``apart``) each column's window; ``pix`` bytes a source column, bursts padded to 32 B
+    (``per_pixel``: one burst a column, already padded)."""
+    if apart:
+        nbytes = 0
+        for x in range(x0, x0 + cw):
+            win = w1[x] - w0[x] + 1
+            nbytes += win * pix if per_pixel else _al32(win * pix)
+        return nbytes, cw
+    span = w1[x0 + cw - 1] - w0[x0] + 1
+    return (span * pix if per_pixel else _al32(span * pix)), 1
+
+
+@njit(cache=True)
 def _pixel(src, nhwc, b, ch, y, x):
     if nhwc:
         return src[b, y, x, ch]
@@ -125,6 +149,7 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     """Tiles t0..t1-1 of the output on one core; returns the end time."""
     C_, Ho, Wo = ip[1], ip[4], ip[5]
     th, tw, tc, depth, nb, lanes, bil, nhwc = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11], ip[12], ip[13]
+    apart = ip[14] == 1  # each output column's source window copied apart
     E.set_queue(st, Q_IN, depth)
     E.set_queue(st, Q_OUT, depth)
     nct = (C_ + tc - 1) // tc
@@ -150,18 +175,20 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
         r0, x0, c0 = ht * th, wt * tw, ct * tc
         rh, cw, cc = min(th, Ho - r0), min(tw, Wo - x0), min(tc, C_ - c0)
         rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1)
-        span = w1[x0 + cw - 1] - w0[x0] + 1
+        per_pixel = nhwc == 1 and cc < C_  # a burst a source pixel (part of its channels)
+        pix = _al32(cc * nb) if per_pixel else (C_ * nb if nhwc else nb)
+        row_bytes, per_row = _source_row(w0, w1, x0, cw, apart, pix, per_pixel)
         if nhwc:
             if cc == C_:
-                nbytes, ncopy = rows * ((span * C_ * nb + 31) // 32) * 32, runs
-                obytes, ocopy = rh * ((cw * C_ * nb + 31) // 32) * 32, 1
+                nbytes, ncopy = rows * row_bytes, runs * per_row
+                obytes, ocopy = rh * _al32(cw * C_ * nb), 1
             else:
-                nbytes, ncopy = rows * span * ((cc * nb + 31) // 32) * 32, rows
-                obytes, ocopy = rh * cw * ((cc * nb + 31) // 32) * 32, rh
+                nbytes, ncopy = rows * row_bytes, rows * per_row
+                obytes, ocopy = rh * cw * _al32(cc * nb), rh
         else:
-            nbytes, ncopy = cc * rows * ((span * nb + 31) // 32) * 32, cc * runs
-            obytes, ocopy = cc * rh * ((cw * nb + 31) // 32) * 32, cc
-        # copy in: one DataCopy per run of rows
+            nbytes, ncopy = cc * rows * row_bytes, cc * runs * per_row
+            obytes, ocopy = cc * rh * _al32(cw * nb), cc
+        # copy in: one DataCopy per run of rows (and column, copied apart)
         slot, free = E.alloc(st, Q_IN)
         ready = max(free, tables_ready)
         if not resident:  # this tile's columns of the two tables, in its input slot
@@ -233,8 +260,8 @@ def _tables(shape, mode, ac):
 
 def span_bound(w_in: int, w_out: int, tw: int, mode: str, align_corners: bool) -> int:
     """Source columns a tile of ``tw`` output columns reads at most (``i1`` of its last column
-    minus ``i0`` of its first, plus one): the closed form UB is sized by, which a spec can state
-    (``studies/resize.yaml``).
+    minus ``i0`` of its first, plus one): the closed form UB is sized by where a tile copies the
+    span (``source_row_bytes``), which a spec can state (``studies/resize.yaml``).
 
     An unchanged width is a copy: ``tw``. Otherwise the source coordinate moves ``s = num / den``
     per output column (``w_in / w_out``; bilinear with align_corners ``(w_in-1) / (w_out-1)``), so
@@ -258,10 +285,11 @@ def span_bound(w_in: int, w_out: int, tw: int, mode: str, align_corners: bool) -
 def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: dict | None):
     """Validate; returns (params clamped to the shape, buffers, (mode, layout, align_corners)).
 
-    UB holds ``buffer_num`` slots of the source rows (``span_bound`` columns, 2 rows per output
-    row for bilinear) and of the output tile, every row's burst padded to 32 B, the gathered
-    points (4 for bilinear) and the two index/weight tables over the tile's columns
-    (``tables_bytes``; sized by the whole width, every tiling was infeasible from w_out ~ 24,576)."""
+    UB holds ``buffer_num`` slots of the source rows (``source_row_bytes``: ``span_bound``
+    columns, or each column's window; 2 rows per output row for bilinear) and of the output
+    tile, every row's burst padded to 32 B, the gathered points (4 for bilinear) and the two
+    index/weight tables over the tile's columns (``tables_bytes``; sized by the whole width,
+    every tiling was infeasible from w_out ~ 24,576)."""
     C.check_shape(shape, DIMS)
     mode, layout, ac = opts(options)
     p = C.ints(params, PARAMS)
@@ -269,14 +297,14 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
                                              min(p["tile_c"], shape["c"]))
     nb = C.BYTES[dtype]
     th, tw, tc, Cn = p["tile_h"], p["tile_w"], p["tile_c"], shape["c"]
-    span = span_bound(shape["w_in"], shape["w_out"], tw, mode, ac)
     rows = min(shape["h_in"], (2 if mode == "bilinear" else 1) * th)
+    inb = (tc if layout == "NCHW" else 1) * rows * source_row_bytes(shape, tw, tc, nb, mode, layout, ac)
     if layout == "NCHW":
-        inb, outb = tc * rows * _al(span * nb), tc * th * _al(tw * nb)
+        outb = tc * th * _al(tw * nb)
     elif tc == Cn:
-        inb, outb = rows * _al(span * Cn * nb), th * _al(tw * Cn * nb)
+        outb = th * _al(tw * Cn * nb)
     else:
-        inb, outb = rows * span * _al(tc * nb), th * tw * _al(tc * nb)
+        outb = th * tw * _al(tc * nb)
     work = 4 * _al(tc * th * tw * nb) if mode == "bilinear" else _al(tc * th * tw * nb)
     used = p["buffer_num"] * (inb + outb) + work + tables_bytes(shape["w_out"], tw, p["buffer_num"])
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
@@ -285,6 +313,46 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
                                f"gathered points), UB holds {hw.ub_bytes}")
     C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=_ntiles(shape, p), what="tiles")
     return p, bufs, (mode, layout, ac)
+
+
+# A tile copies each output column's source window apart (2 columns for bilinear, 1 for nearest)
+# rather than the span its columns cover where the source skipped between two windows exceeds
+# GATHER_GAP_BYTES: one DataCopy's issue (43 cycles on the bundled profiles) streams ~1.8 KB at a
+# core's 42.2 B/cycle, so past 2 KiB the extra copy costs less than streaming the gap. Copying the
+# span, a 2-column tile of 25,000 to 4 columns (fp32) read 6,252 source columns a row to use 4:
+# one-row tiles of 64 channels, 512 to 64 rows, took 509,253 cycles (1 column: 54,953; now
+# 31,628 with 2).
+GATHER_GAP_BYTES = 2048
+
+
+def pixel_bytes(c: int, tc: int, nb: int, layout: str) -> int:
+    """Bytes a tile's copy moves per source column of a row: NCHW one element; NHWC the
+    pixel's channels (all ``c`` in one burst with the row, else the tile's ``tc`` padded to 32 B)."""
+    if layout == "NCHW":
+        return nb
+    return c * nb if tc >= c else _al(tc * nb)
+
+
+def gathers_columns(shape: dict, tc: int, nb: int, mode: str, layout: str) -> bool:
+    """Whether a tile copies each output column's source window apart: the source between two
+    output columns' windows (``w_in / w_out`` columns less the window) exceeds GATHER_GAP_BYTES."""
+    window = 2 if mode == "bilinear" else 1
+    gap = (shape["w_in"] - window * shape["w_out"]) * pixel_bytes(shape["c"], tc, nb, layout)
+    return gap > GATHER_GAP_BYTES * shape["w_out"]
+
+
+def source_row_bytes(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: str, ac: bool) -> int:
+    """UB bytes of one source row (NCHW: of one channel) a tile of ``tw`` columns and ``tc``
+    channels copies at most: the ``span_bound`` columns, or ``tw`` windows of 2 columns (1 for
+    nearest) when it ``gathers_columns``; one burst padded to 32 B (NHWC with part of C: a burst a
+    pixel)."""
+    pix = pixel_bytes(shape["c"], tc, nb, layout)
+    per_pixel = layout == "NHWC" and tc < shape["c"]
+    if gathers_columns(shape, tc, nb, mode, layout):
+        window = 2 if mode == "bilinear" else 1
+        return tw * (window * pix if per_pixel else _al(window * pix))
+    span = span_bound(shape["w_in"], shape["w_out"], tw, mode, ac)
+    return span * pix if per_pixel else _al(span * pix)
 
 
 def tables_bytes(w_out: int, tw: int, buffer_num: int) -> int:
@@ -313,7 +381,8 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     active = -(-T // per)
     ip = np.array([shape["n"], shape["c"], shape["h_in"], shape["w_in"], shape["h_out"], shape["w_out"],
                    p["tile_h"], p["tile_w"], p["tile_c"], p["buffer_num"], nb, C.lanes(dtype, hw),
-                   int(mode == "bilinear"), int(nhwc)], dtype=np.int64)
+                   int(mode == "bilinear"), int(nhwc),
+                   int(gathers_columns(shape, p["tile_c"], nb, mode, layout))], dtype=np.int64)
     if src is None:
         src = np.zeros((1, 1, 1, 1))
     oshape = ((shape["n"], shape["h_out"], shape["w_out"], shape["c"]) if nhwc else
@@ -478,6 +547,13 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 TILE_BYTES = 8192
 SPREAD_TILES = 4
 MIN_TILE_BYTES = 512
+# Where each column's window is copied apart, a tile is sized by the bytes it copies in
+# (``element_bytes``) and cut down to MIN_APART_BYTES of them (one window of two source rows):
+# every window is a DataCopy of its own, so a tile of one already costs about its fixed copies
+# (its tables in, its output out). At 512 B, 2 x 13 outputs of 621 x 9,243 to 3 x 13 (fp32
+# nearest NHWC) stayed in 24-output tiles on 4 cores, 1,347 cycles (437 now, the old default
+# 1,150); at 128 B, 4 channels of 8 x 25,000 to 2 x 2 (fp32 NHWC) 416 cycles, 359 now.
+MIN_APART_BYTES = 64
 
 
 def _pow2_floor(v: int) -> int:
@@ -488,14 +564,20 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
                    options: dict | None = None) -> dict:
     """Baseline (``options`` gives the layout; NCHW without): an output tile near ``TILE_BYTES``
     (NCHW: whole rows of one channel, or whole planes of several when a plane is smaller; NHWC:
-    every channel up to 256, whole rows where one fits, else a squarish block of pixels), cut until each core has ``SPREAD_TILES`` tiles of at
-    least ``MIN_TILE_BYTES``, then halved until UB fits (``FIT_STEPS``: double buffered with
-    16 columns or more, then fewer columns, then single buffered); as few cores as keep the
-    most tiles a core takes at its lowest over all the cores the tiles allow."""
-    layout = opts(options)[1]
-    nb = C.BYTES[dtype]
+    every channel up to 256, whole rows where one fits, else a squarish block of pixels; where
+    a tile ``gathers_columns``, ``_apart_tile``), cut until each core has ``SPREAD_TILES`` tiles
+    of at least ``MIN_TILE_BYTES`` (``MIN_APART_BYTES``), then halved until UB fits
+    (``FIT_STEPS``: double buffered with 16 columns or more, then fewer columns, then single
+    buffered); as few cores as keep the most tiles a core takes at its lowest over all the
+    cores the tiles allow."""
+    mode, layout, _ = opts(options)
     Ho, Wo, Cn = shape["h_out"], shape["w_out"], shape["c"]
-    if layout == "NHWC":
+    nb = C.BYTES[dtype]
+    narrowest, least = 16, MIN_TILE_BYTES  # columns cut to 16 at the least: long bursts
+    if gathers_columns(shape, min(Cn, 256), nb, mode, layout):  # a DataCopy a column anyway
+        nb = element_bytes(shape, min(Cn, 256), nb, mode, layout)
+        (p, order), narrowest, least = _apart_tile(shape, nb, layout), 1, MIN_APART_BYTES
+    elif layout == "NHWC":
         tc = min(Cn, 256)
         px = max(1, TILE_BYTES // (tc * nb))  # pixels a tile holds
         if Wo <= px:  # whole rows
@@ -504,27 +586,56 @@ def default_params(shape: dict, dtype: str, hw: HardwareProfile, unit: str | Non
             # upsampling reads each source row twice), at least 16 columns wide
             th = max(1, min(Ho, _pow2_floor(max(1, math.isqrt(px)))))
             tw = min(Wo, max(16, px // th))
+        p, order = {"tile_h": th, "tile_w": tw, "tile_c": tc}, ("tile_h", "tile_w", "tile_c")
     else:
         tw = min(Wo, 1024)
         th = max(1, min(Ho, TILE_BYTES // (tw * nb)))
         tc = min(Cn, 256, _pow2_floor(TILE_BYTES // (Ho * tw * nb))) if th == Ho else 1
-    p = {"tile_h": th, "tile_w": tw, "tile_c": tc, "buffer_num": 2, "cores": 1}
-    order = ("tile_c", "tile_h", "tile_w") if layout == "NCHW" else ("tile_h", "tile_w", "tile_c")
+        p, order = {"tile_h": th, "tile_w": tw, "tile_c": tc}, ("tile_c", "tile_h", "tile_w")
+    p.update(buffer_num=2, cores=1)
     while (_ntiles(shape, p) < SPREAD_TILES * hw.vector_cores
-           and p["tile_h"] * p["tile_w"] * p["tile_c"] * nb >= 2 * MIN_TILE_BYTES):
-        cut = next((k for k in order if p[k] > (16 if k == "tile_w" else 1)), None)
+           and p["tile_h"] * p["tile_w"] * p["tile_c"] * nb >= 2 * least):
+        cut = next((k for k in order if p[k] > (narrowest if k == "tile_w" else 1)), None)
         if cut is None:
             break
         p[cut] = _pow2_floor(p[cut] - 1) if p[cut] & (p[cut] - 1) == 0 else _pow2_floor(p[cut])
-    return C.first_fitting(_fit(shape, {**p, "buffer_num": depth}, narrowest, dtype, hw, options)
-                           for depth, narrowest in FIT_STEPS)
+    return C.first_fitting(_fit(shape, {**p, "buffer_num": depth}, cols, dtype, hw, options)
+                           for depth, cols in FIT_STEPS)
+
+
+def element_bytes(shape: dict, tc: int, nb: int, mode: str, layout: str) -> int:
+    """Bytes a tile that ``gathers_columns`` copies in per output element, by which the default
+    sizes it: a 32 B burst a window and source row (NCHW bilinear: 64 B, where the element is 2
+    or 4). Sized by the output, a tile of 25,000 to 2 columns, 2 rows and 4 channels (fp32) kept
+    all 16 outputs on one core: 1,215 cycles, 359 with one a tile on 16."""
+    rows = 2 if mode == "bilinear" and shape["h_in"] > 1 else 1
+    window = source_row_bytes(shape, 1, tc, nb, mode, layout, False)  # one column's, one row
+    return max(nb, -(-rows * window // (tc if layout == "NHWC" else 1)))
+
+
+def _apart_tile(shape: dict, eb: int, layout: str) -> tuple[dict, tuple]:
+    """(first tile, the order it is cut in) where each column's window is copied apart:
+    ``TILE_BYTES`` at ``eb`` an element, tall and narrow and cut in columns before rows, since a
+    column's source rows are one DataCopy a run of rows however many output rows read them
+    (one-row tiles copied each window once an output row: 16 channels of 48 x 215,108 to
+    64 x 61, fp32 nearest, 155,120 cycles, 8,064 with 64 rows); NHWC keeps every channel (up
+    to 256): a pixel's are one DataCopy."""
+    Ho, Wo, Cn = shape["h_out"], shape["w_out"], shape["c"]
+    if layout == "NHWC":
+        tc = min(Cn, 256)
+        th = min(Ho, max(1, TILE_BYTES // (tc * eb)))
+        tw = min(Wo, max(1, TILE_BYTES // (tc * eb * th)))
+        return {"tile_h": th, "tile_w": tw, "tile_c": tc}, ("tile_w", "tile_h")
+    th = min(Ho, max(1, TILE_BYTES // eb))
+    tw = min(Wo, max(1, TILE_BYTES // (th * eb)))
+    tc = min(Cn, 256, _pow2_floor(max(1, TILE_BYTES // (th * tw * eb)))) if (th, tw) == (Ho, Wo) else 1
+    return {"tile_h": th, "tile_w": tw, "tile_c": tc}, ("tile_c", "tile_w", "tile_h")
 
 
 # How the default is made to fit UB, in turn until one fits: (buffer_num, the narrowest tile_w).
-# Columns below 16 come second: a tile reads its columns' whole source span (tile_w times the
-# downsampling ratio), so 25,000 to 2 columns (fp32) overflowed double-buffered at 2 columns, 1
-# channel, 1 row and the default was infeasible; one column reads at most 3 (359 cycles, against
-# 2,727 single-buffered at 2 columns). Single buffering is the last resort.
+# Columns below 16 come second: a tile that copies the span of its columns reads about tile_w
+# times the downsampling ratio of them (where it copies each column's window apart, a 32 B
+# burst a column and row, so its first tile is already narrow). Single buffering is the last resort.
 FIT_STEPS = ((2, 16), (2, 1), (1, 1))
 
 
