@@ -401,3 +401,17 @@ def test_execute_with_columns_apart_matches_reference(wi, wo, ho, th, tw, c, tc,
     ref = R.reference(inputs, dtype, options=opts).astype(np.float64)
     assert got.shape == ref.shape and np.max(np.abs(got - ref)) <= R.tolerance(dtype, shape)[1]
 
+
+def test_the_bundled_spec_goes_below_16_columns_only_where_columns_lie_apart():
+    """Its tile_w started at 16 everywhere, so 100,000 to 2 columns (fp32) had no feasible tiling
+    (the span of 2 columns overflowed UB) and far-apart columns could not take the narrow tiles
+    that keep a column's rows in one DataCopy; now 1 there, 16 where bursts are long."""
+    from autotile.space import load_spec
+
+    spec = load_spec(str(ROOT / "studies" / "resize.yaml"))
+    far = spec.space({"n": 1, "c": 1, "h_in": 8, "w_in": 100_000, "h_out": 2, "w_out": 2}, "fp32", "vector")
+    assert far.domain("tile_w", {"tile_h": 1})[0] == 1
+    p = far.default_tiling()
+    assert far.check(p) is None and R.simulate(far.shape, p, "fp32", HW).feasible
+    near = spec.space({"n": 1, "c": 64, "h_in": 256, "w_in": 256, "h_out": 128, "w_out": 128}, "fp32", "vector")
+    assert near.domain("tile_w", {"tile_h": 1})[0] == 16
