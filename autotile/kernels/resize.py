@@ -542,7 +542,7 @@ def tolerance(dtype: str, shape: dict, params: dict | None = None,
 # a plane is smaller), then halved (channels, rows, columns) until every core gets SPREAD_TILES
 # tiles, as long as a tile keeps MIN_TILE_BYTES; powers of two where channels are grouped or a
 # dimension is cut. One channel a tile left 16 x 512 planes of 14 x 14 fp16 (nearest) at 24,576
-# cycles, 16 channels take 15,740 (bench/resize_default.py's grid best: 14,594); 1024-column
+# cycles, 16 channels take 15,808 (bench/resize_default.py's grid best: 14,662); 1024-column
 # tiles put one 8192-column fp32 row on 8 cores, 1,172 cycles against 539 (128 columns, 32 cores).
 TILE_BYTES = 8192
 SPREAD_TILES = 4
