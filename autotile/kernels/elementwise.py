@@ -84,14 +84,15 @@ def check(shape, params, dtype, hw, unit, kind, options=None):
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nin = KINDS[kind][0]
     nb = C.BYTES[dtype]
-    used = (nin + 1) * p["buffer_num"] * (-(-p["tile_len"] * nb // 32) * 32)
+    ub = hw.align["ub"]  # every UB buffer starts on the profile's granule, as matmul's buffers do
+    used = (nin + 1) * p["buffer_num"] * C.align(p["tile_len"] * nb, ub)
     work = 0
     if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # an fp32 work tile per input
-        work = nin * C.align(p["tile_len"] * 4, 32)
+        work = nin * C.align(p["tile_len"] * 4, ub)
     used += work
     if C.on_chip("elementwise", options):
         per = C.core_slice(shape["n"], p["cores"])
-        used = C.resident("ub", (nin + 1) * C.align(per * nb, 32), hw.ub_bytes, work=work,
+        used = C.resident("ub", (nin + 1) * C.align(per * nb, ub), hw.ub_bytes, work=work,
                           what="a and b and y" if nin > 1 else "a and y", n=shape["n"], per=per, dtype=dtype)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:

@@ -127,19 +127,20 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
     tile = p["tile_len"]
+    ub = hw.align["ub"]  # every UB buffer starts on the profile's granule, as matmul's buffers do
     if unit == "vector":
         p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
         p["combine"] = C.choice(params, "combine", COMBINES)
         if p["acc_dtype"] == "fp16" and dtype != "fp16":
             raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: accumulate {dtype} in fp32")
         accb = C.BYTES[p["acc_dtype"]]
-        used = p["buffer_num"] * C.align(tile * nb, 32) + C.align(tile * accb, 32)
+        used = p["buffer_num"] * C.align(tile * nb, ub) + C.align(tile * accb, ub)
         if p["acc_dtype"] != dtype:
-            used += C.align(tile * accb, 32)  # the converted tile
+            used += C.align(tile * accb, ub)  # the converted tile
         bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     elif unit == "scalar":
-        bufs = {"ub": {"used": p["buffer_num"] * C.align(tile * nb, 32), "capacity": hw.ub_bytes}}
+        bufs = {"ub": {"used": p["buffer_num"] * C.align(tile * nb, ub), "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
         c0 = 8 if dtype == "fp32" else 16

@@ -149,16 +149,17 @@ def check(shape, params, dtype, hw, unit, options=None):
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     p["variant"] = C.choice(params, "variant", VARIANTS[unit])
     nb = C.BYTES[dtype]
-    used = 2 * p["buffer_num"] * -(-p["tile_len"] * nb // 32) * 32
+    ub = hw.align["ub"]  # every UB buffer starts on the profile's granule, as matmul's buffers do
+    used = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, ub)
     work = 0
     if unit == "scalar" and p["variant"].startswith("lut"):
         work += LUT_SIZE * 4
     if unit == "vector" and C.compute_dtype(hw, dtype) != dtype:  # the fp32 tile the math runs on
-        work += C.align(p["tile_len"] * 4, 32)
+        work += C.align(p["tile_len"] * 4, ub)
     used += work
     if C.on_chip("sigmoid", options):
         per = C.core_slice(shape["n"], p["cores"])
-        used = C.resident("ub", 2 * C.align(per * nb, 32), hw.ub_bytes, work=work, what="x and y",
+        used = C.resident("ub", 2 * C.align(per * nb, ub), hw.ub_bytes, work=work, what="x and y",
                           n=shape["n"], per=per, dtype=dtype)
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:

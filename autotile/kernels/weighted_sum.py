@@ -187,20 +187,21 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str,
     C.check_dtype(hw, unit, dtype)
     p = C.ints(params, ("tile_len", "buffer_num", "cores"))
     nb = C.BYTES[dtype]
+    ub = hw.align["ub"]  # every UB buffer starts on the profile's granule, as matmul's buffers do
     work = 0  # the Vector's buffers beside x and w
     if unit in ("vector", "scalar"):
         p["acc_dtype"] = C.choice(params, "acc_dtype", ACC)
         accb = C.BYTES[p["acc_dtype"]]
-        tiles = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, 32)
+        tiles = 2 * p["buffer_num"] * C.align(p["tile_len"] * nb, ub)
         if p["acc_dtype"] == "fp16" and dtype != "fp16":  # never an accumulator narrower than the input
             raise InfeasibleConfig(f"acc_dtype=fp16 with {dtype} input: the {unit.capitalize()} accumulates "
                                    f"{dtype} in fp32")
         if unit == "vector":
             p["reduction"] = C.choice(params, "reduction", REDUCTIONS)
             if C.compute_dtype(hw, dtype) != dtype:  # x and w converted: two fp32 tiles, the products in one
-                work = 2 * C.align(p["tile_len"] * 4, 32) + C.align(p["tile_len"] * accb, 32)
+                work = 2 * C.align(p["tile_len"] * 4, ub) + C.align(p["tile_len"] * accb, ub)
             else:
-                work = C.align(p["tile_len"] * max(accb, nb), 32) + C.align(p["tile_len"] * accb, 32)
+                work = C.align(p["tile_len"] * max(accb, nb), ub) + C.align(p["tile_len"] * accb, ub)
         bufs = {"ub": {"used": tiles + work, "capacity": hw.ub_bytes}}
         max_cores = hw.vector_cores
     else:
@@ -209,8 +210,8 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, unit: str,
             blk = C.align(p["tile_len"], 256) * nb
         else:
             blk = -(-p["tile_len"] // 16) * 256 * nb
-        bufs = {"l0a": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0a_bytes},
-                "l0b": {"used": p["buffer_num"] * C.align(blk, 512), "capacity": hw.l0b_bytes}}
+        bufs = {"l0a": {"used": p["buffer_num"] * C.align(blk, hw.align["l0a"]), "capacity": hw.l0a_bytes},
+                "l0b": {"used": p["buffer_num"] * C.align(blk, hw.align["l0b"]), "capacity": hw.l0b_bytes}}
         max_cores = hw.cube_cores
     if C.on_chip("weighted_sum", options):
         bufs = _resident(bufs, shape["n"], p, dtype, hw, unit, work)
@@ -230,14 +231,16 @@ def _resident(bufs: dict, n: int, p: dict, dtype: str, hw: HardwareProfile, unit
     nb = C.BYTES[dtype]
     where = {"n": n, "per": per, "dtype": dtype}
     if unit != "cube":
-        used = C.resident("ub", 2 * C.align(per * nb, 32), hw.ub_bytes, work=work, what="x and w", **where)
+        used = C.resident("ub", 2 * C.align(per * nb, hw.align["ub"]), hw.ub_bytes, work=work, what="x and w",
+                          **where)
         return {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if p["cube_form"] == "naive":
-        used = C.resident("l1", 2 * C.align(per * nb, 32), hw.l1_bytes, what="x and w", **where)
+        used = C.resident("l1", 2 * C.align(per * nb, hw.align["l1"]), hw.l1_bytes, what="x and w", **where)
         return {"l1": {"used": used, "capacity": hw.l1_bytes}, **bufs}
-    whole = C.align(C.align(per, 256) * nb, 512)
-    return {"l0a": {"used": C.resident("l0a", whole, hw.l0a_bytes, what="x", **where), "capacity": hw.l0a_bytes},
-            "l0b": {"used": C.resident("l0b", whole, hw.l0b_bytes, what="w", **where), "capacity": hw.l0b_bytes}}
+    whole = C.align(per, 256) * nb  # whole [16 x 16] fractals, on each buffer's granule
+    x = C.resident("l0a", C.align(whole, hw.align["l0a"]), hw.l0a_bytes, what="x", **where)
+    w = C.resident("l0b", C.align(whole, hw.align["l0b"]), hw.l0b_bytes, what="w", **where)
+    return {"l0a": {"used": x, "capacity": hw.l0a_bytes}, "l0b": {"used": w, "capacity": hw.l0b_bytes}}
 
 
 def _r(v: float, dtype: str) -> float:
