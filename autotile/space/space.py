@@ -169,6 +169,8 @@ class Space:
                 dom = p.domain(env)
             except EvalError as exc:
                 return f"{p.name}: cannot evaluate its domain: {exc.reason}"
+            if not len(dom):
+                return _no_value(p, env)
             if not _contains(dom, env[p.name]):
                 return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
         return self.constraint_failure(params)
@@ -291,6 +293,28 @@ class Space:
     def count(self, **kw) -> Count:
         """Raw and feasible sizes, method and top constraint (see enumeration.count_space)."""
         return count_space(self, **kw)
+
+
+def _no_value(p, env: dict) -> str:
+    """Why ``p`` has no value here (its domain is empty), with its bounds and what they read:
+    a domain bounded by a buffer of the profile (``hw.l0c_bytes``) that admits nothing means
+    no tiling of this param fits that profile (a 512-byte L0C holds no 16 x 16 fp32 block),
+    which "base_n=64 outside its domain (empty)" did not say.
+
+    >>> _no_value(spec.param("base_n"), env)  # doctest: +SKIP
+    "base_n: no value fits the profile's buffers (its domain is empty: low 16, high 8, with hw.l0c_bytes=512, ...)"
+    """
+    bounds = []
+    for key in ("low", "high"):
+        try:
+            bounds.append(f"{key} {_fmt(getattr(p, key).eval(env))}")
+        except (EvalError, AttributeError):  # a bound that fails, or a choice param (no bounds)
+            continue
+    reads = [f"{k}={_fmt(env[k])}" for k in getattr(p, "depends", ()) if k in env]
+    detail = ", ".join(bounds) + (f", with {', '.join(reads)}" if reads else "")
+    buffers = any(k.startswith("hw.") and k.endswith("_bytes") for k in getattr(p, "depends", ()))
+    what = "no value fits the profile's buffers" if buffers else "no value is allowed"
+    return f"{p.name}: {what} (its domain is empty" + (f": {detail})" if detail else ")")
 
 
 def _numbers(c: Constraint, env: dict) -> str:
