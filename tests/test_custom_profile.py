@@ -4,9 +4,14 @@ run as it, and a custom name (``mychip``) is never passed as ``--hw``."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pytest
+
+from autotile.cli import run as cli
+from autotile.hardware import load_profile
 from autotile.hardware.profile import bundled_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +26,72 @@ def _profile(folder: Path, name: str = "ascend910b2", file: str = "half.yaml") -
     folder.mkdir(parents=True, exist_ok=True)
     (folder / file).write_text(text)
     return folder / file
+
+
+def _spec(folder: Path, hardware: str) -> Path:
+    text = (ROOT / "studies" / "weighted_sum.yaml").read_text()
+    for key, value in (("shapes", "[{n: 4096}]"), ("dtypes", "[fp16]"), ("units", "[vector, cube]"),
+                       ("hardware", hardware)):
+        text = re.sub(rf"(?m)^{key}:.*$", f"{key}: {value}", text, count=1)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ws.yaml").write_text(text)
+    return folder / "ws.yaml"
+
+
+@pytest.fixture(scope="module")
+def half_run(tmp_path_factory):
+    """A weighted_sum run on an edited copy of the 910B2 that keeps its name (12 cube cores)."""
+    tmp = tmp_path_factory.mktemp("half")
+    _profile(tmp / "p")
+    spec = _spec(tmp / "s", "../p/half.yaml")
+    out = tmp / "out"
+    assert cli(["tune", str(spec), "--trials", "2", "--quiet", "--no-verify", "--out", str(out)]) == 0
+    return out
+
+
+def _label(path: Path) -> str:
+    return f"ascend910b2-{load_profile(str(path)).content_hash()[:8]}"
+
+
+def test_headers_say_an_edited_copy_is_not_the_shipped_profile(half_run, run_cli):
+    label = _label(half_run.parent / "p" / "half.yaml")
+    md = (half_run / "report.md").read_text()
+    assert md.startswith(f"# autotile report: weighted_sum on {label}\n")
+    assert f"| hardware profile | {label}, a modified ascend910b2 (12 cube" in md
+    from autotile.cli.tune import format_summary
+
+    summary = json.loads((half_run / "summary.json").read_text())
+    assert format_summary(summary, half_run).startswith(f"weighted_sum on {label} (")
+    code, out, _ = run_cli("space", str(half_run.parent / "s" / "ws.yaml"))
+    assert code == 0 and out.startswith(f"weighted_sum on {label}: ")
+    shipped = dict(summary, hw_hash=load_profile("ascend910b2").content_hash())
+    assert format_summary(shipped, half_run).startswith("weighted_sum on ascend910b2 (")
+
+
+def test_lookup_retrain_hint_names_the_profile_file_to_pass(half_run, tmp_path, run_cli):
+    """The table holds the profile's values, not its file: the hint was `autotile train --ops
+    weighted_sum -o DIR`, which trains the shipped 24-core profile."""
+    from autotile.models import store
+    from autotile.tables.schema import load_table
+
+    table = load_table(half_run / "table.json")
+    h = table.hardware.content_hash()
+    hint = store.retrain_command("weighted_sum", table.hardware, "models")
+    assert hint == f"autotile train --ops weighted_sum --hw <the file of profile ascend910b2 (content hash {h})> -o models"
+    mine = _profile(tmp_path / "p", "mychip", "mychip.yaml")
+    assert store.retrain_command("matmul", load_profile(str(mine))) == f"autotile train --ops matmul --hw {mine}"
+    assert store.retrain_command("matmul", load_profile("ascend910b2"), "m") == "autotile train --ops matmul -o m"
+    assert store.retrain_command("matmul", load_profile("ascend910b4")) == "autotile train --ops matmul --hw ascend910b4"
+
+
+def test_errors_about_a_profile_name_its_file(tmp_path, run_cli):
+    """`micro mmad ... --hw p/tinyl0c.yaml` said `expected at most l0c_bytes = 512 in ascend910b2`."""
+    tiny = _profile(tmp_path, file="tiny.yaml")
+    tiny.write_text(tiny.read_text().replace("l0c_bytes: {value: 131072", "l0c_bytes: {value: 512"))
+    code, _, err = run_cli("micro", "mmad", "m=16,k=16,n=64", "--hw", str(tiny))
+    assert code == 2 and err.strip().endswith(f"expected at most l0c_bytes = 512 in {tiny}")
+    code, _, err = run_cli("micro", "mmad", "m=16,k=16,n=4096")
+    assert code == 2 and "l0c_bytes = 131072 in ascend910b2" in err
 
 
 def test_simulate_says_no_value_of_a_param_fits_the_profiles_buffers(tmp_path, run_cli):

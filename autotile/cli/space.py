@@ -49,7 +49,7 @@ def run(args) -> int:
         })
         return 0
     live = [p.name for p in spec.params if p.units is None or set(p.units) & set(spec.units)]
-    print(f"{spec.op.name} on {spec.hardware.name}: {words.count(len(live), 'param')} ({', '.join(live)})")
+    print(f"{spec.op.name} on {spec.hardware.label}: {words.count(len(live), 'param')} ({', '.join(live)})")
     for r in rows:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         approx = "~" if r["method"] == "sampled" else ""

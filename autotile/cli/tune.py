@@ -93,13 +93,16 @@ def _not_an_input(opts, specs) -> None:
 
 def format_summary(summary: dict, out: Path) -> str:
     """A short human summary: one line per study."""
+    from autotile.hardware.profile import label_of
+
     if summary["sampler"] == "exhaustive":
         budget = "none: every feasible configuration"
     elif summary.get("timeout_s") is None:
         budget = summary["budget"]
     else:
         budget = f"{count(summary['budget'], 'config')} or {summary['timeout_s']:g} s per study"
-    lines = [f"{summary['op']} on {summary['hw']} ({summary['sampler']}, budget {budget}, "
+    hw = label_of(summary["hw"], summary.get("hw_hash"))  # an edited copy of a bundled profile says so
+    lines = [f"{summary['op']} on {hw} ({summary['sampler']}, budget {budget}, "
              f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
     for r in summary["results"]:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())

@@ -181,6 +181,25 @@ class HardwareProfile:
         blob = json.dumps(data, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    @property
+    def shipped(self) -> bool:
+        """Whether this is a bundled profile as shipped: its name's file, with the same values."""
+        return is_shipped(self.name, self.content_hash())
+
+    @property
+    def label(self) -> str:
+        """The profile as headers name it: see :func:`label_of`."""
+        return label_of(self.name, self.content_hash())
+
+    @property
+    def reference(self) -> str:
+        """The profile as messages and ``--hw`` name it: a bundled profile as shipped by its name,
+        any other by its file when it has one (an edited copy keeps the bundled name, so the
+        name would be the shipped chip), else by its label."""
+        if self.shipped:
+            return self.name
+        return self.path or self.label
+
     def summary(self) -> dict[str, Any]:
         """The `autotile hw show --json` view."""
         return {
@@ -231,6 +250,36 @@ def bundled_names() -> list[str]:
 
 def bundled_path(name: str) -> Path:
     return Path(str(resources.files("autotile.hardware").joinpath(f"{name}.yaml")))
+
+
+def is_shipped(name: str, content_hash: str | None) -> bool:
+    """Whether a profile called ``name`` whose values hash to ``content_hash`` is the bundled
+    profile of that name as shipped (None: a hash not recorded, taken on the name's word)."""
+    if name not in bundled_names():
+        return False
+    return content_hash is None or load_profile(name).content_hash() == content_hash
+
+
+def file_placeholder(name: str, content_hash: str | None) -> str:
+    """What a command passes as ``--hw`` for a profile whose file is not known (a table holds its
+    values, not its path): the file to give, said plainly, since its name would load another
+    profile or none."""
+    return f"<the file of profile {name}" + (f" (content hash {content_hash})>" if content_hash else ">")
+
+
+def label_of(name: str, content_hash: str | None) -> str:
+    """How headers name a profile: a bundled one as shipped by its name, any other as
+    ``<name>-<first 8 hex digits of its content hash>`` (the folder its models live in), so an
+    edited copy that keeps the name ``ascend910b2`` never reads as the shipped chip.
+
+    >>> label_of("ascend910b2", load_profile("ascend910b2").content_hash())
+    'ascend910b2'
+    >>> label_of("ascend910b2", "0123456789abcdef")
+    'ascend910b2-01234567'
+    """
+    if is_shipped(name, content_hash) or not content_hash:
+        return name
+    return f"{name}-{content_hash[:8]}"
 
 
 _CACHE: dict[tuple[str, float], HardwareProfile] = {}

@@ -228,7 +228,7 @@ class UnitSelector:
             raise InputError(f"--data on_chip: {self.op} {dtype} n={int(shape['n']):,} does not fit on chip ({held}); "
                              f"use --data gm")
         if not pool:
-            where = f" on {hw.name}" if hw is not None else ""
+            where = f" on {hw.reference}" if hw is not None else ""
             raise InputError(f"unit selector for {self.op}: no unit of {', '.join(units or self.units)} computes "
                              f"{dtype}{where}")
         return min(pool, key=lambda u: cyc[u]), cyc

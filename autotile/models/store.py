@@ -63,7 +63,7 @@ def profile_folder(hw) -> str:
     bundled profile as shipped, else ``<name>-<8 hex digits of its content hash>``, since a
     calibrated or edited copy keeps the name and must not replace the shipped profile's files."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", hw.name).lstrip(".") or "profile"
-    return name if _is_bundled(hw) else f"{name}-{hw.content_hash()[:8]}"
+    return name if hw.shipped else f"{name}-{hw.content_hash()[:8]}"
 
 
 def path_for(kind: str, op: str, out=None, hw=None) -> Path:
@@ -207,18 +207,16 @@ def _read(kind: str, op: str, out, hw, path) -> tuple[Path, tuple[dict, dict], s
 
 def retrain_command(op: str, hw, out=None) -> str:
     """The ``autotile train`` line that rebuilds ``op``'s models (unit selector and cost
-    regressor, whichever it has) for ``hw`` in ``out``; arguments shell-quoted."""
-    from autotile.hardware.profile import DEFAULT_PROFILE
+    regressor, whichever it has) for ``hw`` in ``out``; arguments shell-quoted. ``--hw`` names
+    ``hw.reference``: a bundled profile as shipped by its name, another by its file; a profile
+    rebuilt from a table's values has no file, so the line says which file to pass instead of
+    naming one that trains another chip (the name of an edited copy is the shipped profile's)."""
+    from autotile.hardware.profile import DEFAULT_PROFILE, file_placeholder
 
-    ref = hw.name if _is_bundled(hw) else (hw.path or hw.name)
-    return " ".join(["autotile train", "--ops", shlex.quote(op),
-                     *(["--hw", shlex.quote(str(ref))] if ref != DEFAULT_PROFILE else []),
+    if hw.shipped or hw.path:
+        ref = hw.reference
+        flag = ["--hw", shlex.quote(str(ref))] if ref != DEFAULT_PROFILE else []
+    else:
+        flag = ["--hw", file_placeholder(hw.name, hw.content_hash())]
+    return " ".join(["autotile train", "--ops", shlex.quote(op), *flag,
                      *(["-o", shlex.quote(str(out))] if out else [])])
-
-
-def _is_bundled(hw) -> bool:
-    """Whether ``hw`` is a bundled profile as shipped (its name's file, same content)."""
-    from autotile.hardware import load_profile
-    from autotile.hardware.profile import bundled_names
-
-    return hw.name in bundled_names() and load_profile(hw.name).content_hash() == hw.content_hash()

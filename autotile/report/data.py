@@ -95,6 +95,23 @@ class ReportData:
         return self.summary.get("sampler") != "exhaustive"
 
     @property
+    def hw_label(self) -> str:
+        """The run's profile as headers name it (``label_of``): an edited copy of a bundled
+        profile that kept its name reads ``ascend910b2-<8 hex>``, not as the shipped chip."""
+        from autotile.hardware.profile import label_of
+
+        name = self.summary.get("hw")
+        return label_of(name, self.summary.get("hw_hash")) if name else "?"
+
+    @property
+    def hw_shipped(self) -> bool:
+        """Whether the run's profile is a bundled one as shipped (by its recorded hash)."""
+        from autotile.hardware.profile import is_shipped
+
+        name = self.summary.get("hw")
+        return bool(name) and is_shipped(name, self.summary.get("hw_hash"))
+
+    @property
     def results(self) -> list[dict]:
         return self.summary.get("results", [])
 

@@ -9,6 +9,7 @@ import shlex
 from collections import Counter
 from pathlib import Path
 
+from autotile.hardware import bundled_names
 from autotile.kernels import registry
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
@@ -20,7 +21,7 @@ from autotile.words import count
 
 def title(data: ReportData) -> str:
     s = data.summary
-    return f"autotile report: {s.get('op', '?')} on {s.get('hw') or '?'}"
+    return f"autotile report: {s.get('op', '?')} on {data.hw_label}"
 
 
 def facts(data: ReportData) -> list[tuple[str, str]]:
@@ -30,7 +31,9 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
     # the run's plan: the studies it has results for and those an interruption left unrun
     planned = res + [r for r in (s.get("not_run") or []) if isinstance(r, dict) and "shape" in r]
     shapes = {tuple(r["shape"].items()) for r in planned}
-    hw = s.get("hw") or "?"
+    hw = data.hw_label
+    if s.get("hw") and not data.hw_shipped:  # an edited copy keeps the bundled name: said
+        hw += f", a modified {s['hw']}" if s["hw"] in bundled_names() else ", a custom profile"
     if data.hw is not None:
         hw += (f" ({data.hw.cube_cores} cube / {data.hw.vector_cores} vector cores, {data.hw.clock_ghz:g} GHz, "
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "

@@ -232,7 +232,7 @@ def held_rows(hw: HardwareProfile, rows: list[Measurement], path) -> tuple[list[
         else:
             why.setdefault(problem, []).append(r.line)
     if not kept:
-        raise InputError(f"no row {hw.name} can run ({'; '.join(why)}): expected rows in its dtypes",
+        raise InputError(f"no row {hw.reference} can run ({'; '.join(why)}): expected rows in its dtypes",
                          file=str(path), line=rows[0].line)
     notes = [f"{count(len(lines), 'row')} not costed, skipped: {problem} (lines {_spans(lines)})"
              for problem, lines in why.items()]
@@ -270,12 +270,12 @@ def check_repeats(rows: list[Measurement], hw: HardwareProfile, path) -> None:
         if r.op == "mmad":
             continue
         if r.repeat is not None and r.repeat > top:
-            raise InputError(f"expected 1..max_repeat ({top} in {hw.name}) for one vector instruction, "
+            raise InputError(f"expected 1..max_repeat ({top} in {hw.reference}) for one vector instruction, "
                              f"got {r.repeat}", file=str(path), line=r.line, col=r.col("repeat"),
                              field="repeat")
         if r.repeat is None and row_repeat(hw, r) > top:
             raise InputError(f"{r.elems} elements take {row_repeat(hw, r)} repeats of {U.lanes(hw, r.op, r.dtype)} "
-                             f"lanes: expected 1..max_repeat ({top} in {hw.name}) for one vector instruction",
+                             f"lanes: expected 1..max_repeat ({top} in {hw.reference}) for one vector instruction",
                              file=str(path), line=r.line, col=r.col("elems"), field="elems")
 
 

@@ -97,5 +97,5 @@ def overflow(uses: tuple[Use, ...], hw: HardwareProfile) -> str | None:
         if used > cap:
             verb = "needs" if len(mine) == 1 else "need"
             problems.append(f"{' + '.join(u.what for u in mine)} {verb} {used} bytes of {buf.upper()}: "
-                            f"expected at most {buf}_bytes = {cap} in {hw.name}")
+                            f"expected at most {buf}_bytes = {cap} in {hw.reference}")
     return "; ".join(problems) or None

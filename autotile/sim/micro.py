@@ -115,7 +115,7 @@ def _check_keys(kind: str, params: dict) -> None:
 def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, bool]:
     """(signature to cost, exact?) for ``op`` with ``dtype`` (a signature or a plain dtype)."""
     if op not in hw.vector:
-        raise InputError(f"vector op {op!r} is not in hardware profile {hw.name} "
+        raise InputError(f"vector op {op!r} is not in hardware profile {hw.reference} "
                          f"(it has {', '.join(sorted(hw.vector))})")
     table = hw.vector[op]
     if dtype in table:
@@ -128,7 +128,7 @@ def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, boo
         return same_src[0], True
     if same_src:
         return same_src[0], False
-    raise InputError(f"vector op {op} has no cost for {dtype} in {hw.name} "
+    raise InputError(f"vector op {op} has no cost for {dtype} in {hw.reference} "
                      f"(it has {', '.join(table)})")
 
 
