@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -49,15 +50,38 @@ def half_run(tmp_path_factory):
     return out
 
 
+def _commands(md: str) -> list[str]:
+    sec = md.split("## Cycles against size per unit\n", 1)[1].split("\n## ", 1)[0]
+    return [c for c in sec.split("```\n", 1)[1].split("```", 1)[0].splitlines() if c]
+
+
+def _hw_of(command: str) -> str | None:
+    words = shlex.split(command)
+    return words[words.index("--hw") + 1] if "--hw" in words else None
+
+
 def _label(path: Path) -> str:
     return f"ascend910b2-{load_profile(str(path)).content_hash()[:8]}"
+
+
+def test_report_crossover_commands_run_the_profile_of_the_run(half_run, tmp_path, monkeypatch, capsys):
+    """They gave no --hw for the edited copy, so they ran the shipped 24-core chip."""
+    profile = half_run.parent / "p" / "half.yaml"
+    summary = json.loads((half_run / "summary.json").read_text())
+    assert summary["hw_path"] == str(profile)
+    commands = _commands((half_run / "report.md").read_text())
+    assert commands and all(_hw_of(c) == str(profile) for c in commands)
+    monkeypatch.chdir(tmp_path)  # the report's commands work from any folder
+    capsys.readouterr()
+    assert cli(shlex.split(commands[0])[1:] + ["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hw"] == "ascend910b2"
 
 
 def test_headers_say_an_edited_copy_is_not_the_shipped_profile(half_run, run_cli):
     label = _label(half_run.parent / "p" / "half.yaml")
     md = (half_run / "report.md").read_text()
     assert md.startswith(f"# autotile report: weighted_sum on {label}\n")
-    assert f"| hardware profile | {label}, a modified ascend910b2 (12 cube" in md
+    assert f"| hardware profile | {label}, a modified ascend910b2, file {half_run.parent / 'p' / 'half.yaml'} (12 cube" in md
     from autotile.cli.tune import format_summary
 
     summary = json.loads((half_run / "summary.json").read_text())
@@ -66,6 +90,63 @@ def test_headers_say_an_edited_copy_is_not_the_shipped_profile(half_run, run_cli
     assert code == 0 and out.startswith(f"weighted_sum on {label}: ")
     shipped = dict(summary, hw_hash=load_profile("ascend910b2").content_hash())
     assert format_summary(shipped, half_run).startswith("weighted_sum on ascend910b2 (")
+
+
+def _data(tmp_path: Path, summary: dict):
+    from autotile.report.data import ReportData
+
+    results = [{"shape": {"n": 4096}, "dtype": "fp16", "unit": u, "cycles": c, "chosen": u == "cube",
+                "params": {}} for u, c in (("vector", 500.0), ("cube", 400.0))]
+    return ReportData(out_dir=tmp_path, summary={"op": "weighted_sum", "results": results, **summary},
+                      hw=load_profile("ascend910b2"))
+
+
+def _flags(tmp_path: Path, summary: dict) -> tuple[set, str]:
+    from autotile.report import perf
+
+    data = _data(tmp_path, summary)
+    commands = perf._crossover_commands(data, "weighted_sum", ["cube", "vector"], [], {})
+    return {_hw_of(c) for c in commands}, data.hw_argument[1]
+
+
+def test_a_custom_name_is_passed_as_its_file_never_as_a_name(tmp_path):
+    """`--hw mychip` failed: unknown hardware profile 'mychip' (exit 2)."""
+    mine = _profile(tmp_path / "p", "mychip", "mychip.yaml").resolve()
+    h = load_profile(str(mine)).content_hash()
+    assert _flags(tmp_path, {"hw": "mychip", "hw_hash": h, "hw_path": str(mine)}) == ({str(mine)}, "")
+    shipped = load_profile("ascend910b2").content_hash()
+    assert _flags(tmp_path, {"hw": "ascend910b2", "hw_hash": shipped, "hw_path": str(mine)}) == ({None}, "")
+    b4 = load_profile("ascend910b4").content_hash()
+    assert _flags(tmp_path, {"hw": "ascend910b4", "hw_hash": b4}) == ({"ascend910b4"}, "")
+
+
+def test_a_changed_or_lost_profile_file_is_said(tmp_path):
+    mine = _profile(tmp_path / "p", "mychip", "mychip.yaml").resolve()
+    summary = {"hw": "mychip", "hw_hash": "0123456789abcdef", "hw_path": str(mine)}
+    flags, note = _flags(tmp_path, summary)
+    assert flags == {str(mine)} and "edited since this run" in note and "0123456789abcdef then" in note
+    flags, note = _flags(tmp_path, dict(summary, hw_path=str(tmp_path / "gone.yaml")))
+    assert "no longer loads" in note and "content hash 0123456789abcdef" in note
+
+
+def test_an_older_summary_finds_the_file_its_spec_names(half_run, tmp_path):
+    """Summaries before hw_path: the spec's hardware: read from the spec's folder when it holds the
+    run's profile, else a placeholder that says which file to give (never the bare name)."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(half_run, out)
+    summary = json.loads((out / "summary.json").read_text())
+    del summary["hw_path"]
+    (out / "summary.json").write_text(json.dumps(summary))
+    assert cli(["report", str(out)]) == 0
+    profile = half_run.parent / "p" / "half.yaml"
+    assert {_hw_of(c) for c in _commands((out / "report.md").read_text())} == {str(profile)}
+    summary["spec"] = str(tmp_path / "elsewhere" / "ws.yaml")
+    (out / "summary.json").write_text(json.dumps(summary))
+    assert cli(["report", str(out)]) == 0
+    want = f" --hw <the file of profile ascend910b2 (content hash {summary['hw_hash']})> "
+    assert all(want in c for c in _commands((out / "report.md").read_text()))
 
 
 def test_lookup_retrain_hint_names_the_profile_file_to_pass(half_run, tmp_path, run_cli):

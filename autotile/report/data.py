@@ -111,6 +111,45 @@ class ReportData:
         name = self.summary.get("hw")
         return bool(name) and is_shipped(name, self.summary.get("hw_hash"))
 
+    @cached_property
+    def hw_argument(self) -> tuple[str | None, str]:
+        """(the ``--hw`` of commands that run this run's profile, None for the default profile;
+        a note, or ""). A bundled profile as shipped goes by its name, any other by its file, as
+        an absolute path (the commands work from any folder): summary.json's ``hw_path``, or for
+        a summary written before it, the spec's ``hardware:`` read from the spec's folder when
+        that file holds the run's profile. A file that has changed since is named with a note; a
+        profile whose file is unknown gets a placeholder naming it, never its name (an edited
+        copy keeps the bundled name, and a custom name is no --hw)."""
+        from autotile.hardware.profile import DEFAULT_PROFILE, file_placeholder
+
+        s = self.summary
+        name, want = s.get("hw") or DEFAULT_PROFILE, s.get("hw_hash")
+        if self.hw_shipped or not s.get("hw"):
+            return (None if name == DEFAULT_PROFILE else name), ""
+        path, recorded = s.get("hw_path"), True
+        if not path:
+            path, recorded = self._spec_profile_file(), False
+        now = _hash_of(path) if path else None
+        if path and now is not None and want in (now, None):  # None: a summary without the hash
+            return path, ""
+        if path and recorded:
+            if now is None:
+                return path, (f"The commands pass the profile file {path}, which no longer loads: give --hw a "
+                              f"file of this run's profile (content hash {want}).")
+            return path, (f"The commands pass the profile file {path}, edited since this run (hash {now} now, "
+                          f"{want} then): they run what it holds now.")
+        return file_placeholder(name, want), ""
+
+    def _spec_profile_file(self) -> str | None:
+        """The profile file the run's spec names (``hardware:``, read from the spec's folder), or None."""
+        spec, spec_path = self.spec, self.summary.get("spec")
+        ref = getattr(spec, "hardware_ref", None)
+        if not isinstance(ref, str) or not isinstance(spec_path, str):
+            return None
+        if not (ref.endswith((".yaml", ".yml")) or "/" in ref):
+            return None
+        return os.path.normpath(os.path.join(os.path.dirname(spec_path), ref))
+
     @property
     def results(self) -> list[dict]:
         return self.summary.get("results", [])
@@ -253,15 +292,26 @@ def _profile(data: ReportData) -> HardwareProfile | None:
     summary = data.summary
     if data.spec is not None and data.spec.hardware.content_hash() == summary.get("hw_hash"):
         return data.spec.hardware
+    for ref in (summary.get("hw_path"), summary.get("hw")):  # the run's file, else its name
+        try:
+            return load_profile(ref) if ref else None
+        except Exception:  # noqa: BLE001 - a custom profile file that has moved
+            continue
+    return None
+
+
+def _hash_of(path: str) -> str | None:
+    """The content hash of the profile file at ``path``, None when it cannot be loaded."""
     try:
-        return load_profile(summary["hw"]) if summary.get("hw") else None
-    except Exception:  # noqa: BLE001 - a custom profile file that has moved
+        return load_profile(path).content_hash()
+    except Exception:  # noqa: BLE001 - missing, unreadable or no longer a valid profile
         return None
 
 
 _NUM = (int, float)
 # field -> (accepted types, what the message says); None is accepted for every optional field
 _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile name or path", False),
+        "hw_path": ((str,), "the hardware profile file's path", False),
         "objectives": ((list,), "a list of objective names", False), "spec": ((str,), "the spec path", False),
         "storage": ((str,), "a storage URL or path", False), "interrupted": ((bool,), "true or false", False),
         "timeout_s": (_NUM, "a number of seconds", False),

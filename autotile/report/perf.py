@@ -246,6 +246,8 @@ def crossover(data: ReportData) -> Section | None:
     if commands:
         blocks += [Para("The same per-size search on its own range (n = 16 to 16,384, in each data framing "
                         f"{op} has), with the cycles per size, for every tuned dtype:"), Code("\n".join(commands))]
+        if data.hw_argument[1]:
+            blocks.append(Para(data.hw_argument[1], note=True))
     return Section("Cycles against size per unit", blocks, "crossover")
 
 
@@ -285,9 +287,8 @@ def _options(spec) -> dict:
 
 def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list, options: dict) -> list[str]:
     """``autotile crossover`` lines for every tuned dtype: one per pair of units that trade places
-    (else the first two tuned units), with the run's profile and op options; none when the
-    profile cannot be loaded."""
-    from autotile.hardware.profile import DEFAULT_PROFILE
+    (else the first two tuned units), with the run's profile (``ReportData.hw_argument``) and op
+    options; none when the profile cannot be loaded."""
     from autotile.kernels import registry
     from autotile.models import crossover as cx
 
@@ -302,7 +303,8 @@ def _crossover_commands(data: ReportData, op: str, units: list[str], rows: list,
     default = cx.default_units(op)
     if not pairs:
         pairs = [default] if set(default) <= set(order) else [tuple(sorted(order, key=cx.WIDTH.index)[:2])]
-    flags = "" if data.summary.get("hw") == DEFAULT_PROFILE else f" --hw {shlex.quote(str(data.summary.get('hw')))}"
+    hw = data.hw_argument[0]  # the run's file unless it is a bundled profile as shipped
+    flags = "" if hw is None else f" --hw {hw if hw.startswith('<') else shlex.quote(hw)}"
     if options:
         flags += f" --inputs {shlex.quote(','.join(f'{k}={scalar_text(v)}' for k, v in options.items()))}"
     out = []

@@ -32,8 +32,9 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
     planned = res + [r for r in (s.get("not_run") or []) if isinstance(r, dict) and "shape" in r]
     shapes = {tuple(r["shape"].items()) for r in planned}
     hw = data.hw_label
-    if s.get("hw") and not data.hw_shipped:  # an edited copy keeps the bundled name: said
-        hw += f", a modified {s['hw']}" if s["hw"] in bundled_names() else ", a custom profile"
+    if s.get("hw") and not data.hw_shipped:  # an edited copy keeps the bundled name: said, with its file
+        what = f"a modified {s['hw']}" if s["hw"] in bundled_names() else "a custom profile"
+        hw += f", {what}" + (f", file {s['hw_path']}" if s.get("hw_path") else "")
     if data.hw is not None:
         hw += (f" ({data.hw.cube_cores} cube / {data.hw.vector_cores} vector cores, {data.hw.clock_ghz:g} GHz, "
                f"cube fp16 peak {data.hw.peak_flops('cube', 'fp16') / 1e12:.1f} TFLOP/s, "

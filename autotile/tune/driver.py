@@ -392,6 +392,9 @@ def _finish(job: _Job) -> dict:
         "op": spec.op.name,
         "hw": spec.hardware.name,
         "hw_hash": spec.hardware.content_hash(),
+        # the file the run read, absolute as the spec's: the report's commands pass it as --hw (a
+        # custom profile's name is no --hw, and an edited copy may keep a bundled one's name)
+        "hw_path": spec.hardware.path and os.path.abspath(spec.hardware.path),
         "spec": os.path.abspath(spec.file),  # the report may be rendered from another folder
         "spec_hash": spec.content_hash(),
         "autotile_version": __version__,
