@@ -87,6 +87,32 @@ def _grid(n: int, w: float = 3.4, h: float = 2.5, cols: int = 3):
     return fig, list(axes.flat[:n])
 
 
+BARS_PER_ROW = 18  # a grouped bar chart wraps into rows of at most this many bars
+
+
+def _bar_rows(groups: int, bars: int, h: float):
+    """A figure for ``groups`` groups of ``bars`` bars, wrapped into rows of at most BARS_PER_ROW bars
+    (one row held 45 studies x 3 portfolio members: a 5,241 px wide PNG); returns (fig, [(axes,
+    first group, end group)]). Every row has the same scale (x and y), so bars compare across rows."""
+    per = max(1, BARS_PER_ROW // max(1, bars))
+    rows = max(1, math.ceil(groups / per))
+    used = min(max(groups, 1), per)
+    fig, axes = plt.subplots(rows, 1, figsize=(max(5.0, used * (0.3 * bars + 0.35) + 2), h * rows),
+                             squeeze=False, sharey=True)
+    out = []
+    for i in range(rows):
+        ax = axes[i][0]
+        ax.set_xlim(-0.5, (used if rows > 1 else max(groups, 1)) - 0.5)
+        out.append((ax, i * per, min(groups, (i + 1) * per)))
+    return fig, out
+
+
+def _group_ticks(ax, labels: list[str]) -> None:
+    """Group labels under a row of bars, slanted when there are several."""
+    slant = len(labels) > 3
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=20 if slant else 0, ha="right" if slant else "center")
+
+
 def history_grid(panels: list, objective: str) -> Plot:
     """One panel per study: every completed trial, the best so far, the baseline and the optimum.
 
@@ -126,22 +152,23 @@ def history_grid(panels: list, objective: str) -> Plot:
 
 def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]]) -> Plot:
     """Each unit's best cycles per (shape, dtype), side by side (log scale)."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) * len(units) ** 0.5 + 2), 3.2))
+    fig, rows = _bar_rows(len(groups), len(units), 3.2)
     width = 0.8 / max(1, len(units))
-    x = np.arange(len(groups))
-    for j, u in enumerate(units):
-        vals = [row[j] if row[j] is not None else np.nan for row in cycles]
-        ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=unit_color(u))
-    ax.set_xticks(x, groups, rotation=20 if len(groups) > 3 else 0, ha="right" if len(groups) > 3 else "center")
-    ax.set_yscale("log")
-    ax.set_ylabel("best cycles (log)")
-    ax.legend(ncol=len(units))
+    for ax, a, b in rows:
+        x = np.arange(b - a)
+        for j, u in enumerate(units):
+            vals = [row[j] if row[j] is not None else np.nan for row in cycles[a:b]]
+            ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=unit_color(u))
+        _group_ticks(ax, groups[a:b])
+        ax.set_yscale("log")
+        ax.set_ylabel("best cycles (log)")
+    rows[0][0].legend(ncol=len(units))
     fig.tight_layout()
     return finish(fig, "units", "best cycles of each unit per shape", "Lower is better; the chosen unit is the lowest bar.")
 
 
 def importance(labels: list[str], params: list[str], values: list[list[float]]) -> Plot:
-    """Bars for one study; a heatmap (parameters x studies) for several."""
+    """Bars for one study; a heatmap (a row per study, a column per parameter) for several."""
     mat = np.asarray(values, dtype=float)  # studies x params
     if len(labels) == 1:
         order = np.argsort(mat[0])
@@ -149,17 +176,17 @@ def importance(labels: list[str], params: list[str], values: list[list[float]]) 
         ax.barh([params[i] for i in order], mat[0][order], color=COLORS[0])
         ax.set_xlabel("importance (share of the total)")
         ax.set_title(labels[0])
-    else:
-        fig, ax = plt.subplots(figsize=(1.3 * len(labels) + 2.6, 0.3 * len(params) + 1.6))
-        im = ax.imshow(mat.T, aspect="auto", cmap="Blues", vmin=0, vmax=max(0.01, np.nanmax(mat)))
-        ax.set_yticks(range(len(params)), params)
-        ax.set_xticks(range(len(labels)), labels, rotation=25, ha="right")
+    else:  # one row per study: 30 studies side by side drew a 2,785 px wide PNG
+        fig, ax = plt.subplots(figsize=(0.9 * len(params) + 3.6, 0.3 * len(labels) + 1.4))
+        im = ax.imshow(mat, aspect="auto", cmap="Blues", vmin=0, vmax=max(0.01, np.nanmax(mat)))
+        ax.set_yticks(range(len(labels)), labels)
+        ax.set_xticks(range(len(params)), params, rotation=25, ha="right")
         ax.grid(False)
         for i in range(mat.shape[0]):
             for j in range(mat.shape[1]):
                 v = mat[i, j]
                 if v == v and v >= 0.005:
-                    ax.text(i, j, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                             color="white" if v > 0.6 * np.nanmax(mat) else "#1f2328")
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
     fig.tight_layout()
@@ -275,18 +302,19 @@ def crossover(panels: list, xlabel: str) -> Plot:
 def portfolio_members(labels: list[str], members: list[str], trials: list[list[int]],
                       improvements: list[list[int]]) -> Plot:
     """Portfolio sampler: trials (bar) and new bests (hatched part) per member, one group per study."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(labels) * len(members) ** 0.5 + 2), 3.0))
+    fig, rows = _bar_rows(len(labels), len(members), 3.0)
     width = 0.8 / max(1, len(members))
-    x = np.arange(len(labels))
-    for j, m in enumerate(members):
-        off = x + (j - (len(members) - 1) / 2) * width
-        ax.bar(off, [row[j] for row in trials], width, label=m, color=COLORS[j % len(COLORS)], alpha=0.45)
-        ax.bar(off, [row[j] for row in improvements], width, color=COLORS[j % len(COLORS)], hatch="//",
-               edgecolor="white")
-    ax.set_xticks(x, labels, rotation=20 if len(labels) > 3 else 0, ha="right" if len(labels) > 3 else "center")
-    ax.set_ylabel("trials")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5-trial ticks
-    ax.legend(ncol=len(members))
+    for ax, a, b in rows:
+        x = np.arange(b - a)
+        for j, m in enumerate(members):
+            off = x + (j - (len(members) - 1) / 2) * width
+            ax.bar(off, [row[j] for row in trials[a:b]], width, label=m, color=COLORS[j % len(COLORS)], alpha=0.45)
+            ax.bar(off, [row[j] for row in improvements[a:b]], width, color=COLORS[j % len(COLORS)], hatch="//",
+                   edgecolor="white")
+        _group_ticks(ax, labels[a:b])
+        ax.set_ylabel("trials")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5-trial ticks
+    rows[0][0].legend(ncol=len(members))
     fig.tight_layout()
     return finish(fig, "portfolio", "trials and new bests per portfolio member, per study",
                   "Light bar: trials the bandit gave the member; solid part: those that set a new best.")

@@ -36,11 +36,26 @@ def _labeler(data: ReportData):
     return label
 
 
-def _shown(data: ReportData) -> list[dict]:
-    """The studies to draw: all of them, or the exported ones when there are too many."""
-    res = [r for r in data.searched if r.get("history")]
+def _capped(res: list[dict]) -> list[dict]:
+    """The studies of ``res`` a plot draws: all of them, or the exported ones (at most MAX_PANELS)
+    when there are more. Tables list every study; ``_cap_note`` says what a plot left out."""
     exported = [r for r in res if r.get("chosen", True) and r.get("cycles") is not None]
     return res if len(res) <= MAX_PANELS else exported[:MAX_PANELS]
+
+
+def _shown(data: ReportData) -> list[dict]:
+    """The studies the history plot draws (those with a history, capped as ``_capped`` does)."""
+    return _capped([r for r in data.searched if r.get("history")])
+
+
+def _cap_note(res: list[dict], shown: list[dict]) -> list[Para]:
+    """The note under a plot that draws ``shown``, fewer than the ``res`` its table lists, or nothing."""
+    if len(shown) >= len(res):
+        return []
+    exported = sum(1 for r in res if r.get("chosen", True) and r.get("cycles") is not None)
+    which = f"the {len(shown)} exported ones" if len(shown) == exported else \
+        f"{len(shown)} of the {exported} exported ones" if shown else "none of them (none was exported)"
+    return [Para(f"{len(res)} studies: the plot shows {which}; the table lists every study.", note=True)]
 
 
 def trial_numbers(r: dict) -> list | None:
@@ -112,8 +127,7 @@ def history(data: ReportData) -> Section:
         blocks.append(plots.history_grid(
             [(label(r), r["history"], trial_numbers(r), r.get("baseline_cycles") if obj == "cycles" else None,
               optimum(r, obj)) for r in shown], obj))
-        if len(shown) < len(data.results):
-            blocks.append(Para(f"{len(data.results)} studies: the plot shows the {len(shown)} exported ones.", note=True))
+    blocks.extend(_cap_note([r for r in data.searched if r.get("history")], shown))
     blocks.append(Table(["study", "trials", "complete", "distinct configs", "infeasible", "best at trial no.",
                          "within 5% at trial no.", "optimum", "gap to optimum"], rows, "lrrrrrrrr"))
     blocks.extend(portfolio_members(data))
@@ -126,7 +140,7 @@ def portfolio_members(data: ReportData) -> list:
     if not res:
         return []
     label = _labeler(data)
-    shown = res[:MAX_PANELS]
+    shown = _capped(res)
     names = list(dict.fromkeys(m["member"] for r in shown for m in r["members"]))
     by = [{m["member"]: m for m in r["members"]} for r in shown]
     rows = []
@@ -139,9 +153,11 @@ def portfolio_members(data: ReportData) -> list:
              "that recently set new bests, and keeps trying the others); every member learns from all "
              "trials. Per study: the trials each member proposed, how many were infeasible, how many set a "
              "new best, and the best value among its own trials."),
-        plots.portfolio_members([label(r) for r in shown], names,
-                                [[b.get(n, {}).get("trials", 0) for n in names] for b in by],
-                                [[b.get(n, {}).get("improvements", 0) for n in names] for b in by]),
+        *([plots.portfolio_members([label(r) for r in shown], names,
+                                   [[b.get(n, {}).get("trials", 0) for n in names] for b in by],
+                                   [[b.get(n, {}).get("improvements", 0) for n in names] for b in by])]
+          if shown else []),
+        *_cap_note(res, shown),
         Table(["study", "member", "trials", "infeasible", "new bests", "best found"], rows, "llrrrr"),
     ]
 
@@ -185,7 +201,7 @@ def importance(data: ReportData) -> Section:
         return Section("Parameter importance", [intro, Para(why, note=True)], "importance")
     label = _labeler(data)
     found, skipped = [], []
-    for r in _shown(data):
+    for r in [r for r in data.searched if r.get("history")]:
         study = data.study(r.get("study"))
         got = _importances(study) if study is not None else "study not in the storage"
         (skipped if isinstance(got, str) else found).append((r, got))
@@ -193,8 +209,12 @@ def importance(data: ReportData) -> Section:
     if found:
         params = sorted({p for _, imp in found for p in imp},
                         key=lambda p: -sum(imp.get(p, 0.0) for _, imp in found))
-        mat = [[imp.get(p, math.nan) for p in params] for _, imp in found]
-        blocks.append(plots.importance([label(r) for r, _ in found], params, mat))
+        drawn = {id(r) for r in _capped([r for r, _ in found])}
+        plotted = [(r, imp) for r, imp in found if id(r) in drawn]
+        if plotted:
+            blocks.append(plots.importance([label(r) for r, _ in plotted], params,
+                                           [[imp.get(p, math.nan) for p in params] for _, imp in plotted]))
+        blocks.extend(_cap_note([r for r, _ in found], [r for r, _ in plotted]))
         rows = [[result_label(r), ", ".join(f"{k} {v:.2f}" for k, v in sorted(imp.items(), key=lambda kv: -kv[1])[:3])]
                 for r, imp in found]
         blocks.append(Table(["study", "most important parameters (share)"], rows))
@@ -222,13 +242,15 @@ def pareto(data: ReportData) -> Section | None:
     from optuna.trial import TrialState
 
     label = _labeler(data)
+    shown = _capped(res)
     panels, rows = [], []
-    for r in res[:MAX_PANELS]:
+    for r in shown:
         study = data.study(r.get("study"))
         pts = [tuple(t.values) for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))] \
             if study is not None else []
         front = [(p["values"][objs[0]], p["values"][objs[1]]) for p in r["pareto"]]
         panels.append((label(r), pts, front))
+    for r in res:  # every study's front, drawn or not
         for p, ties in _tied(r["pareto"], objs):
             also = f" (and {count(ties, 'other configuration')} with these values)" if ties else ""
             rows.append([result_label(r), str(p.get("trial", "-")), _value(p["values"][objs[0]], objs[0]),
@@ -236,6 +258,7 @@ def pareto(data: ReportData) -> Section | None:
     return Section("Pareto front", [
         Para(f"These studies minimize two objectives, {objs[0]} and {objs[1]}. The Pareto front holds the "
              "configurations no other trial beats in both; which one to ship is a trade-off to choose."),
-        plots.pareto(panels, objs),
+        *([plots.pareto(panels, objs)] if panels else []),
+        *_cap_note(res, shown),
         Table(["study", "trial no.", objs[0], objs[1], "configuration"], rows, "lrrrl"),
     ], "pareto")
