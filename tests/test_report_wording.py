@@ -166,3 +166,31 @@ def test_a_summary_that_does_not_record_a_default_is_not_read_as_having_none(tmp
     assert text(failed) == ""
     assert text(ok, failed).endswith("trial 0 of 1 of 2 studies (the summary does not say whether the others had one).")
     assert text(ok, {**failed, "baseline_params": None}).endswith("(the others have no default).")
+
+
+def _failed(unit: str, n: int) -> dict:
+    """A study that measured configurations but whose every candidate failed verification."""
+    cand = {"params": {"variant": "poly"}, "passed": False, "shape": {"n": n}, "reduced": False,
+            "max_abs_error": 0.021, "max_rel_error": 60.6, "rtol": 0.00293, "atol": 6.1e-05,
+            "reason": "max abs error 0.021 exceeds the tolerance", "executed": True}
+    return {"shape": {"n": n}, "dtype": "fp16", "unit": unit, "cycles": None, "chosen": False, "verified": False,
+            "history": [900.0, 850.0], "reason": "FAILED verification: all 2 of its candidates disagreed",
+            "rejected": [cand, dict(cand, params={"variant": "lut_nearest"})]}
+
+
+def test_a_run_whose_every_study_failed_verification_says_so_in_each_section(tmp_path):
+    """Unit choice read "- | - | - | -", the crossover "No unit found a feasible configuration for
+    any shape" (every study measured configurations), Verification was a header-only table and
+    the Roofline its intro alone."""
+    data = ReportData(out_dir=tmp_path, summary={"op": "sigmoid", "hw": "ascend910b2", "objectives": ["cycles"],
+                                                 "results": [_failed(u, n) for n in (1024, 65536)
+                                                             for u in ("vector", "scalar")]}, hw=None)
+    units = next(b for b in sections.units(data).blocks if hasattr(b, "rows"))
+    assert units.rows[0] == ["n=1024 fp16", "FAILED verification", "FAILED verification", "none",
+                             "no table entry: vector FAILED verification; scalar FAILED verification"]
+    ver = next(b for b in sections.verification(data).blocks if hasattr(b, "rows"))
+    assert len(ver.rows) == 4 and ver.rows[0][1] == "FAILED: all 2 candidates (no table entry)"
+    assert ver.rows[0][3:7] == ["0.021", "60.6", "0.00293", "6.1e-05"]
+    for sec in (perf.crossover(data), perf.roofline(data, {})):
+        text = " ".join(b.text for b in sec.blocks if hasattr(b, "text"))
+        assert "4 FAILED verification" in text and "feasible" not in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from autotile.report import fmt, plots
+from autotile.report import fmt, plots, sections
 from autotile.report.data import ReportData, result_label, shape_label, slug
 from autotile.report.doc import Code, Para, Section, Table
 from autotile.yamlsrc import scalar_text
@@ -57,6 +57,9 @@ def roofline(data: ReportData, traces: dict) -> Section | None:
                  "are counted; the table marks those rows. % of HBM bandwidth uses the same bytes. Achieved "
                  "FLOP/s is the useful work over the simulated time. A point under the sloped HBM roof is limited by bandwidth at best, one under "
                  "the flat roof by compute; the ratio to the roof at its intensity is the headroom left.")
+    if not data.exported:  # an intro alone reads as a rendering fault
+        return Section("Roofline", [intro, Para(sections.nothing_exported(data) + " There is no configuration to "
+                                                "place on the roofline.", note=True)], "roofline")
     if data.hw is None:
         return Section("Roofline", [intro, Para(f"Profile {data.summary.get('hw')} could not be loaded.", note=True)],
                        "roofline")
@@ -232,10 +235,9 @@ def crossover(data: ReportData) -> Section | None:
                 at = f"between {n0:,} and {n1:,}" if one_d else f"between {s0} and {s1}"
                 rows.append([dtype, "tuned shapes", f"{u0} → {u1}", at, ""])
         panels.append((dtype, sim, tuned, marks))
-    if not panels:
+    if not panels:  # every study failed verification, found nothing feasible, or did not run
         return Section("Cycles against size per unit", [
-            Para("No unit found a feasible configuration for any shape, so there is nothing to compare.",
-                 note=True)], "crossover")
+            Para(sections.nothing_exported(data) + " There are no cycles to compare.", note=True)], "crossover")
     drawn = any(p[1] for p in panels)
     blocks = [Para(_crossover_intro(data, op, dims, on_chip, any(p[3] for p in panels), simulate)),
               plots.crossover(panels, "size n (elements)" if one_d else f"size {' x '.join(dims)}")]

@@ -272,7 +272,8 @@ def best(data: ReportData) -> Section:
                   "default's in brackets, so a speedup bought with precision shows. ")
     none = [r for r in data.results if r.get("cycles") is None]
     if not rows:  # two empty tables read as a rendering fault; say why nothing is exported
-        text = " ".join(t for t in (_nothing_exported(none), baseline_text(data)) if t)
+        why = nothing_exported(data) + (" The table below gives each study's reason." if none else "")
+        text = " ".join(t for t in (why, baseline_text(data)) if t)
         return Section("Best configurations", [Para(text), *_without_result(none)], "best")
     blocks = [
         Para(intro + baseline_text(data)),
@@ -293,8 +294,10 @@ def _without_result(none: list[dict]) -> list:
                   caption="Studies without a result (no feasible configuration, or none passed verification)")]
 
 
-def _nothing_exported(none: list[dict]) -> str:
-    """Why no study has a verified result: how many failed verification, how many found nothing feasible."""
+def nothing_exported(data: ReportData) -> str:
+    """Why no study has a verified result: how many failed verification, how many found nothing
+    feasible. The sections that show exported configurations say it rather than stand empty."""
+    none = [r for r in data.results if r.get("cycles") is None]
     if not none:
         return "No study ran before the interruption, so there is no configuration to export."
     wrong = sum(1 for r in none if r.get("rejected"))
@@ -307,7 +310,12 @@ def _nothing_exported(none: list[dict]) -> str:
     if len(none) > wrong + empty:
         why.append(f"{len(none) - wrong - empty} found no feasible configuration")
     return (f"No study has a verified result, so the table exports no configuration: of {count(len(none), 'study')}, "
-            f"{' and '.join(why)}. The table below gives each study's reason.")
+            f"{' and '.join(why)}.")
+
+
+def failed_verification(r: dict) -> bool:
+    """Whether a study measured configurations but every candidate the gate checked failed."""
+    return r.get("cycles") is None and bool(r.get("rejected"))
 
 
 def _error_cell(r: dict, objective: str) -> str:
@@ -361,8 +369,12 @@ def units(data: ReportData) -> Section:
         unverified = [u for u in names if u in by and by[u].get("cycles") is not None and not by[u].get("verified")]
         if unverified and chosen is not None and chosen["unit"] not in unverified:
             why += f"; not verified: {', '.join(unverified)}"
+        if chosen is None:  # no table entry: each unit's reason, not "-"
+            why = "no table entry: " + "; ".join(_why_not(u, by.get(u), dtype, info, data.hw) for u in names)
         label = f"{shape_label(dict(shape))} {dtype}"
-        rows.append([label] + [fmt.cycles(v) for v in vals] + [chosen["unit"] if chosen else "-", why])
+        cells = ["FAILED verification" if u in by and failed_verification(by[u]) else fmt.cycles(v)
+                 for u, v in zip(names, vals)]
+        rows.append([label] + cells + [chosen["unit"] if chosen else "none", why])
         labels.append(label)
         cyc.append(vals)
     parts = [
@@ -375,6 +387,8 @@ def units(data: ReportData) -> Section:
     ]
     if any(v for row in cyc for v in row):  # a log-scale plot needs one measured bar
         parts.append(plots.unit_bars(labels, names, cyc))
+    elif not data.exported:
+        parts.append(Para(nothing_exported(data) + " There are no cycles to compare.", note=True))
     return Section("Unit choice", parts, "units")
 
 
@@ -387,6 +401,13 @@ def verification(data: ReportData) -> Section:
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
                      fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
+    failed = [r for r in data.results if failed_verification(r)]
+    for r in failed:  # no table entry: its best-ranked candidate's errors stand for the study
+        v = r["rejected"][0]
+        checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
+        rows.append([result_label(r), f"FAILED: all {len(r['rejected'])} candidates (no table entry)", checked,
+                     fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")), fmt.sci(v.get("rtol")),
+                     fmt.sci(v.get("atol")), str(len(r["rejected"]))])
     skipped = [r for r in data.exported if not r.get("verified") and _skipped(r)]
     if skipped and len(skipped) == len(data.exported):
         intro = ("No configuration was verified: " + ("the replay backend replays recorded measurements, so there "
@@ -402,6 +423,10 @@ def verification(data: ReportData) -> Section:
                  "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first; "
                  f"the gate goes down the ranking until one passes, executing at most {MAX_EXECUTED}, and rejects "
                  "unrun a candidate whose study recorded an error on the same inputs above what the tolerance allows.")
+    if failed:
+        intro += (f" {count(len(failed), 'study')} FAILED verification: every candidate the gate checked disagreed "
+                  "with the reference, so the study has no table entry; its row gives the errors of its best-ranked "
+                  "candidate" + (" (no configuration passed, so none is exported)." if not data.exported else "."))
     blocks = [
         Para(intro),
         Table(["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "rejected"],
