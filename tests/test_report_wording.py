@@ -194,3 +194,17 @@ def test_a_run_whose_every_study_failed_verification_says_so_in_each_section(tmp
     for sec in (perf.crossover(data), perf.roofline(data, {})):
         text = " ".join(b.text for b in sec.blocks if hasattr(b, "text"))
         assert "4 FAILED verification" in text and "feasible" not in text
+
+
+def test_a_no_verify_report_does_not_claim_verification_ran(tmp_path):
+    """The Verification intro said each exported configuration ran in execute mode while every row
+    read "not run", and Best configurations called the pick the "best verified configuration"."""
+    summary = _summary(verified=False, verification=None, chosen=True, params={"tile_len": 256}) | {"verify": False}
+    data = ReportData(out_dir=tmp_path, summary=summary, hw=None)
+    ver = sections.verification(data)
+    assert "--no-verify" in ver.blocks[0].text and "execute mode on real data" not in ver.blocks[0].text
+    assert ver.blocks[1].rows[0][1] == "not run (--no-verify)"
+    best = sections.best(data)
+    assert "--no-verify" in best.blocks[0].text and "best verified configuration" not in best.blocks[0].text
+    assert best.blocks[1].rows[0][-1] == "not run"
+    assert any("--no-verify" in h for h in sections.highlights(data))

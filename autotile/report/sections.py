@@ -140,7 +140,10 @@ def highlights(data: ReportData) -> list[str]:
         if skipped:
             out.append(f"Verification skipped for {count(len(skipped), 'exported configuration')} "
                        f"({_skipped(skipped[0])}).")
-        if bad or not skipped:
+        if bad and no_verify(data):
+            out.append(f"Verification was not run (tuned with --no-verify): none of the {count(len(ex), 'exported configuration')} "
+                       "was checked against the reference.")
+        elif bad or not skipped:
             out.append("Every exported configuration passed verification." if not bad else
                        f"{count(len(bad), 'exported configuration')} NOT verified: "
                        + "; ".join(result_label(r) for r in bad) + ".")
@@ -153,6 +156,12 @@ def highlights(data: ReportData) -> list[str]:
         out.append(f"{count(len(wrong), 'study')} FAILED verification (no table entry): "
                    + "; ".join(result_label(r) for r in wrong) + ".")
     return out
+
+
+def no_verify(data: ReportData) -> bool:
+    """Whether the run was tuned with ``--no-verify`` (its summary says ``verify: false``): no
+    configuration ran in execute mode, so none passed or failed."""
+    return data.summary.get("verify") is False
 
 
 def _skipped(r: dict) -> str:
@@ -253,7 +262,8 @@ def best(data: ReportData) -> Section:
                      b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
                     + [_error_cell(r, o) for o in errors]
-                    + ["yes" if r.get("verified") else ("skipped" if _skipped(r) else "NO")])
+                    + ["yes" if r.get("verified") else ("skipped" if _skipped(r) else
+                                                         "not run" if no_verify(data) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
     if data.replayed:
         intro = ("One row per shape and dtype: the configuration the table exports (the best recorded "
@@ -261,7 +271,9 @@ def best(data: ReportData) -> Section:
                  "so % of peak, % of HBM bandwidth, the band and the bound do not apply. ")
     else:
         intro = ("One row per shape and dtype: the configuration the table exports (the chosen unit's best "
-                 "verified configuration). % of peak is useful work over the whole chip's peak for that unit "
+                 + ("configuration: the run was tuned with --no-verify, so none was checked against the reference). "
+                    if no_verify(data) else "verified configuration). ")
+                 + "% of peak is useful work over the whole chip's peak for that unit "
                  "and dtype; % of HBM bw is the bytes the Roofline section counts over what HBM moves in "
                  "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% "
                  "good, 70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the "
@@ -377,12 +389,15 @@ def units(data: ReportData) -> Section:
         rows.append([label] + cells + [chosen["unit"] if chosen else "none", why])
         labels.append(label)
         cyc.append(vals)
+    among = (" (the run was tuned with --no-verify: no configuration was verified)" if no_verify(data) else
+             " among those whose configuration passed verification (among all when none did)")
     parts = [
-        Para("Each unit's best cycles for the same shape and dtype. The chosen unit is the fastest one whose "
-             "configuration passed verification (the fastest overall when none did)." if by_time else
+        Para("Each unit's best cycles for the same shape and dtype. The chosen unit is the fastest one"
+             + (among if no_verify(data) else " whose configuration passed verification (the fastest overall "
+                "when none did)") + "." if by_time else
              f"Each unit's best cycles for the same shape and dtype. The chosen unit is the one with the lowest "
-             f"{objs[0]}{f' (ties: the lowest {objs[1]})' if len(objs) > 1 else ''}, then the fewest cycles, "
-             "among those whose configuration passed verification (among all when none did)."),
+             f"{objs[0]}{f' (ties: the lowest {objs[1]})' if len(objs) > 1 else ''}, then the fewest cycles,"
+             + among + "."),
         Table(["shape, dtype"] + [f"{u} cycles" for u in names] + ["chosen", "why"], rows, "l" + "r" * len(names) + "ll"),
     ]
     if any(v for row in cyc for v in row):  # a log-scale plot needs one measured bar
@@ -397,7 +412,7 @@ def verification(data: ReportData) -> Section:
     rows = []
     for r in data.exported:
         v = r.get("verification") or {}
-        status = verify_status(r)
+        status = verify_status(r) + (" (--no-verify)" if no_verify(data) and not r.get("verification") else "")
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
                      fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
@@ -409,7 +424,11 @@ def verification(data: ReportData) -> Section:
                      fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")), fmt.sci(v.get("rtol")),
                      fmt.sci(v.get("atol")), str(len(r["rejected"]))])
     skipped = [r for r in data.exported if not r.get("verified") and _skipped(r)]
-    if skipped and len(skipped) == len(data.exported):
+    if no_verify(data):
+        intro = ("No configuration was verified: the run was tuned with --no-verify, so none ran in execute mode or "
+                 "was compared with the NumPy reference, and the table exports each entry as not verified. Run the "
+                 "Reproduce section's autotile tune command without --no-verify to check them.")
+    elif skipped and len(skipped) == len(data.exported):
         intro = ("No configuration was verified: " + ("the replay backend replays recorded measurements, so there "
                  "is no kernel to execute and nothing to compare with a reference. Check the recorded "
                  "configurations on the hardware they were measured on." if data.replayed
