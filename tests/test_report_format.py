@@ -85,3 +85,18 @@ def test_html_text_has_no_markdown_code_spans(tmp_path):
                       hw=None)
     page = html.render(Report("t", [], [], [sections.units(data)]))
     assert "`" not in page and "units:" in page
+
+
+def test_the_unit_plot_caption_follows_the_objective_that_chose_the_unit(tmp_path):
+    """With objective [max_abs_error, cycles] the chosen unit is the most precise one, the tallest
+    bar here; the caption said "the chosen unit is the lowest bar"."""
+    results = [_res("vector", 310.0), _res("scalar", 712.0, chosen=True)]
+    data = ReportData(out_dir=tmp_path, summary={"op": "sigmoid", "objectives": ["max_abs_error", "cycles"],
+                                                 "results": results}, hw=None)
+    (plot,) = [b for b in sections.units(data).blocks if hasattr(b, "png")]
+    assert "lowest bar" not in plot.caption.replace("need not be the lowest bar", "")
+    assert "lowest max_abs_error" in plot.caption and "outlined" in plot.caption
+    data.summary["objectives"] = ["cycles"]
+    results[0]["chosen"], results[1]["chosen"] = True, False
+    (plot,) = [b for b in sections.units(data).blocks if hasattr(b, "png")]
+    assert plot.caption == "Lower is faster; the chosen unit's bar is outlined, the lowest of its group."

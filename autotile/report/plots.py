@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from autotile.report import fmt  # noqa: E402
@@ -150,21 +151,40 @@ def history_grid(panels: list, objective: str) -> Plot:
                   + "dotted (when known): the optimum of the space.")
 
 
-def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]]) -> Plot:
-    """Each unit's best cycles per (shape, dtype), side by side (log scale)."""
+def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | None]],
+              chosen: list[str | None] | None = None, objective: str = "cycles") -> Plot:
+    """Each unit's best cycles per (shape, dtype), side by side (log scale), the ``chosen`` unit's
+    bar of each group outlined. The caption says what chose it: with an error objective first, the
+    chosen unit is the most precise one, often not the lowest bar."""
+    chosen = chosen or [None] * len(groups)
     fig, rows = _bar_rows(len(groups), len(units), 3.2)
     width = 0.8 / max(1, len(units))
     for ax, a, b in rows:
         x = np.arange(b - a)
         for j, u in enumerate(units):
             vals = [row[j] if row[j] is not None else np.nan for row in cycles[a:b]]
-            ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=unit_color(u))
+            picked = [c == u for c in chosen[a:b]]
+            ax.bar(x + (j - (len(units) - 1) / 2) * width, vals, width, label=u, color=unit_color(u),
+                   edgecolor=["#1f2328" if p else "none" for p in picked], linewidth=[1.6 if p else 0 for p in picked])
         _group_ticks(ax, groups[a:b])
         ax.set_yscale("log")
         ax.set_ylabel("best cycles (log)")
-    rows[0][0].legend(ncol=len(units))
+    keys = [Patch(facecolor=unit_color(u), label=u) for u in units]
+    if any(chosen):
+        keys.append(Patch(facecolor="none", edgecolor="#1f2328", linewidth=1.6, label="chosen"))
+    rows[0][0].legend(handles=keys, ncol=len(keys))
     fig.tight_layout()
-    return finish(fig, "units", "best cycles of each unit per shape", "Lower is better; the chosen unit is the lowest bar.")
+    lowest = all(c is None or units.index(c) == int(np.nanargmin([np.nan if v is None else v for v in row]))
+                 for c, row in zip(chosen, cycles) if any(v is not None for v in row))
+    if not any(chosen):
+        caption = "Lower is faster."
+    elif objective in ("cycles", "time_us"):
+        caption = ("Lower is faster; the chosen unit's bar is outlined" + (", the lowest of its group." if lowest else
+                   ": where it is not the lowest, the lower bar's configuration did not pass verification."))
+    else:
+        caption = (f"Lower is faster; the chosen unit's bar is outlined. It is chosen by the lowest {objective}, not "
+                   "by cycles" + (" (here it is also the lowest bar)." if lowest else ", so it need not be the lowest bar."))
+    return finish(fig, "units", "best cycles of each unit per shape", caption)
 
 
 def importance(labels: list[str], params: list[str], values: list[list[float]]) -> Plot:

@@ -362,7 +362,7 @@ def units(data: ReportData) -> Section:
     objs = data.summary.get("objectives") or ["cycles"]
     by_time = objs[0] in ("cycles", "time_us")
     info = registry.get(data.summary["op"])
-    rows, labels, cyc = [], [], []
+    rows, labels, cyc, picks = [], [], [], []
     for (shape, dtype), rs in groups.items():
         by = {r["unit"]: r for r in rs}
         chosen = next((r for r in rs if r.get("chosen")), None)
@@ -389,6 +389,7 @@ def units(data: ReportData) -> Section:
         rows.append([label] + cells + [chosen["unit"] if chosen else "none", why])
         labels.append(label)
         cyc.append(vals)
+        picks.append(chosen["unit"] if chosen else None)
     among = (" (the run was tuned with --no-verify: no configuration was verified)" if no_verify(data) else
              " among those whose configuration passed verification (among all when none did)")
     parts = [
@@ -401,7 +402,7 @@ def units(data: ReportData) -> Section:
         Table(["shape, dtype"] + [f"{u} cycles" for u in names] + ["chosen", "why"], rows, "l" + "r" * len(names) + "ll"),
     ]
     if any(v for row in cyc for v in row):  # a log-scale plot needs one measured bar
-        parts.append(plots.unit_bars(labels, names, cyc))
+        parts.append(plots.unit_bars(labels, names, cyc, picks, objs[0]))
     elif not data.exported:
         parts.append(Para(nothing_exported(data) + " There are no cycles to compare.", note=True))
     return Section("Unit choice", parts, "units")
