@@ -208,3 +208,23 @@ def test_a_no_verify_report_does_not_claim_verification_ran(tmp_path):
     assert "--no-verify" in best.blocks[0].text and "best verified configuration" not in best.blocks[0].text
     assert best.blocks[1].rows[0][-1] == "not run"
     assert any("--no-verify" in h for h in sections.highlights(data))
+
+
+def test_a_pick_held_to_its_own_recorded_error_is_not_reported_as_within_the_dtype_tolerance(tmp_path):
+    """A study with an error objective verifies its pick against the error it recorded (sigmoid
+    bf16 poly at max abs 0.0234): "Every exported configuration passed verification" read as
+    within the dtype's tolerance."""
+    row = {"verified": True, "chosen": True, "params": {"variant": "poly"}, "dtype": "bf16",
+           "values": {"cycles": 900.0, "max_abs_error": 0.0234375},
+           "verification": {"passed": True, "shape": {"n": 4096}, "max_abs_error": 0.0234375, "max_rel_error": 0.45,
+                            "rtol": 0.0, "atol": 0.0234375, "executed": True}}
+    summary = _summary(**row) | {"op": "sigmoid", "objectives": ["cycles", "max_abs_error"]}
+    data = ReportData(out_dir=tmp_path, summary=summary, hw=None)
+    said = " ".join(sections.highlights(data))
+    assert "against its own recorded error rather than the dtype's tolerance" in said
+    assert "n=4096 bf16 vector at max abs 0.0234" in said
+    assert sections.verification(data).blocks[1].rows[0][1] == "passed (against its recorded error)"
+    assert sections.best(data).blocks[1].rows[0][-1] == "yes (to its own error)"
+    summary["objectives"] = ["cycles"]  # the dtype's tolerance: nothing to add
+    assert "passed verification." in " ".join(sections.highlights(data))
+    assert sections.verification(data).blocks[1].rows[0][1] == "passed"

@@ -144,7 +144,7 @@ def highlights(data: ReportData) -> list[str]:
             out.append(f"Verification was not run (tuned with --no-verify): none of the {count(len(ex), 'exported configuration')} "
                        "was checked against the reference.")
         elif bad or not skipped:
-            out.append("Every exported configuration passed verification." if not bad else
+            out.append(f"Every exported configuration passed verification{_own_error_text(data, ex)}." if not bad else
                        f"{count(len(bad), 'exported configuration')} NOT verified: "
                        + "; ".join(result_label(r) for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
@@ -162,6 +162,32 @@ def no_verify(data: ReportData) -> bool:
     """Whether the run was tuned with ``--no-verify`` (its summary says ``verify: false``): no
     configuration ran in execute mode, so none passed or failed."""
     return data.summary.get("verify") is False
+
+
+def own_error(data: ReportData, r: dict) -> float | None:
+    """The max abs error a verified pick was held to when its study trades accuracy (an error
+    objective or limit): the gate then takes the error the study recorded for the pick as its
+    tolerance, not the dtype's (``verify_one``'s ``claimed_abs_error``), so passing means "as
+    accurate as the table says", not "exact". None for other picks."""
+    from autotile.tune.evaluate import ERROR_OBJECTIVES
+
+    limits = [m for m, _ in data.spec.limits] if data.spec is not None else []
+    if not r.get("verified") or not any(m in ERROR_OBJECTIVES for m in [*(data.summary.get("objectives") or []), *limits]):
+        return None
+    err = (r.get("values") or {}).get("max_abs_error")
+    return float(err) if isinstance(err, (int, float)) and not isinstance(err, bool) else None
+
+
+def _own_error_text(data: ReportData, ex: list[dict]) -> str:
+    """The highlight's clause on picks verified against their own recorded error, or ""."""
+    own = [(r, e) for r in ex if (e := own_error(data, r)) is not None]
+    if not own:
+        return ""
+    worst, err = max(own, key=lambda x: x[1])
+    who = "each" if len(own) == len(ex) else f"{len(own)} of them"
+    return (f", {who} against its own recorded error rather than the dtype's tolerance (a study that trades "
+            f"accuracy checks that its pick is as accurate as it measured, not that it is exact; the largest: "
+            f"{result_label(worst)} at max abs {fmt.sci(err)})")
 
 
 def _skipped(r: dict) -> str:
@@ -262,7 +288,8 @@ def best(data: ReportData) -> Section:
                      b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
                     + [_error_cell(r, o) for o in errors]
-                    + ["yes" if r.get("verified") else ("skipped" if _skipped(r) else
+                    + ["yes" + (" (to its own error)" if own_error(data, r) is not None else "") if r.get("verified")
+                       else ("skipped" if _skipped(r) else
                                                          "not run" if no_verify(data) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
     if data.replayed:
@@ -414,6 +441,8 @@ def verification(data: ReportData) -> Section:
     for r in data.exported:
         v = r.get("verification") or {}
         status = verify_status(r) + (" (--no-verify)" if no_verify(data) and not r.get("verification") else "")
+        if own_error(data, r) is not None:
+            status += " (against its recorded error)"
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
                      fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
@@ -443,6 +472,11 @@ def verification(data: ReportData) -> Section:
                  "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first; "
                  f"the gate goes down the ranking until one passes, executing at most {MAX_EXECUTED}, and rejects "
                  "unrun a candidate whose study recorded an error on the same inputs above what the tolerance allows.")
+    if any(own_error(data, r) is not None for r in data.exported):
+        intro += (" A study that trades accuracy (an error objective or limit) holds each candidate to the max abs "
+                  "error it recorded for it instead (rtol 0, atol that error): such a pick passes when it is as "
+                  "accurate as the table says, not when it is within the dtype's tolerance; its row says "
+                  "\"against its recorded error\".")
     if failed:
         intro += (f" {count(len(failed), 'study')} FAILED verification: every candidate the gate checked disagreed "
                   "with the reference, so the study has no table entry; its row gives the errors of its best-ranked "
