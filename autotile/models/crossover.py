@@ -367,18 +367,31 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
         info[u] = {"cycles": round(c1, 1), "fixed_cycles": round(c1 - slope * n, 1),
                    "cycles_per_element": round(slope, 4), "cores": p1.get("cores", 1), "bound": bound}
     a, b = info[before], info[after]
+    slopes = pair(b["cycles_per_element"], a["cycles_per_element"])
     if b["cycles_per_element"] < a["cycles_per_element"] and b["fixed_cycles"] >= a["fixed_cycles"]:
         why = (f"{after} costs more up front ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles) but "
-               f"grows more slowly ({b['cycles_per_element']:.3f} against {a['cycles_per_element']:.3f} cycles "
-               f"per element), so it pays off from n≈{n:,}")
+               f"grows more slowly ({slopes} cycles per element), so it pays off from n≈{n:,}")
     elif b["cycles_per_element"] < a["cycles_per_element"]:
-        why = (f"{after} grows more slowly ({b['cycles_per_element']:.3f} against {a['cycles_per_element']:.3f} "
-               f"cycles per element)")
+        why = f"{after} grows more slowly ({slopes} cycles per element)"
     else:  # the lines from n to 2n favour ``before`` below n too: the change is a step at n
         why = step(op, dtype, hw, on_chip, n, before, after, options, info)
     if a["cores"] != b["cores"]:
         why += f"; best tilings use {count(b['cores'], after + ' core')} against {count(a['cores'], before + ' core')}"
     return {"n": n, "from": before, "to": after, "why": why, before: a, after: b}
+
+
+def pair(x: float, y: float, places: int = 3) -> str:
+    """``x against y`` with ``places`` decimals, or as many more (up to 6) as it takes to tell them
+    apart: "grows more slowly (0.005 against 0.005 cycles per element)" compared 0.0048 with 0.0054.
+
+    >>> pair(0.028, 0.176), pair(0.0048, 0.0054), pair(0.005, 0.005)
+    ('0.028 against 0.176', '0.0048 against 0.0054', '0.005 against 0.005')
+    """
+    for d in range(places, 7):
+        a, b = f"{x:.{d}f}", f"{y:.{d}f}"
+        if a != b:
+            return f"{a} against {b}"
+    return f"{x:.{places}f} against {y:.{places}f}"
 
 
 def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str,

@@ -299,17 +299,22 @@ def crossover(panels: list, xlabel: str) -> Plot:
             ax.plot(ns, cyc, "-", color=unit_color(u), lw=1.4, label=f"{u} (simulated grid)")
         for u, (ns, cyc) in sorted(tuned.items()):
             ax.plot(ns, cyc, "o", color=unit_color(u), mfc="none", ms=6, label=f"{u} (tuned)")
-        for n, text in marks:
-            ax.axvline(n, color="#57606a", ls="--", lw=1)
-            ax.annotate(text, (n, 1), xycoords=("data", "axes fraction"), xytext=(3, -10),
-                        textcoords="offset points", fontsize=7, va="top")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        _mark(ax, marks)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("best cycles")
         ax.set_title(title)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    keys: dict = {}  # one legend for the figure, under the panels: inside one it covered the marks
+    for ax in axes:
+        for hnd, lab in zip(*ax.get_legend_handles_labels()):
+            keys.setdefault(lab, hnd)
+    labels = sorted(keys)  # a column per unit: its line above its circles
+    ncol = max(1, len({lab.split(" (")[0] for lab in labels}))
+    lines = math.ceil(len(labels) / ncol)
+    fig.legend([keys[lab] for lab in labels], labels, loc="lower center", ncol=ncol, fontsize=7,
+               bbox_to_anchor=(0.5, 0))
+    fig.tight_layout(rect=(0, min(0.4, 0.2 * lines / fig.get_figheight()), 1, 1))
     marked = any(p[3] for p in panels)
     parts = (["Lines: each unit at its best tiling on a size grid (simulated)"] if any(p[1] for p in panels) else []) \
         + ["circles: each unit's tuned best per shape"] \
@@ -317,6 +322,22 @@ def crossover(panels: list, xlabel: str) -> Plot:
     caption = "; ".join(parts) + "."
     return finish(fig, "crossover", f"best cycles against {xlabel} per unit" + (", crossovers marked" if marked else ""),
                   caption[0].upper() + caption[1:])
+
+
+def _mark(ax, marks: list) -> None:
+    """Dashed verticals at each ``(n, text)``, their labels one below the other (all at one height
+    "cube->vector at n=16,129" and "vector->cube at n=25,569" printed over each other), each on the
+    side of its line with room for it."""
+    if not marks:
+        return
+    x0, x1 = ax.get_xlim()
+    span = math.log(x1 / x0) if x1 > x0 > 0 else 1.0
+    for i, (n, text) in enumerate(sorted(marks)):
+        ax.axvline(n, color="#57606a", ls="--", lw=1)
+        right = x0 > 0 and n > 0 and math.log(n / x0) / span > 0.55
+        ax.annotate(text, (n, 1 - 0.09 * (i % 4)), xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, -4),
+                    textcoords="offset points", fontsize=7, va="top", ha="right" if right else "left",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
 
 
 def portfolio_members(labels: list[str], members: list[str], trials: list[list[int]],

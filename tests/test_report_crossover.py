@@ -1,0 +1,42 @@
+"""The report's crossover section: marks that can be read, slopes told apart, and the close-call
+warning `autotile crossover` prints for the crossover it states."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from autotile.models.crossover import pair
+from autotile.report import perf, plots
+
+
+def test_crossover_labels_stand_one_below_the_other():
+    """"cube->vector at n=16,129" and "vector->cube at n=25,569" were both annotated at the top of
+    the axes and printed over each other (and over the legend inside the axes)."""
+    fig, ax = plt.subplots()
+    ax.plot([64, 2 ** 20], [300, 6000])
+    ax.set_xscale("log", base=2)
+    plots._mark(ax, [(321, "vector→cube at n=321"), (16129, "cube→vector at n=16,129"),
+                     (25569, "vector→cube at n=25,569")])
+    assert len({t.xy[1] for t in ax.texts}) == 3
+    plt.close(fig)
+    svg = plots.crossover([("fp16", {"cube": ([64, 1024], [400.0, 900.0]), "vector": ([64, 1024], [300.0, 1000.0])},
+                            {}, [(500, "vector→cube at n=500")])], "size n").svg
+    assert svg.count("vector→cube at n=500") == 1
+
+
+def test_slopes_are_shown_with_the_digits_that_tell_them_apart():
+    """"grows more slowly (0.005 against 0.005 cycles per element)"."""
+    assert pair(0.0051, 0.0055) == "0.0051 against 0.0055"
+    assert pair(0.028, 0.176) == "0.028 against 0.176"
+
+
+def test_the_crossover_that_stays_carries_the_close_call_warning():
+    """weighted_sum fp16 in GM: vector -> cube at n = 89,857, the cube only 0.02% ahead at 98,304;
+    `autotile crossover` warns, the report did not."""
+    known = {("vector", 65536): 700.0, ("cube", 65536): 720.0, ("vector", 89857): 846.0, ("cube", 89857): 845.0,
+             ("vector", 98304): 900.0, ("cube", 98304): 899.82, ("vector", 131072): 1100.0, ("cube", 131072): 1000.0}
+    said = perf._close_call(known, 89857, "vector", "cube")
+    assert said.startswith("; close call: cube leads by only 0.02% at n=98,304")
+    known["cube", 98304] = 850.0  # a clear lead everywhere past the crossover's own size
+    known["cube", 89857] = 830.0
+    assert perf._close_call(known, 89857, "vector", "cube") == ""
