@@ -40,3 +40,14 @@ def test_the_crossover_that_stays_carries_the_close_call_warning():
     known["cube", 98304] = 850.0  # a clear lead everywhere past the crossover's own size
     known["cube", 89857] = 830.0
     assert perf._close_call(known, 89857, "vector", "cube") == ""
+
+
+def test_on_chip_lines_are_labelled_as_one_core_beside_multi_core_circles():
+    """On chip the per-size search tries one core (crossover.core_counts), the tuned studies up to
+    48: an n=65536 cube line near 25,000 cycles stood over a tuned circle at 612, unexplained."""
+    panel = [("fp16", {"cube": ([512, 65536], [50.0, 25000.0])}, {"cube": ([512, 65536], [50.0, 612.0])}, [])]
+    plot = plots.crossover(panel, "size n", one_core=True, tuned_cores=48)
+    assert "cube (simulated grid, 1 core)" in plot.svg and "cube (tuned, up to 48 cores)" in plot.svg
+    assert "one core" in plot.caption and "up to 48 cores" in plot.caption
+    plain = plots.crossover(panel, "size n")
+    assert "1 core" not in plain.svg and "core" not in plain.caption

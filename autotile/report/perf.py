@@ -263,8 +263,11 @@ def crossover(data: ReportData) -> Section | None:
         return Section("Cycles against size per unit", [
             Para(sections.nothing_exported(data) + " There are no cycles to compare.", note=True)], "crossover")
     drawn = any(p[1] for p in panels)
-    blocks = [Para(_crossover_intro(data, op, dims, on_chip, any(p[3] for p in panels), simulate)),
-              plots.crossover(panels, "size n (elements)" if one_d else f"size {' x '.join(dims)}")]
+    cores = max((c for r in data.results if r.get("cycles") is not None
+                 and isinstance(c := (r.get("params") or {}).get("cores", 1), int)), default=1)
+    blocks = [Para(_crossover_intro(data, op, dims, on_chip, any(p[3] for p in panels), simulate, cores)),
+              plots.crossover(panels, "size n (elements)" if one_d else f"size {' x '.join(dims)}",
+                              one_core=on_chip and drawn, tuned_cores=cores)]
     blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
                   Para("The fastest unit does not change over the sizes tuned"
                        + (" or on the simulated grid." if drawn else "."), note=True))
@@ -277,8 +280,10 @@ def crossover(data: ReportData) -> Section | None:
     return Section("Cycles against size per unit", blocks, "crossover")
 
 
-def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool) -> str:
-    """What the crossover plot draws, and why it draws no simulated lines when it does not."""
+def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, marked: bool, simulate: bool,
+                     cores: int = 1) -> str:
+    """What the crossover plot draws, and why it draws no simulated lines when it does not; on chip,
+    that the lines are one core's (``crossover.core_counts``) while the tuned studies used up to ``cores``."""
     from autotile.models.crossover import grid_restriction
 
     if len(dims) > 1:
@@ -300,6 +305,11 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
             + (f"; {grid_restriction(op)}" if grid_restriction(op) else "") + "); circles: the tuned studies of this run"
             + ("; dashed lines: where the fastest unit changes on that grid, refined to the integer by the "
                "bisection autotile crossover does." if marked else "."))
+    if on_chip:
+        text += (" On chip the per-size search runs each unit on one core (the framing holds the data in one core's "
+                 "buffers), so the lines and the crossovers marked on them are single-core"
+                 + (f"; the tuned studies used up to {cores} cores, so a circle below its line shows what the "
+                    "other cores add, not a better tiling on one core." if cores > 1 else "."))
     if any(math.prod(r["shape"].values()) > CROSSOVER_MAX_N for r in data.results):
         text += f" The lines stop at n = {CROSSOVER_MAX_N:,}: a grid search's time grows with n."
     return text

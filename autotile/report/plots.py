@@ -287,18 +287,22 @@ def pipe_bars(labels: list[str], ratios: list[str], values: list[list[float]]) -
                   "Busy cycles of each pipe over the kernel's cycles on its slowest core (as msprof reports).")
 
 
-def crossover(panels: list, xlabel: str) -> Plot:
+def crossover(panels: list, xlabel: str, one_core: bool = False, tuned_cores: int = 1) -> Plot:
     """Per dtype: cycles against size (``xlabel`` names it) for each unit, crossovers marked.
 
     ``panels``: ``[(title, {unit: ([n], [cycles])} simulated, {unit: ([n], [cycles])} tuned, [(n, text)])]``.
-    The caption names only what some panel draws.
+    ``one_core``: the simulated lines are single-core (the on-chip framing's per-size search), while
+    the tuned circles use up to ``tuned_cores``: legend and caption say so, or the plot would
+    compare a one-core line with a 48-core circle. The caption names only what some panel draws.
     """
+    sim_label = "simulated grid, 1 core" if one_core else "simulated grid"
+    tuned_label = f"tuned, up to {tuned_cores} cores" if one_core and tuned_cores > 1 else "tuned"
     fig, axes = _grid(len(panels), w=4.4, h=3.0, cols=2)
     for ax, (title, sim, tuned, marks) in zip(axes, panels):
         for u, (ns, cyc) in sorted(sim.items()):
-            ax.plot(ns, cyc, "-", color=unit_color(u), lw=1.4, label=f"{u} (simulated grid)")
+            ax.plot(ns, cyc, "-", color=unit_color(u), lw=1.4, label=f"{u} ({sim_label})")
         for u, (ns, cyc) in sorted(tuned.items()):
-            ax.plot(ns, cyc, "o", color=unit_color(u), mfc="none", ms=6, label=f"{u} (tuned)")
+            ax.plot(ns, cyc, "o", color=unit_color(u), mfc="none", ms=6, label=f"{u} ({tuned_label})")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         _mark(ax, marks)
@@ -316,9 +320,14 @@ def crossover(panels: list, xlabel: str) -> Plot:
                bbox_to_anchor=(0.5, 0))
     fig.tight_layout(rect=(0, min(0.4, 0.2 * lines / fig.get_figheight()), 1, 1))
     marked = any(p[3] for p in panels)
-    parts = (["Lines: each unit at its best tiling on a size grid (simulated)"] if any(p[1] for p in panels) else []) \
-        + ["circles: each unit's tuned best per shape"] \
-        + (["dashed: where the fastest unit changes on the grid"] if marked else [])
+    lines = any(p[1] for p in panels)
+    unlike = lines and one_core and tuned_cores > 1
+    parts = ([f"Lines: each unit at its best tiling on {'one core, ' if one_core else ''}on a size grid (simulated)"]
+             if lines else []) \
+        + ["circles: each unit's tuned best per shape"
+           + (f", on up to {tuned_cores} cores (a circle below its line shows what the other cores add)"
+              if unlike else "")] \
+        + ([f"dashed: where the fastest unit {'on one core ' if one_core else ''}changes on the grid"] if marked else [])
     caption = "; ".join(parts) + "."
     return finish(fig, "crossover", f"best cycles against {xlabel} per unit" + (", crossovers marked" if marked else ""),
                   caption[0].upper() + caption[1:])
