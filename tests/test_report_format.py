@@ -100,3 +100,14 @@ def test_the_unit_plot_caption_follows_the_objective_that_chose_the_unit(tmp_pat
     results[0]["chosen"], results[1]["chosen"] = True, False
     (plot,) = [b for b in sections.units(data).blocks if hasattr(b, "png")]
     assert plot.caption == "Lower is faster; the chosen unit's bar is outlined, the lowest of its group."
+
+
+def test_portfolio_best_found_is_formatted_as_the_objective(tmp_path):
+    """The column mixed "2.37405e+06" and "38,956.7" for cycles."""
+    members = [{"member": "tpe", "trials": 5, "feasible": 5, "improvements": 2, "best": 2374050.4},
+               {"member": "mutation", "trials": 3, "feasible": 3, "improvements": 1, "best": 38956.7},
+               {"member": "random", "trials": 1, "feasible": 0, "improvements": 0, "best": None}]
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "objectives": ["cycles"],
+                                                 "results": [_res("vector", 9.0, chosen=True, members=members)]}, hw=None)
+    (table,) = [b for b in search.portfolio_members(data) if hasattr(b, "rows")]
+    assert [row[-1] for row in table.rows] == ["2,374,050", "38,957", "-"]

@@ -140,14 +140,15 @@ def portfolio_members(data: ReportData) -> list:
     if not res:
         return []
     label = _labeler(data)
+    obj = (data.summary.get("objectives") or ["cycles"])[0]
     shown = _capped(res)
     names = list(dict.fromkeys(m["member"] for r in shown for m in r["members"]))
     by = [{m["member"]: m for m in r["members"]} for r in shown]
     rows = []
     for r in res:
-        for m in r["members"]:
+        for m in r["members"]:  # the best in the objective's own format (it mixed 2.37405e+06 and 38,956.7)
             rows.append([result_label(r), m["member"], str(m["trials"]), str(m["trials"] - m["feasible"]),
-                         str(m["improvements"]), "-" if m["best"] is None else f"{m['best']:,.6g}"])
+                         str(m["improvements"]), _value(m["best"], obj)])
     return [
         Para("The portfolio sampler gave each trial to one member search (a bandit credits the members "
              "that recently set new bests, and keeps trying the others); every member learns from all "
