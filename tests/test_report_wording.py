@@ -228,3 +228,13 @@ def test_a_pick_held_to_its_own_recorded_error_is_not_reported_as_within_the_dty
     summary["objectives"] = ["cycles"]  # the dtype's tolerance: nothing to add
     assert "passed verification." in " ".join(sections.highlights(data))
     assert sections.verification(data).blocks[1].rows[0][1] == "passed"
+
+
+def test_an_interrupted_study_is_marked_in_best_configurations(tmp_path):
+    """Its exported row read like any other, though the study stopped short of its budget."""
+    data = ReportData(out_dir=tmp_path, summary=_summary(interrupted=True, chosen=True, params={"tile_len": 256})
+                      | {"interrupted": True}, hw=None)
+    best = sections.best(data)
+    assert best.blocks[1].rows[0][0] == "n=4096 (interrupted)" and "(interrupted)" in best.blocks[0].text
+    data.summary["results"][0]["interrupted"] = False
+    assert sections.best(data).blocks[1].rows[0][0] == "n=4096"

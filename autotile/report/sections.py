@@ -283,7 +283,9 @@ def best(data: ReportData) -> Section:
     errors = [o for o in objs if any(o == t[0] for r in data.exported for t in fmt.traded(r, objs))]
     for r in data.exported:
         b, on = _band(r, data)
-        rows.append([shape_label(r["shape"]), r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
+        # a study the interruption cut short: its best may not be the budget's
+        shape = shape_label(r["shape"]) + (" (interrupted)" if r.get("interrupted") else "")
+        rows.append([shape, r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
                      fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
                      b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
@@ -305,6 +307,9 @@ def best(data: ReportData) -> Section:
                  "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% "
                  "good, 70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the "
                  "band is taken on % of bandwidth instead. ")
+    if any(r.get("interrupted") for r in data.exported):
+        intro += ("A shape marked (interrupted) comes from a study the interruption stopped short of its budget: "
+                  "resuming the run may find a better configuration. ")
     if errors:
         intro += (f"The speedup counts cycles only; the {' and '.join(errors)} "
                   f"column{'s give' if len(errors) > 1 else ' gives'} the configuration's error with the "
