@@ -238,3 +238,12 @@ def test_an_interrupted_study_is_marked_in_best_configurations(tmp_path):
     assert best.blocks[1].rows[0][0] == "n=4096 (interrupted)" and "(interrupted)" in best.blocks[0].text
     data.summary["results"][0]["interrupted"] = False
     assert sections.best(data).blocks[1].rows[0][0] == "n=4096"
+
+
+def test_a_resumed_run_says_its_tuning_time_is_this_runs(tmp_path):
+    """A rerun that resumed finished studies showed 9.7 s of tuning where the first run took 28.2 s."""
+    summary = _summary(chosen=True, params={"tile_len": 256}, elapsed_s=0.0) | {"elapsed_s": 9.72}
+    data = ReportData(out_dir=tmp_path, summary=summary, hw=None)
+    assert dict(sections.facts(data))["tuning time"].startswith("9.7 s this run (its studies also hold trials of other runs")
+    summary["results"][0]["elapsed_s"] = 8.1  # the study's trials were all this run's
+    assert dict(sections.facts(data))["tuning time"] == "9.7 s"

@@ -5,6 +5,7 @@ Each builder takes the ``ReportData`` and returns a ``Section`` (or None when it
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -48,11 +49,35 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
         ("autotile version", str(s.get("autotile_version", "?"))),
         ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, {_budget(data)}, "
                    f"objective(s) {', '.join(s.get('objectives', []))}"),
-        ("tuning time", f"{s.get('elapsed_s', 0):.1f} s" + (" (interrupted: partial results)" if s.get("interrupted") else "")),
+        ("tuning time", f"{s.get('elapsed_s', 0):.1f} s"
+                        + (" this run (its studies also hold trials of other runs, whose time is not included)"
+                           if _other_runs(data) else "")
+                        + (" (interrupted: partial results)" if s.get("interrupted") else "")),
         ("study storage", data.storage_text or ("not available" if data.keeps_storage else
                                                 "none (the exhaustive sampler keeps no Optuna study)")),
     ]
     return out
+
+
+def _other_runs(data: ReportData) -> bool:
+    """Whether the studies hold trials this run did not spend its ``elapsed_s`` on (it resumed them,
+    or trials were added since): a study with trials but no time in this run, or trials in the
+    storage further apart than the run lasted. A resumed run's time alone read as the whole tuning
+    (9.7 s where the two runs took 28.2 s)."""
+    elapsed = data.summary.get("elapsed_s")
+    if not isinstance(elapsed, (int, float)) or not data.keeps_storage:  # the exhaustive sampler never resumes
+        return False
+    if any(r.get("trials") and r.get("elapsed_s") == 0 for r in data.results):
+        return True
+    first, last = math.inf, -math.inf
+    for r in data.results:
+        study = data.study(r.get("study"))
+        for t in study.get_trials(deepcopy=False) if study is not None else []:
+            if t.datetime_start is not None:
+                first = min(first, t.datetime_start.timestamp())
+            if t.datetime_complete is not None:
+                last = max(last, t.datetime_complete.timestamp())
+    return last - first > elapsed + 2.0  # slack: the clocks of workers and rounding
 
 
 def _budget(data: ReportData) -> str:
