@@ -176,16 +176,18 @@ def test_a_counted_space_stops_when_its_last_configuration_is_tried(run_cli, wri
     assert len(seen) == 7 and last_new == trials[-1].number == r["trials"] - 1
 
 
-# resize down to 2 x 1 from 100000 x 4 with no UB constraint: 21 configurations, every one of
-# which the kernel refuses (UB overflow), so only the cap or the exhausted space ends a study
+# resize down to 64 x 1 from 64000 x 4 with no UB constraint: 21 configurations, every one of
+# which the kernel refuses (UB overflow: 64 columns span ~64,000 source columns, 2 KB apart, just
+# under the gap past which resize copies each column's window apart), so only the cap or the
+# exhausted space ends a study
 WIDE = """op: resize
 hardware: ascend910b2
 dtypes: [fp16]
 units: [vector]
-shapes: [{n: 1, c: 4, h_in: 4, w_in: 100000, h_out: 1, w_out: 2}]
+shapes: [{n: 1, c: 4, h_in: 4, w_in: 64000, h_out: 1, w_out: 64}]
 params:
   tile_h: {type: int, low: 1, high: "min(64, shape.h_out)", pow2: true}
-  tile_w: {type: int, low: 16, high: "min(1024, align_up(shape.w_out, 16))", pow2: true}
+  tile_w: {type: int, low: 64, high: "min(1024, align_up(shape.w_out, 16))", pow2: true}
   tile_c: {type: int, low: 1, high: "min(256, shape.c)", where: "is_pow2(tile_c) or tile_c == shape.c"}
   buffer_num: {type: int, low: 1, high: 3}
   cores:
