@@ -18,6 +18,9 @@ Criteria (``verdict``):
   some budget (at least two needed);
 - ``overhead``: per-trial time spent inside the sampler (every sampler call of a trial, summed),
   median over all trials of all runs, portfolio / tpe < 2.
+
+A landscape that cannot be run (an ``InputError``: say its space outgrew the exhaustive optimum)
+is reported in one line and under ``failed``; the others still run, and the exit code is 2.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 
 from optuna.samplers import BaseSampler
 
+from autotile.errors import InputError
 from autotile.space import load_spec
 from autotile.tune import benchsearch, landscapes, samplers
 
@@ -154,17 +158,27 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = [n for n in args.landscapes.split(",") if n]
     sampler_names = [s for s in args.samplers.split(",") if s]
+    unknown = [n for n in names if n not in LANDSCAPES]
+    if unknown:
+        print(f"bench/portfolio.py: --landscapes: unknown {', '.join(unknown)}, expected some of "
+              f"{', '.join(LANDSCAPES)}", file=sys.stderr)
+        return 2
     earlier = json.loads(Path(args.singles).read_text()) if args.singles else None
     if earlier is not None:
         sampler_names = ["portfolio"]
     out = {"schema": "autotile.bench_portfolio/1", "budgets": list(BUDGETS), "seeds": args.seeds,
-           "landscapes": {}, "unavailable": {}}
+           "landscapes": {}, "unavailable": {}, "failed": {}}
     medians: dict = {}
     timing = _Timing()
     with tempfile.TemporaryDirectory() as tmp, timing:
         for name in names:
             t0 = time.monotonic()
-            res = benchsearch.bench(_spec_for(name, Path(tmp)), sampler_names, BUDGETS, seeds=args.seeds)
+            try:
+                res = benchsearch.bench(_spec_for(name, Path(tmp)), sampler_names, BUDGETS, seeds=args.seeds)
+            except InputError as exc:  # e.g. a spec whose space outgrew the exhaustive optimum
+                out["failed"][name] = str(exc)
+                print(f"{name}: not run: {exc}", file=sys.stderr, flush=True)
+                continue
             (sp,) = res["spaces"]
             by = {}
             for row in sp["samplers"]:
@@ -193,7 +207,7 @@ def main(argv=None) -> int:
     out["overhead_ms_per_trial_median"] = {s: round(v, 3) for s, v in overhead.items()}
     out["overhead_ms_per_trial_mean"] = {s: round(statistics.fmean(v) * 1e3, 3)
                                          for s, v in timing.per_trial.items() if v}
-    if "portfolio" in medians.get(names[0], {}):
+    if medians and all("portfolio" in by for by in medians.values()):
         out["verdict"] = verdict(medians)
         if "tpe" in overhead and "portfolio" in overhead:
             ratio = overhead["portfolio"] / overhead["tpe"]
@@ -205,6 +219,8 @@ def main(argv=None) -> int:
         Path(args.out).write_text(json.dumps(out, indent=1))
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
+    if out["failed"]:
+        return 2
     return 0 if out.get("verdict", {}).get("ok") else 1
 
 
