@@ -207,7 +207,7 @@ def main(argv=None) -> int:
     out["overhead_ms_per_trial_median"] = {s: round(v, 3) for s, v in overhead.items()}
     out["overhead_ms_per_trial_mean"] = {s: round(statistics.fmean(v) * 1e3, 3)
                                          for s, v in timing.per_trial.items() if v}
-    if medians and all("portfolio" in by for by in medians.values()):
+    if medians and all("portfolio" in by and len(by) > 1 for by in medians.values()):  # and a single
         out["verdict"] = verdict(medians)
         if "tpe" in overhead and "portfolio" in overhead:
             ratio = overhead["portfolio"] / overhead["tpe"]

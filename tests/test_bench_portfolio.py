@@ -35,3 +35,10 @@ def test_an_unknown_landscape_is_one_line(capsys):
     assert portfolio.main(["--landscapes", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown nope" in err
+
+
+def test_the_portfolio_alone_is_measured_without_a_verdict(capsys):
+    """No single sampler to compare with: no verdict (it used to fail on an empty max)."""
+    assert portfolio.main(["--seeds", "1", "--samplers", "portfolio", "--landscapes", "bowl"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert "verdict" not in out and "portfolio" in out["landscapes"]["bowl"]["median_fraction"]
