@@ -95,6 +95,72 @@ def test_c_header_agrees_with_python_on_random_shapes(built):
     assert kinds["no dtype"] >= 100, kinds
 
 
+SERVED_MAIN = r"""
+#include <stdio.h>
+#include "table.h"
+
+/* stdin: "m n k dtype" lines; stdout: "index" then the served params (-1 when no entry fits) */
+int main(void)
+{
+    long long m, n, k;
+    int dtype;
+    while (scanf("%lld %lld %lld %d", &m, &n, &k, &dtype) == 4) {
+        int64_t x[3];
+        const autotile_matmul_entry *e;
+        autotile_matmul_params p;
+        x[0] = m; x[1] = n; x[2] = k;
+        e = autotile_matmul_lookup(x, dtype, NULL);
+        if (e == NULL) {
+            printf("-1\n");
+            continue;
+        }
+        p = autotile_matmul_served(e, x);
+        printf("%d FIELDS\n", (int)(e - AUTOTILE_MATMUL_ENTRIES), ARGS);
+    }
+    return 0;
+}
+"""
+
+
+def test_c_header_serves_the_params_python_serves(built):
+    """The C lookup's entry run at the queried shape (``served``) has Python's params: a tiling
+    that kept K whole keeps it whole at any k. C handed out the stored single_core_k, 512 at
+    k = 1024 for an entry tuned at k = 512, where Python served 1024 (512 is infeasible there)."""
+    from autotile.tables.cnames import Names
+    from autotile.tables.export_c import encoded
+
+    d, doc, look = built
+    assert cli(["export", str(d), "--format", "c", "-o", str(d / "table.h")]) == 0
+    names = Names(look.table)
+    params = names.params
+    main = SERVED_MAIN.replace("FIELDS", " ".join("%d" for _ in params))
+    main = main.replace("ARGS", ", ".join(f"(int)p.{names.field(p.name)}" for p in params))
+    (d / "served.c").write_text(main)
+    compile_ok(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "served.c", "-o", "served", "-lm"], d)
+    rng = random.Random(8)
+    tuned = [(tuple(e["shape"].values()), e["dtype"]) for e in doc["entries"]]
+    queries = list(tuned) + region_edges(look) + inside(look, rng, 300)
+    for _ in range(1000):  # near a tuned shape, k from 16 times smaller to 16 times larger
+        (m, n, k), dt = rng.choice(tuned)
+        queries.append(((m, n, max(1, int(k * 2 ** rng.uniform(-4, 4)))), dt))
+    stdin = "".join(f"{m} {n} {k} {DTYPES.index(dt)}\n" for (m, n, k), dt in queries)
+    out = subprocess.run([str(d / "served")], input=stdin, capture_output=True, text=True, check=True).stdout
+    grown = 0
+    for ((m, n, k), dt), line in zip(queries, out.splitlines(), strict=True):
+        py = look.from_table({"m": m, "n": n, "k": k}, dt)
+        got = list(map(int, line.split()))
+        if py is None:
+            assert got == [-1], ((m, n, k), dt)
+            continue
+        want = [py.entry] + [encoded(p, py.params[p.name]) for p in params]
+        assert got == want, ((m, n, k), dt, py)
+        stored = look.table.entries[py.entry].params["single_core_k"]
+        grown += py.params["single_core_k"] > stored
+    # the sample has many nearest matches whose whole K grew past the stored single_core_k
+    print(f"C served Python's params on {len(queries)} shapes; single_core_k grew past the stored in {grown}")
+    assert grown >= 100, grown
+
+
 def test_c_header_agrees_with_python_for_custom_rules(tmp_path, capsys):
     """A spec whose rules are tighter than the bundled one's (at most 4 core blocks along m): the
     cube region is derived from the bundled rules, so with these the entries serve their tuned

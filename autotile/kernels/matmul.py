@@ -884,6 +884,14 @@ def served(params: dict, tuned: dict, shape: dict) -> dict:
     return params | {"single_core_k": _align(shape["k"], params["base_k"])}
 
 
+# ``served`` as the exported C headers' ``served`` function runs it: param -> a C expression over
+# the queried shape x[dim], the entry's tuned shape e->shape[dim] and its params p->name (NA,
+# INT32_MIN, where the entry's unit has none: a vector entry keeps its NA). Keep the two in step:
+# tests/test_tables_export.py compares the C header's served params with Lookup.from_table's.
+SERVED_C = {"single_core_k": "p->single_core_k >= e->shape[k] && p->base_k > 0"
+                             " ? ((x[k] - 1) / p->base_k + 1) * p->base_k : p->single_core_k"}
+
+
 def shape_of(inputs: tuple) -> dict:
     """``{m, n, k}`` of A (M x K) and B (K x N)."""
     return matmul_vector.shape_of(inputs)

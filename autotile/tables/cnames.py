@@ -152,11 +152,12 @@ class Names:
         self.PRE = PRE = f"{prefix.upper()}_{self.OP}_"
         self.params_t, self.entry_t, self.lookup = pre + "params", pre + "entry", pre + "lookup"
         self.shape_t, self.lookup_shape = pre + "shape", pre + "lookup_shape"
+        self.served = pre + "served"
         self.entries, self.count, self.na = PRE + "ENTRIES", PRE + "NENTRIES", PRE + "NA"
         self.unverified, self.verified_only = PRE + "NUNVERIFIED", PRE + "VERIFIED_ONLY"
         self.guard = PRE + "TABLE_H"  # the include guard of the C body
         own = [pre + s for s in ("params", "entry", "lookup", "fits", "distance", "dtype", "unit", "shape",
-                                 "lookup_shape")]
+                                 "lookup_shape", "served")]
         g = Scope(own + [PRE + s for s in ("ENTRIES", "NENTRIES", "NA", "NDIMS", "TABLE_H", "NUNVERIFIED",
                                            "VERIFIED_ONLY", "HARDWARE", "HARDWARE_HASH", "SIMULATOR",
                                            "INPUTS")])

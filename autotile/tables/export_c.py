@@ -13,12 +13,14 @@ Macros name what the table was tuned for: the hardware, the simulator and the op
 spec's ``inputs:``, :mod:`autotile.tables.cinputs`).
 The lookup implements the same rule as :mod:`autotile.tables.lookup` over the entries' regions,
 the very ones the Python lookup requires (``Lookup.regions``, see :mod:`autotile.tables.region`),
-and returns NULL when no entry fits.
+and returns NULL when no entry fits; its ``served`` gives an entry's params as they run at the
+queried shape, Python's answer (the kernel's ``served``, spelled in C beside it as ``SERVED_C``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from autotile import words
 from autotile.errors import InputError
@@ -139,6 +141,7 @@ def _body(table: Table, n: Names) -> str:
     ]
     out += _entries(table, n, params, look.regions)
     out += _lookup(table, n, nd)
+    out += _served(table, n, nd, getattr(look.kernel, "SERVED_C", {}))
     return "\n".join(out) + "\n"
 
 
@@ -212,6 +215,7 @@ Lookup rule ({n.lookup}), the same as autotile's Python lookup so both agree:
   2. The candidate at the smallest distance sum over d of (log x[d] - log e[d])^2 (natural
      log, summed in dim order) wins; a tie goes to the earlier entry. Distance 0 is an exact match.
   3. No candidate: the lookup returns NULL ({fallback}
+Run the winner's params as {n.served}(e, x) serves them (Python's answer), not e->params.
 Needs <math.h> (link with -lm); compile without -ffast-math so distances round as in Python."""
     return ["/*"] + [f" * {comment(s)}".rstrip() for s in text.splitlines()] + [" */", ""]
 
@@ -331,5 +335,34 @@ static inline const {n.entry_t} *{n.lookup_shape}(const {n.shape_t} *s, int dtyp
     int64_t x[{nd}];
 {fill}
     return {n.lookup}(x, dtype, exact);
+}}
+""".splitlines()
+
+
+def _served(table: Table, n: Names, nd: int, rules: dict) -> list[str]:
+    """The ``served`` function: an entry's params as they run at shape x, as Python's lookup
+    answers them (``Lookup.served``: matmul keeps K whole at any K for a tiling that did not split
+    it). ``rules`` is the kernel's ``SERVED_C``, kept beside its ``served``; a rule reading a param
+    the spec does not declare is left out, as ``served`` then leaves the params as stored."""
+    names = {p.name for p in n.params}
+    dims = {d: n.dim(d) for d in table.dims}
+    lines = []
+    for name, expr in rules.items():
+        if name not in names or any(m not in names for m in re.findall(r"p->(\w+)", expr)):
+            continue
+        expr = re.sub(r"(x|e->shape)\[(\w+)\]", lambda m: f"{m.group(1)}[{dims[m.group(2)]}]", expr)
+        expr = re.sub(r"p->(\w+)", lambda m: f"p->{n.field(m.group(1))}", expr)
+        lines.append(f"    out.{n.field(name)} = (int32_t)({expr});")
+    body = (f"    const {n.params_t} *p = &e->params;\n    {n.params_t} out = *p;\n" + "\n".join(lines)
+            + "\n    return out;") if lines else "    (void)x; /* this op runs every entry's params as stored */\n    return e->params;"
+    return f"""\
+/*
+ * Entry e's params as they run at shape x: run these, not e->params, which hold them as tuned at
+ * e->shape. They are Python's lookup answer (Lookup.served), e.g. a matmul tiling that kept K whole
+ * (single_core_k >= its tuned k) keeps it whole at any k: single_core_k = k rounded up to base_k.
+ */
+static inline {n.params_t} {n.served}(const {n.entry_t} *e, const int64_t x[{nd}])
+{{
+{body}
 }}
 """.splitlines()

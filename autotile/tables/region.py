@@ -38,7 +38,8 @@ the tiling does per core what it did at the tuned shape, bounds C can check with
   core limit.
 * cube, k: a k the tuned shape split over several core K ranges does not shrink below its tuned
   size either (as m and n); a tiling that kept k whole keeps it whole at any k (its
-  single_core_k is served as all of k). When one L1 k panel (``base_k * max(step_ka, step_kb)``) covered the tuned k, the
+  single_core_k is served as all of k rounded up to base_k, up to the largest such k that fits
+  the headers' int32). When one L1 k panel (``base_k * max(step_ka, step_kb)``) covered the tuned k, the
   tuner could not pick a longer one, so k stays within it (a 16x16x16 tiling, base_k 16, ran k=256
   at 3.5x the default's cycles); otherwise k does not shrink below its tuned size (the last
   panel's padding grows: k=250 on the 1000^3 tiling was 10% slower).
@@ -100,8 +101,10 @@ def _matmul_cube(shape: dict, params: dict, dtype: str, hw) -> Region:
     split_k = sck < k
     lo_k = max(1, bk - c0k + 1, (max(p["step_ka"], p["step_kb"]) - 1) * bk + 1, k if k > panel_k else 1,
                k if split_k else 1)
-    # one k panel held the tuned k: no longer k than that panel
-    hi_k = panel_k if k <= panel_k else MAX_DIM
+    # one k panel held the tuned k: no longer k than that panel; k kept whole is served as
+    # single_core_k = k rounded up to base_k, which must fit the headers' int32 (a k within base_k
+    # of 2**31 was served 2**31: C held -2**31)
+    hi_k = panel_k if k <= panel_k else MAX_DIM if split_k or "single_core_k" not in p else MAX_DIM // bk * bk
     lo, hi = {"m": lo_m, "n": lo_n, "k": lo_k}, {"m": MAX_DIM, "n": MAX_DIM, "k": hi_k}
     split = {"m": scm, "n": scn, "k": sck if split_k else 0}
     dims = tuple(shape)
