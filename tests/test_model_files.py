@@ -262,7 +262,8 @@ def test_the_model_fallback_compares_every_unit_it_knows(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "load_regressor", lambda *a, **k: Reg())
     cost = {"vector": 900.0, "cube": 400.0, "scalar": 5000.0}
 
-    def pick(op, shape, dtype, space, *, model, unit, baseline=None):
+    def pick(op, shape, dtype, space, *, model, unit, baseline=None, data="gm"):
+        assert data == "gm"  # the table's placement (weighted_sum.yaml's inputs)
         return R.Pick({"tile_len": 256}, f"{unit} pick", cost[unit], verified=True)  # as if simulated
 
     monkeypatch.setattr(R, "pick_params", pick)

@@ -377,9 +377,13 @@ def shape_ranges(rows) -> dict:
 
 
 def outside(ranges: dict, shape: dict, data: str = "gm") -> str | None:
-    """Why ``shape`` lies outside ``ranges`` for ``data``, or None (also when nothing is known)."""
+    """Why ``shape`` lies outside ``ranges`` for ``data``, or None (also when nothing is known: a
+    model saved without its ranges). A model whose ranges lack ``data`` was trained on none of it:
+    said so, where it used to be None, as if every shape were inside."""
     span = ranges.get(data)
     if not span:
+        if ranges:
+            return f"the model has no training for data {data} (trained on data {', '.join(ranges)})"
         return None
     out = [f"{d}={v} (trained on {span[d][0]}..{span[d][1]})" for d, v in shape.items()
            if d in span and not span[d][0] <= v <= span[d][1]]

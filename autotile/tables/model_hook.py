@@ -28,6 +28,12 @@ def default_of(space) -> dict | None:
     return params if space.check(params) is None else None
 
 
+def placement(spec) -> str:
+    """Where the table's op keeps its data (the spec's ``inputs: {data: ...}``, default gm), as the
+    models' rows record it: the model predicts and checks its training range for that placement."""
+    return (spec.inputs or {}).get("data", "gm")
+
+
 def warn_stderr(text: str) -> None:
     print(f"autotile: warning: {text}", file=sys.stderr)
 
@@ -86,13 +92,14 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         from autotile.models.regressor import pick_params
 
         spec = table.spec
+        data = placement(spec)
         picks = []  # each unit the model knows, at its pick; the fewest cycles wins
         defaults = {}  # each such unit's default tiling, scored beside the model's candidates
         for unit in spec.units_for(dtype):
             if unit in reg.units:
                 space = spec.space(shape, dtype, unit)
                 defaults[unit] = default_of(space)
-                got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=defaults[unit])
+                got = pick_params(op, shape, dtype, space, model=reg, unit=unit, baseline=defaults[unit], data=data)
                 if got is not None:
                     picks.append((got.cycles if got.cycles is not None else float("inf"), unit, got))
         if not picks:
@@ -101,7 +108,7 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
         how = got.how if len(picks) == 1 else (
             f"{unit} of {', '.join(u for _, u, _ in picks)} (fewest cycles: "
             + ", ".join(f"{u} {c:,.0f}" for c, u, _ in picks) + f"); {got.how}")
-        far = reg.outside(shape)
+        far = reg.outside(shape, data)
         params, match, notes = got.params, "default" if got.default else "model", []
         cycles, source = got.cycles, "simulator" if got.verified else "model"
         if got.default:
