@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autotile import words
 from autotile.atomic import write_text
 from autotile.tables import export_ascendc, export_c
 from autotile.tables.cnames import DEFAULT_PREFIX
@@ -66,7 +67,8 @@ def custom_rules(table) -> str | None:
 
 def notices(table) -> list[str]:
     """What a kernel reading ``table`` should know, one line each: no entries at all, entries that
-    were not verified, and cycles from another simulator than this autotile's."""
+    were not verified, a table of an interrupted run, and cycles from another simulator than this
+    autotile's."""
     table = load_table(table)
     out = []
     if not table.entries:
@@ -77,9 +79,23 @@ def notices(table) -> list[str]:
                else "tuned with --no-verify")
         out.append(f"{k} of {len(table.entries)} entries not verified ({why}); they carry verified: false "
                    f"(the C entry's verified = 0)")
+    if (text := partial(table)) is not None:
+        out.append(text)
     if (text := simulator_drift(table)) is not None:
         out.append(text)
     return out
+
+
+def partial(table) -> str | None:
+    """One line when the table comes from an interrupted run (some studies never ran or stopped
+    short of their budget), else None."""
+    cut = load_table(table).interrupted
+    if cut is None:
+        return None
+    said = [words.count(cut["not_run"], "study") + " not run"] if cut["not_run"] else []
+    said += [words.count(cut["cut_short"], "study") + " stopped short of the budget"] if cut["cut_short"] else []
+    return (f"the table is partial: its tune was interrupted ({', '.join(said) or 'studies cut short'}); "
+            f"resume the tune (the same command) to complete it")
 
 
 def simulator_drift(table) -> str | None:

@@ -55,6 +55,9 @@ def _banner(table: Table, fmt: str) -> str:
         f"  inputs:   {rendering(table.spec) or 'none (the op has no options)'}",
         f"  dims: x[] = {{{', '.join(table.dims)}}} in this order (the order of a spec's shapes does not matter)",
     ]
+    if (cut := table.interrupted) is not None:
+        lines.insert(4, f"  PARTIAL: its tune was interrupted ({words.count(cut['not_run'], 'study')} not run, "
+                        f"{cut['cut_short']} stopped short of the budget); resume it and re-export")
     return "/*\n" + "\n".join(f" * {comment(s)}".rstrip() for s in lines) + "\n */"
 
 

@@ -7,13 +7,17 @@ A table is JSON::
      "spec": {"path", "hash", "content": {...spec.to_dict()...}}, "spec_hash",
      "autotile_version", "simulator", "created", "dims": ["m", "n", "k"],
      "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
-                  "verified", "study", "trial"}, ...]}
+                  "verified", "study", "trial"}, ...],
+     "interrupted": {"not_run": 2, "cut_short": 1}}   # only in a table of an interrupted run
 
 One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
 % of peak, the verified flag (false: tuned with ``--no-verify``, or replayed; a tiling that failed
 verification never enters) and the study and trial it came from. ``simulator`` is the
 fingerprint of the kernels and cost model that predicted the cycles (null for replay, absent
-from tables made before it was recorded). The embedded profile and
+from tables made before it was recorded). ``interrupted`` marks the table of a run stopped
+(SIGINT, SIGTERM) before every study reached its budget: how many studies never ran and how many
+stopped short; absent from a complete run's table, and from tables made before it was recorded
+(they load as complete). The embedded profile and
 spec make a table self-contained: lookup re-checks feasibility with them (see ``lookup``).
 :func:`load_table` validates everything and raises InputError naming the file and field.
 """
@@ -87,6 +91,11 @@ class Table:
         return self.doc.get("simulator")
 
     @property
+    def interrupted(self) -> dict | None:
+        """``{"not_run", "cut_short"}`` (studies) for the table of an interrupted run, else None."""
+        return self.doc.get("interrupted")
+
+    @property
     def dtypes(self) -> tuple[str, ...]:
         """The spec's dtypes, the first being the default of lookups."""
         return tuple(self.spec.dtypes)
@@ -113,7 +122,7 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
             params=dict(r["params"]), cycles=r.get("cycles"), time_us=r.get("time_us"),
             pct_of_peak=r.get("pct_of_peak"), verified=bool(r.get("verified")),
             study=r.get("study"), trial=r.get("trial")).to_json())
-    return {
+    doc = {
         "schema": SCHEMA,
         "op": spec.op.name,
         "hardware": {"name": spec.hardware.name, "hash": spec.hardware.content_hash(),
@@ -127,6 +136,10 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
         "dims": list(spec.op.dims),
         "entries": entries,
     }
+    if summary.get("interrupted"):  # partial: the studies a resume would still run or finish
+        doc["interrupted"] = {"not_run": len(summary.get("not_run") or ()),
+                              "cut_short": sum(1 for r in summary["results"] if r.get("interrupted"))}
+    return doc
 
 
 def write_table(path: str | Path, table: dict | Table) -> Path:
@@ -264,6 +277,11 @@ def _validate(doc, file, check_hashes) -> Table:
         raise c.fail("dims", "expected a non-empty list of dimension names")
     if content.get("op") != op:
         raise c.fail("spec.content.op", f"expected {op!r} (the table's op), got {_show(content.get('op'))}")
+    if (cut := c.get(doc, "interrupted", "", dict, "a mapping {not_run, cut_short} or null", optional=True)) is not None:
+        for key in ("not_run", "cut_short"):
+            v = c.get(cut, key, "interrupted", int, "a count of studies")
+            if v < 0:
+                raise c.fail(f"interrupted.{key}", f"expected a count of studies (0 or more), got {v}")
     raw = c.get(doc, "entries", "", list, "a list of entries")
     entries = tuple(_entry(c, e, f"entries[{i}]", dims) for i, e in enumerate(raw))
     table = Table(op=op, dims=tuple(dims), entries=entries, doc=doc, file=file)
