@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -23,19 +24,25 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
     A symlink is written through (its target is replaced, the link kept); a path that exists and
     is neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a FIFO) is a stream,
-    written in place: renaming over it would replace the device with a file.
+    written in place: renaming over it would replace the device with a file. The stream is found
+    by stat, before resolving links: ``/dev/stdout`` on a pipe resolves to ``/proc/<pid>/fd/pipe:[N]``,
+    a name that does not exist, so it was taken for a new file and failed.
     """
     if not str(path):
         raise InputError("output path is empty: expected a file name")
     shown = Path(path)
-    path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file() and not path.is_dir():
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         try:
-            with open(path, "wb") as fh:
+            with open(shown, "wb") as fh:
                 fh.write(data)
         except OSError as exc:
             raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
         return shown
+    path = Path(os.path.realpath(path))
     try:
         make_folder(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -55,6 +62,18 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             pass
         raise OutputError(f"{shown}: cannot write: {exc.strerror or exc}") from None
     return shown
+
+
+def is_stdout(path: str | Path) -> bool:
+    """Whether ``path`` is this process's standard output (``/dev/stdout``, ``/proc/self/fd/1``):
+    a command writing there says what it wrote on stderr, not into the output."""
+    import sys
+
+    try:
+        a, b = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def make_folder(folder: Path) -> None:

@@ -1,6 +1,9 @@
 """Atomic outputs: symlinks are written through, streams are written in place, bad names fail clearly."""
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +32,28 @@ def test_a_stream_is_written_in_place(tmp_path):
     finally:
         os.close(r)
     assert not fifo.is_file() and not fifo.is_dir() and fifo.exists()
+
+
+def test_dev_stdout_on_a_pipe_is_written_in_place(tmp_path):
+    """``export ... -o /dev/stdout | wc -c``: /dev/stdout resolves to /proc/<pid>/fd/pipe:[N], a
+    name that does not exist, so the write went to a temporary file beside it and failed ("No such
+    file or directory", exit 1)."""
+    from tablekit import default_table
+
+    from autotile.tables.export import render
+    from autotile.tables.schema import write_table
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    got = subprocess.run([sys.executable, "-c", "from autotile import atomic; atomic.write_text('/dev/stdout', 'hi')"],
+                         capture_output=True, env=env, check=False)
+    assert (got.returncode, got.stdout, got.stderr) == (0, b"hi", b"")
+    write_table(tmp_path / "table.json", default_table())
+    got = subprocess.run([sys.executable, "-m", "autotile", "export", str(tmp_path), "--format", "c", "-o",
+                          "/dev/stdout"], capture_output=True, env=env, check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.decode() == render(tmp_path / "table.json", "c")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.json"]
 
 
 def test_empty_name_is_bad_input():

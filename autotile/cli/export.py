@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotile.atomic import refuse_input
+from autotile.atomic import is_stdout, refuse_input
 from autotile.cli.common import given, nonempty
 from autotile.tune.outputs import refuse_owned
 
@@ -57,5 +57,5 @@ def run(args) -> int:
         for text in core_notes(table):
             print(f"autotile: warning: {text}", file=sys.stderr)
     path = export(table, args.format, args.output, prefix=args.prefix or DEFAULT_PREFIX, op_type=args.op_type)
-    print(f"wrote {path} ({args.format})")
+    print(f"wrote {path} ({args.format})", file=sys.stderr if is_stdout(args.output) else sys.stdout)
     return 0
