@@ -24,10 +24,18 @@ Path_ = tuple  # a path into the document: keys (str) and list indices (int)
 
 # YAML 1.2 floats with an exponent that YAML 1.1 (PyYAML) reads as text: 1e6, 1.0e6, -2E-3, .5e3
 FLOAT_12 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+# YAML 1.2 core schema numbers. YAML 1.1 (PyYAML's default) read a leading zero as octal (0064 is
+# 52, 0128 text) and colons as base 60 (1:00 is 60), while the command line reads the same digits
+# as decimal; 1.2 has decimal with any leading zeros, explicit 0o / 0x, and no _ or base 60.
+INT_12 = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+FLOAT_CORE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+NUMBER_START = list("-+0123456789.")
 
 
 class SafeLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that also reads YAML 1.2 exponent floats as numbers.
+    """PyYAML's safe loader with YAML 1.2 core numbers: ``0064`` is 64, ``1e6`` a float,
+    ``0o17`` and ``0x1f`` explicit octal and hex; ``1:00`` and ``1_000`` are text.
 
     It refuses nesting deeper than ``MAX_DEPTH`` while composing: PyYAML's composer recurses once
     per level, so ``[[[...]]]`` a few hundred deep ended in a RecursionError traceback.
@@ -51,8 +59,30 @@ class SafeDumper(yaml.SafeDumper):
     """PyYAML's safe dumper that quotes text ``SafeLoader`` would read as a float (``"1e6"``)."""
 
 
-for _cls in (SafeLoader, SafeDumper):
-    _cls.add_implicit_resolver("tag:yaml.org,2002:float", FLOAT_12, list("-+0123456789."))
+def _construct_int_12(loader, node) -> int:
+    """An int as YAML 1.2 reads it (PyYAML's own constructor reads 010 as octal, 1:00 as 60)."""
+    text = loader.construct_scalar(node)
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text, 10)
+    if re.fullmatch(r"0o[0-7]+", text):
+        return int(text[2:], 8)
+    if re.fullmatch(r"0x[0-9a-fA-F]+", text):
+        return int(text[2:], 16)
+    raise yaml.constructor.ConstructorError(None, None, f"{text!r} is not a YAML 1.2 integer",
+                                            node.start_mark)
+
+
+_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+SafeLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _NUMBERS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+SafeLoader.add_implicit_resolver(_NUMBERS[0], INT_12, NUMBER_START)
+SafeLoader.add_implicit_resolver(_NUMBERS[1], FLOAT_CORE, NUMBER_START)
+SafeLoader.add_constructor(_NUMBERS[0], _construct_int_12)
+# the dumper keeps YAML 1.1's rules and adds 1.2's, so it quotes text either would read as a number
+SafeDumper.add_implicit_resolver(_NUMBERS[0], INT_12, NUMBER_START)
+SafeDumper.add_implicit_resolver(_NUMBERS[1], FLOAT_12, NUMBER_START)
 
 
 def scalar_text(value) -> str:

@@ -731,6 +731,35 @@ def test_exponent_floats_keep_positions_and_quoted_ones_stay_text(write_spec):
         load_spec(path)
 
 
+# -- YAML 1.2 integers: leading zeros are decimal, as on the command line -------------------------
+
+@pytest.mark.parametrize("text,value", [("0064", 64), ("0400", 400), ("010", 10), ("0128", 128), ("-007", -7),
+                                        ("0o17", 15), ("0x1f", 31), ("1:00", "1:00"), ("1_000", "1_000"),
+                                        ("0b101", "0b101"), ("1:30.5", "1:30.5"), ("1_0.5", "1_0.5")])
+def test_integers_follow_yaml_1_2(text, value):
+    """YAML 1.1 read 0064 as octal 52, 0128 as text and 1:00 as base 60 (60)."""
+    from autotile.yamlsrc import SafeDumper, load_text
+
+    assert load_text(f"a: {text}\n", "x.yaml").value == {"a": value}
+    assert load_text(yaml.dump({"a": text}, Dumper=SafeDumper), "y.yaml").value == {"a": text}  # text quoted
+
+
+def test_zero_padded_shape_and_bound_read_as_decimal(write_spec, run_cli):
+    path = write_spec("op: matmul\nunits: [vector]\nshapes: [{m: 0064, k: 0016, n: 0032}]\n"
+                      "params:\n  tile_len: {type: int, low: 1, high: 0040}\n")
+    spec = load_spec(path)
+    assert spec.shapes == ({"m": 64, "n": 32, "k": 16},)
+    assert spec.params[0].high.eval({}) == 40
+    for high in ("1:00", "1_000", '"0b11"'):
+        path = write_spec("op: matmul\nunits: [vector]\nshapes: [{m: 64, k: 16, n: 32}]\n"
+                          f"params:\n  tile_len: {{type: int, low: 1, high: {high}}}\n")
+        code, out, err = run_cli("space", path)
+        assert code == 2 and "params.tile_len.high: " in err and "Traceback" not in err, err
+    code, out, err = run_cli("space", write_spec("op: matmul\nshapes: [{m: 1:00, k: 16, n: 32}]\n"
+                                                 "params:\n  a: {type: bool}\n"))
+    assert code == 2 and err.endswith("shapes[0].m: expected a positive integer, got '1:00'\n")
+
+
 RECURSIVE = [  # (name, text, located message)
     ("alias in its own list", "a: &a [*a]\n", "1:4: a[0]: a YAML alias refers to a node that contains it"),
     ("alias in its own mapping", "a: &a {b: *a}\n", "1:4: a.b: a YAML alias refers to a node that contains it"),

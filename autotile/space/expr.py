@@ -333,6 +333,10 @@ class _Compiler:
         v = node.value
         if isinstance(v, bool):
             return _literal(v), []
+        written = ast.get_source_segment(self.text, node) or ""
+        if isinstance(v, (int, float)) and ("_" in written or written[:2].lower() == "0b"):
+            # as a spec's YAML 1.2 numbers and the command line read them: 1_000 is no number there
+            raise self.error(node, f"number {written}: expected plain digits (no _), or 0o / 0x for octal / hex")
         if isinstance(v, int):
             if abs(v) > CAP:
                 raise self.error(node, "integer literal larger than 2**62")
