@@ -32,6 +32,7 @@ ENV = {"a": 7, "b": 2, "c": 0, "shape.m": 1000, "shape.n": 64, "shape.k": 48, "d
     ("is_pow2(a / 3.5)", True), ("is_pow2(b / 4)", False), ("is_pow2(True)", True),
     ("hw.l1_bytes // (dtype.bytes * shape.k)", 5461), ("dtype.acc_bytes * 2.5", 10.0),
     ("True + b", 3), ("16", 16), ("1.5e3", 1500.0),
+    ("true", True), ("not false", True), ("a > b or false", True), ("true + b", 3), ("0x10", 16), ("0o17", 15),
 ])
 def test_values(text, value):
     got = compile_expr(text, SCOPE).eval(ENV)
@@ -110,6 +111,8 @@ def test_guarded_division_is_not_an_error_in_either_mode():
     ("(a := 3)", "assignments are not allowed in expressions", 1),
     ("a +", "invalid expression: invalid syntax", None),
     ("a + (b", "invalid expression: '(' was never closed", 4),
+    ("a + 1_000", "number 1_000: expected plain digits (no _), or 0o / 0x for octal / hex", 4),
+    ("0b11", "number 0b11: expected plain digits (no _), or 0o / 0x for octal / hex", 0),
     ("", "empty expression", None),
     ("a + " * 300 + "a", "expression longer than 1000 characters", None),
     ("-" * 300 + "a", "expression has more than 400 parts", None),
@@ -126,7 +129,7 @@ def test_refusals(text, message, offset):
 _LEAVES = st.one_of(
     st.sampled_from(["a", "b", "c", "shape.m", "dtype.c0"]),
     st.integers(-20, 20).map(str),
-    st.sampled_from(["0.5", "2.0", "True", "False"]),
+    st.sampled_from(["0.5", "2.0", "True", "False", "true", "false"]),
 )
 
 
@@ -185,6 +188,7 @@ def test_ready_parts_are_the_largest_computable_pieces():
     assert ready_parts("c + hw.l1_bytes * dtype.bytes", is_bound) == []
     assert ready_parts("a if c else b + 1", is_bound) == ["a", "b + 1"]
     assert ready_parts("a + b", is_bound) == ["a + b"]
+    assert ready_parts("a * b + (1 if true else 0)", is_bound) == ["a * b + (1 if true else 0)"]  # no name
 
 
 TEXT_SCOPE = Scope({"dtype": ("bytes", "name")}, ("a",), texts={"form": ("trace", "naive")})

@@ -30,6 +30,7 @@ import numpy as np
 from autotile.dtypes import DTYPES
 from autotile.yamlsrc import suggest
 
+BOOLS = {"true": True, "false": False}  # YAML's spelling; True and False are Python's
 FUNCTIONS = {  # name -> (min args, max args)
     "min": (2, 16),
     "max": (2, 16),
@@ -264,7 +265,7 @@ def _keys(node) -> set[str]:
     if isinstance(node, ast.Attribute):
         return {f"{node.value.id}.{node.attr}"}
     if isinstance(node, ast.Name):
-        return {node.id}
+        return set() if node.id in BOOLS else {node.id}
     if isinstance(node, ast.Call):
         return set().union(*(_keys(a) for a in node.args))
     return set().union(*(_keys(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)))
@@ -351,6 +352,8 @@ class _Compiler:
 
     def _Name(self, node):
         name = node.id
+        if name in BOOLS:  # YAML's spelling, as the README lists it and scalar_text writes it
+            return _literal(BOOLS[name]), []
         if name in self.scope.names:
             return _lookup(name), [name]
         if name in self.scope.texts:

@@ -16,7 +16,7 @@ from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, load_profile
 from autotile.hardware.profile import DEFAULT_PROFILE
 from autotile.kernels.registry import OPS, OpInfo, OptionError
-from autotile.space.expr import CAP, FUNCTIONS, Expr, ExprError, Scope, compile_expr
+from autotile.space.expr import BOOLS, CAP, FUNCTIONS, Expr, ExprError, Scope, compile_expr
 from autotile.space.params import ChoiceParam, IntParam, Param, plain
 from autotile.space.spec import Budget, Constraint, Derived, Spec
 from autotile.space.studies import spec_file
@@ -332,6 +332,8 @@ class _Parser:
             raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
         if name in FUNCTIONS:
             raise self.err(path, f"name {name} shadows the function {name}()", key=True)
+        if name in BOOLS:
+            raise self.err(path, f"name {name} shadows the boolean {name}", key=True)
         if name in taken:
             raise self.err(path, f"name {name} is already used by {taken[name]}", key=True)
         return name
