@@ -186,6 +186,7 @@ def load_text(text: str, file: str) -> Located:
         span: dict = {}
         counter = [0]
         open_nodes: set[int] = set()  # ids of the collection nodes being built (path's nodes)
+        merged_entries: dict[int, dict] = {}  # id of a mapping node -> its entries (merges applied)
 
         def located(n, path, message):
             return InputError(message, file=file, line=n.start_mark.line + 1,
@@ -216,38 +217,57 @@ def load_text(text: str, file: str) -> Located:
             value_pos[path] = (n.start_mark.line + 1, n.start_mark.column + 1)
             if isinstance(n, yaml.MappingNode):
                 out = {}
-                try:
-                    loader.flatten_mapping(n)  # merge keys (<<)
-                except yaml.MarkedYAMLError as exc:
-                    mark = exc.problem_mark or n.start_mark
-                    raise InputError(f"invalid YAML: {exc.problem or exc.context}", file=file,
-                                     line=mark.line + 1, col=mark.column + 1,
-                                     field=dotted(path)) from None
-                for knode, vnode in n.value:
-                    if not isinstance(knode, yaml.ScalarNode):
-                        raise InputError(
-                            "mapping keys must be plain scalars",
-                            file=file,
-                            line=knode.start_mark.line + 1,
-                            col=knode.start_mark.column + 1,
-                            field=dotted(path),
-                        )
-                    key = construct(knode, path, "key")
-                    if not isinstance(key, (str, int)) or isinstance(key, bool):
-                        key = str(key)
+                for key, (knode, vnode) in entries(n, path, frozenset()).items():
                     kpath = path + (key,)
-                    if key in out:
-                        raise InputError(
-                            "duplicate key",
-                            file=file,
-                            line=knode.start_mark.line + 1,
-                            col=knode.start_mark.column + 1,
-                            field=dotted(kpath),
-                        )
                     key_pos[kpath] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
                     out[key] = build(vnode, kpath)
                 return out
             return [build(v, path + (i,)) for i, v in enumerate(n.value)]
+
+        def entries(n, path, seen) -> dict:
+            """key -> (key node, value node) of mapping node ``n``: its own keys (each once)
+            override those its merge keys (``<<``) bring, and an earlier source a later one, as
+            YAML's merge says (PyYAML's flatten_mapping lists both, so an override was taken for
+            a duplicate key). Keys stand in PyYAML's order, merged ones first."""
+            if id(n) in seen:  # &a {<<: *a}
+                raise located(n, path, "a YAML alias refers to a node that contains it")
+            if id(n) in merged_entries:  # an anchor merged many times: work it out once
+                return merged_entries[id(n)]
+            own, sources = [], []
+            for knode, vnode in n.value:
+                if knode.tag != "tag:yaml.org,2002:merge":
+                    own.append((knode, vnode))
+                elif isinstance(vnode, yaml.MappingNode):
+                    sources.append(vnode)
+                elif isinstance(vnode, yaml.SequenceNode):
+                    for sub in vnode.value:
+                        if not isinstance(sub, yaml.MappingNode):
+                            raise located(sub, path, f"invalid YAML: expected a mapping for merging, "
+                                                     f"but found {sub.id}")
+                        sources.append(sub)
+                else:
+                    raise located(vnode, path, "invalid YAML: expected a mapping or list of mappings "
+                                               f"for merging, but found {vnode.id}")
+            out: dict = {}
+            for knode, vnode in own:
+                if not isinstance(knode, yaml.ScalarNode):
+                    raise located(knode, path, "mapping keys must be plain scalars")
+                if knode.tag == "tag:yaml.org,2002:value":  # a plain `=` key is text, as in PyYAML
+                    knode.tag = "tag:yaml.org,2002:str"
+                key = construct(knode, path, "key")
+                if not isinstance(key, (str, int)) or isinstance(key, bool):
+                    key = str(key)
+                if key in out:
+                    raise located(knode, path + (key,), "duplicate key")
+                out[key] = (knode, vnode)
+            merged = [entries(source, path, seen | {id(n)}) for source in sources]
+            for got in merged:
+                for key, pair in got.items():
+                    out.setdefault(key, pair)
+            # keys in PyYAML's order: the merged ones first (the last source's first), then its own
+            order = [k for got in reversed(merged) for k in got] + list(out)
+            merged_entries[id(n)] = {k: out[k] for k in dict.fromkeys(order)}
+            return merged_entries[id(n)]
 
         def construct(n, path, what):
             """A scalar's value; a tag that cannot build it (e.g. !!binary on text) is an error."""

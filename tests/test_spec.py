@@ -763,6 +763,34 @@ def test_zero_padded_shape_and_bound_read_as_decimal(write_spec, run_cli):
     assert code == 2 and err.endswith("shapes[0].m: expected a positive integer, got '1:00'\n")
 
 
+# -- YAML merge keys: an explicit key overrides a merged one ---------------------------------------
+
+def test_merge_keys_are_overridden_by_explicit_keys(write_spec):
+    """``{<<: *small, high: 64}`` was refused as a duplicate key."""
+    from autotile.yamlsrc import load_text
+
+    doc = load_text("small: &small {type: int, low: 1, high: 8}\n"
+                    "t: {<<: *small, high: 64}\n"
+                    "u: {<<: [{high: 4, w: 0}, *small], low: 2}\n", "x.yaml")
+    assert doc.value["t"] == {"type": "int", "low": 1, "high": 64}
+    assert list(doc.value["u"].items()) == [("type", "int"), ("low", 2), ("high", 4), ("w", 0)]  # PyYAML's order
+    assert doc.where(("t", "high"), key=True) == (2, 17) and doc.where(("t", "low"), key=True) == (1, 27)
+    with pytest.raises(InputError, match=r"^x.yaml:2:26: t.high: duplicate key$"):
+        load_text("small: &small {low: 1}\nt: {<<: *small, high: 8, high: 64}\n", "x.yaml")
+    spec = load_spec(write_spec("op: matmul\nunits: [vector]\nshapes: [{m: 64, k: 16, n: 32}]\n"
+                                "params:\n  tile_len: &small {type: int, low: 1, high: 8}\n"
+                                "  other: {<<: *small, high: 64}\n"))
+    assert [p.high.eval({}) for p in spec.params] == [8, 64]
+
+
+def test_merge_keys_many_times_over_stay_cheap():
+    from autotile.yamlsrc import load_text
+
+    text = "l0: &l0 {x: 1}\n" + "".join(f"l{i}: &l{i} {{<<: [*l{i - 1}, *l{i - 1}], k{i}: 1}}\n"
+                                         for i in range(1, 40))
+    assert len(load_text(text, "x.yaml").value["l39"]) == 40
+
+
 RECURSIVE = [  # (name, text, located message)
     ("alias in its own list", "a: &a [*a]\n", "1:4: a[0]: a YAML alias refers to a node that contains it"),
     ("alias in its own mapping", "a: &a {b: *a}\n", "1:4: a.b: a YAML alias refers to a node that contains it"),
