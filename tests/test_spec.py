@@ -132,7 +132,16 @@ BAD = [
      '{f}:6:3: derived.a: name a is already used by param a'),
     ('bad name',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  __class__: {type: bool}\n',
-     "{f}:4:3: params.__class__: '__class__' is not a valid name (letters, digits and _, not starting with _ or a digit)"),
+     "{f}:4:3: params.__class__: '__class__' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),
+    ('fullwidth name',  # Python reads ｘ in an expression as x: it collided silently with derived x
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  x: {type: int, low: 1, high: 4}\nderived:\n  ｘ: x + 1\n',
+     "{f}:6:3: derived.ｘ: 'ｘ' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),
+    ('micro sign name',  # read as Greek mu in expressions: "unknown name 'μ_cores', did you mean µ_cores?"
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  µ_cores: {type: int, low: 1, high: 4}\n',
+     "{f}:4:3: params.µ_cores: 'µ_cores' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),
+    ('non-ASCII dim',
+     'op: replay\nshapes: [{é: 1}]\nparams:\n  a: {type: bool}\n',
+     "{f}:2:11: shapes[0].é: 'é' is not a valid dimension name"),
     ('below',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: "b * 2"}\n  b: {type: int, low: 1, high: 4}\n',
      '{f}:4:33: params.a.high: b is declared below a; a bound may only use params declared above it'),

@@ -66,7 +66,7 @@ def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
             raise InputError(f"{what}: expected name=value, got {part!r}")
         key, _, raw = part.partition("=")
         key, raw = key.strip(), raw.strip()
-        if not key.isidentifier():
+        if not (key.isascii() and key.isidentifier()):  # as a spec's names
             raise InputError(f"{what}: {key!r} is not a valid name")
         if key in out:
             raise InputError(f"{what}: {key} given twice")

@@ -297,7 +297,7 @@ class _Parser:
         if not keys:
             raise self.err(path, "expected at least one dimension, e.g. {problem: 1}")
         for k in keys:
-            if not isinstance(k, str) or not k.isidentifier() or k == "grid":
+            if not isinstance(k, str) or not _ascii_name(k) or k == "grid":
                 raise self.err(path + (k,), f"{_show(k)} is not a valid dimension name", key=True)
         return tuple(keys)
 
@@ -324,9 +324,9 @@ class _Parser:
                 raise self.err(path, f"number {v:g} larger than 2**62")
 
     def new_name(self, path, name, taken: dict) -> str:
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) \
+        if not isinstance(name, str) or not _ascii_name(name) or keyword.iskeyword(name) \
                 or name.startswith("_"):
-            raise self.err(path, f"{_show(name)} is not a valid name (letters, digits and _, "
+            raise self.err(path, f"{_show(name)} is not a valid name (ASCII letters, digits and _, "
                                  "not starting with _ or a digit)", key=True)
         if name in ("shape", "dtype", "hw", "unit", "inputs"):
             raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
@@ -546,6 +546,12 @@ class _Parser:
         if not p.is_file():
             raise self.err(path, f"file not found: {p}")
         return p
+
+
+def _ascii_name(name: str) -> bool:
+    """An identifier of ASCII letters, digits and _: Python reads names in expressions
+    NFKC-normalised, so a fullwidth ``ｘ`` would be ``x`` and a micro sign ``µ`` a Greek ``μ``."""
+    return name.isascii() and name.isidentifier()
 
 
 def _by_name(params, name) -> Param:
