@@ -169,3 +169,18 @@ def test_an_evaluated_bound_beyond_2_62_leaves_only_that_configuration_infeasibl
         p.domain({"a": 5})
     grid = p.grid({"a": np.array([4, 5])}, 2)
     assert grid.count.tolist() == [4 * 10**18, 0]
+
+
+def test_a_where_over_too_many_candidates_says_how_to_narrow_it(run_cli, write_spec):
+    """``where`` tests at most 100,000 values; the error said only that, not what to do."""
+    text = ("op: sigmoid\nunits: [vector]\nshapes: [{n: 1048576}]\nparams:\n"
+            "  tile_len: {type: int, low: 1, high: shape.n%s, where: \"divides(tile_len, shape.n)\"}\n"
+            "  cores: {type: fixed, value: 1}\n  buffer_num: {type: fixed, value: 1}\n")
+    path = write_spec(text % "")
+    code, out, err = run_cli("space", path)
+    assert (code, out) == (2, "")
+    assert err == (f"autotile: error: {path}:5:30: params.tile_len: cannot evaluate for n=1048576 fp32 vector: "
+                   "1048576 candidates to filter with where (at most 100000): narrow the domain first with "
+                   "pow2, multiple_of, step or a tighter high\n")
+    code, out, err = run_cli("space", write_spec(text % ", pow2: true"), "--json")
+    assert (code, err) == (0, "") and json.loads(out)["raw_size"] == 21

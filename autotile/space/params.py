@@ -109,7 +109,8 @@ class IntParam:
         if self.where is None:
             return values
         if len(values) > MAX_FILTERED:
-            raise EvalError(f"{len(values)} candidates to filter with where (at most {MAX_FILTERED})")
+            raise EvalError(f"{len(values)} candidates to filter with where (at most {MAX_FILTERED}): narrow "
+                            "the domain first with pow2, multiple_of, step or a tighter high")
         out = []
         for v in values:
             try:
