@@ -4,6 +4,7 @@ expression attacks refused at load, and a round trip of generated specs."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -717,6 +718,20 @@ def test_a_spec_missing_a_kernel_param_is_refused_before_simulating(write_spec, 
                                                    "  depth_b1: {type: fixed, value: 1}\n  step_m:")))
     with pytest.raises(InputError, match="missing step_n,"):
         spec.require_kernel_params("cube")
+
+
+def test_a_param_the_kernel_does_not_read_is_located_at_the_param(write_spec, run_cli):
+    """It was reported at ``params`` (4:1), not at the param; ``space`` counts it, as documented."""
+    path = write_spec("op: sigmoid\nunits: [vector]\nshapes: [{n: 4096}]\nparams:\n"
+                      "  tile_len: {type: int, low: 64, high: 128, pow2: true}\n  cores: {type: fixed, value: 1}\n"
+                      "  buffer_num: {type: fixed, value: 1}\n  variant: {type: fixed, value: 0}\n"
+                      "  tile_lenght: {type: bool}\n")
+    code, out, err = run_cli("simulate", path, "--shape", "n=4096")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"autotile: error: {path}:9:3: params.tile_lenght: 'tile_lenght' is not read by the "
+                          "sigmoid kernel on vector, so it would change nothing"), err
+    code, out, err = run_cli("space", path, "--json")
+    assert (code, err) == (0, "") and json.loads(out)["raw_size"] == 4
 
 
 # -- YAML 1.2 floats: exponents without a dot or a signed exponent are numbers -------------------

@@ -202,6 +202,7 @@ class _Parser:
             backend=backend,
             measurements=self.measurements(top, backend),
             params_at=self.doc.where(("params",), key=True),
+            param_at=tuple((p.name, *self.doc.where(("params", p.name), key=True)) for p in params),
             expr_at=tuple((f, *at) for f, at in self.expr_at.items()),
             inputs=self.inputs(op, top.get("inputs", {}), backend),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),

@@ -73,6 +73,7 @@ class Spec:
     description: str = ""
     params_at: tuple[int, int] = (1, 1)  # line and column of the ``params`` key, for errors
     expr_at: tuple = ()  # (field, line, column) of each expression and limit, for errors found after loading
+    param_at: tuple = ()  # (name, line, column) of each param's key, for errors about the param itself
 
     def param(self, name: str) -> Param:
         """The param called ``name``; KeyError if there is none."""
@@ -115,10 +116,11 @@ class Spec:
             if extra:
                 from autotile.yamlsrc import suggest
 
+                line, col = next(((ln, c) for n, ln, c in self.param_at if n == extra[0]), self.params_at)
                 raise InputError(f"{extra[0]!r} is not read by the {self.op.name} kernel on {u}, so it would "
                                  f"change nothing (it reads {', '.join(needs)}; `units:` on a param limits it "
                                  f"to some units)" + suggest(extra[0], needs),
-                                 file=self.file, line=self.params_at[0], col=self.params_at[1], field="params")
+                                 file=self.file, line=line, col=col, field=f"params.{extra[0]}")
 
     def error_at(self, field: str, message: str) -> InputError:
         """An InputError located at the expression ``field`` (e.g. ``params.base_m.high``; a
