@@ -150,6 +150,14 @@ def test_a_bound_beyond_2_62_is_a_located_error(run_cli, write_spec, high, messa
     assert (code, out, err) == (2, "", f"autotile: error: {path}{message}\n")
 
 
+@pytest.mark.parametrize("high, got", [(".inf", "inf"), ("1e400", "inf"), (".nan", "nan"), ("-.inf", "-inf")])
+def test_a_non_finite_yaml_number_bound_is_refused_as_such(run_cli, write_spec, high, got):
+    """It was read as the name inf: "unknown name 'inf', did you mean min?"."""
+    path = write_spec(f"op: global_sum\nshapes: [{{n: 4096}}]\nparams:\n  t: {{type: int, low: 1, high: {high}}}\n")
+    code, out, err = run_cli("space", path)
+    assert (code, out, err) == (2, "", f"autotile: error: {path}:4:32: params.t.high: expected a finite number, got {got}\n")
+
+
 @pytest.mark.parametrize("high", ["4.7e18", "4.7e+18", "1e300", "-1.0e+19"])
 def test_a_yaml_number_bound_beyond_2_62_is_a_located_error(run_cli, write_spec, high):
     path = write_spec(f"op: global_sum\nshapes: [{{n: 4096}}]\nparams:\n  t: {{type: int, low: 1, high: {high}}}\n")

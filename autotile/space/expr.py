@@ -142,6 +142,8 @@ def compile_expr(source, scope: Scope) -> Expr:
     language: unknown names, attributes other than ``shape.<dim>``, ``dtype.<field>``,
     ``hw.<name>``, calls other than the whitelisted functions, strings, subscripts, ...
     """
+    if isinstance(source, float) and not math.isfinite(source):  # .inf, .nan, 1e400: repr is a name
+        raise ExprError(f"expected a finite number, got {source}")
     if isinstance(source, bool) or isinstance(source, (int, float)):
         source = repr(source)
     if not isinstance(source, str):
