@@ -128,6 +128,9 @@ BAD = [
     ('shadow bool',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nderived:\n  "false": a + 1\n',
      '{f}:6:3: derived.false: name false shadows the boolean false'),
+    ('constant where',  # it loaded and emptied the domain silently, while a constant constraint is refused
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: 4, where: 0}\n',
+     '{f}:4:42: params.a.where: where does not read a (it is always true or always false)'),
     ('reuse name',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: bool}\nderived:\n  a: a + 1\n',
      '{f}:6:3: derived.a: name a is already used by param a'),

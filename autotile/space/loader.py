@@ -445,6 +445,9 @@ class _Parser:
             if "where" in d:
                 own = Scope(scope.namespaces, scope.names + (name,), scope.hidden, text_fields=scope.text_fields)
                 extra["where"] = self.expr(path + ("where",), d["where"], own)
+                if extra["where"].is_constant:  # as a constant constraint: `where: 0` emptied the domain
+                    raise self.err(path + ("where",), f"where does not read {name} (it is always true "
+                                                      "or always false)")
             return IntParam(name, low, high, pow2="pow2" in d, units=units, description=desc, **extra)
         if kind == "categorical":
             self.mapping(path, d, common + ("choices",), ("choices",))
