@@ -192,3 +192,18 @@ def test_a_where_over_too_many_candidates_says_how_to_narrow_it(run_cli, write_s
                    "pow2, multiple_of, step or a tighter high\n")
     code, out, err = run_cli("space", write_spec(text % ", pow2: true"), "--json")
     assert (code, err) == (0, "") and json.loads(out)["raw_size"] == 21
+
+
+def test_an_empty_space_names_the_param_with_no_value(run_cli, write_spec):
+    """raw 0 said nothing of why; simulate's explanation of an empty domain is reused."""
+    path = write_spec("op: matmul\nunits: [cube]\nshapes: [{m: 64, n: 64, k: 64}]\nparams:\n"
+                      "  a: {type: int, low: 1, high: 4}\n"
+                      "  base_n: {type: int, low: 16, high: \"hw.l0c_bytes // 2**20 - a\"}\n")
+    why = ("base_n: no value fits the profile's buffers (its domain is empty: low 16, high -1, "
+           "with hw.l0c_bytes=131072, a=1)")
+    code, out, err = run_cli("space", path)
+    assert (code, err) == (0, "") and out.splitlines()[1].endswith(f"raw 0, feasible 0 (0.0%, exact); {why}")
+    code, out, err = run_cli("space", path, "--json")
+    assert json.loads(out)["spaces"][0]["why_empty"] == why
+    code, out, err = run_cli("space", MATMUL, "--json")
+    assert "why_empty" not in json.loads(out)["spaces"][0]

@@ -33,7 +33,10 @@ def run(args) -> int:
             space = spec.space(shape, dtype, unit)
             space.require_evaluable()
             count = space.count()
-            rows.append({"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()})
+            row = {"shape": shape, "dtype": dtype, "unit": unit, **count.to_dict()}
+            if not count.raw_size:  # say which param has no value, as simulate does
+                row["why_empty"] = space.empty_reason()
+            rows.append(row)
     first = rows[0]
     if args.json:
         print_json({
@@ -61,6 +64,8 @@ def run(args) -> int:
             lo, hi = r["ci95"]
             line += f", {r['samples']} samples, 95% CI {lo:,}..{hi:,}"
         line += ")"
+        if r.get("why_empty"):
+            line += f"; {r['why_empty']}"
         if r["top_constraint"]:
             line += f"; top constraint: {r['top_constraint']} (fails on {r['top_constraint_removes']:,})"
         print(line)

@@ -270,6 +270,21 @@ class Space:
         shape = ",".join(f"{k}={v}" for k, v in self.shape.items())
         raise self.spec.error_at(field, f"cannot evaluate for {shape} {self.dtype} {self.unit}: {reason}")
 
+    def empty_reason(self) -> str | None:
+        """Why the space has no point at all (raw size 0), as ``check`` says it: the first param
+        whose domain is empty when each param above it takes its first value; None if none is.
+        With raw size 0 every path has such a param, so one is found."""
+        env = dict(self._base_env)
+        for p in self.params:
+            try:
+                dom = p.domain(env)
+            except EvalError as exc:
+                return f"{p.name}: cannot evaluate its domain: {exc.reason}"
+            if not len(dom):
+                return _no_value(p, env)
+            env[p.name] = dom[0]
+        return None
+
     def constraint_failure(self, params: dict) -> str | None:
         """The second half of ``check``, for params already known to lie in their domains (drawn
         from them): None if the derived values and the constraints hold, else the first reason."""
