@@ -143,9 +143,9 @@ BAD = [
     ('micro sign name',  # read as Greek mu in expressions: "unknown name 'μ_cores', did you mean µ_cores?"
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  µ_cores: {type: int, low: 1, high: 4}\n',
      "{f}:4:3: params.µ_cores: 'µ_cores' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),
-    ('non-ASCII dim',
-     'op: replay\nshapes: [{é: 1}]\nparams:\n  a: {type: bool}\n',
-     "{f}:2:11: shapes[0].é: 'é' is not a valid dimension name"),
+    ('fullwidth dim',  # an expression would read shape.ｘ as shape.x (a replay's größe is fine)
+     'op: replay\nshapes: [{ｘ: 1}]\nparams:\n  a: {type: bool}\n',
+     "{f}:2:11: shapes[0].ｘ: 'ｘ' is not a valid dimension name"),
     ('below',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  a: {type: int, low: 1, high: "b * 2"}\n  b: {type: int, low: 1, high: 4}\n',
      '{f}:4:33: params.a.high: b is declared below a; a bound may only use params declared above it'),

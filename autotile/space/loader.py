@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import math
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -298,7 +299,9 @@ class _Parser:
         if not keys:
             raise self.err(path, "expected at least one dimension, e.g. {problem: 1}")
         for k in keys:
-            if not isinstance(k, str) or not _ascii_name(k) or k == "grid":
+            # any identifier (a replay's größe) that expressions read as written: shape.ｘ is shape.x
+            if not isinstance(k, str) or not k.isidentifier() or unicodedata.normalize("NFKC", k) != k \
+                    or k == "grid":
                 raise self.err(path + (k,), f"{_show(k)} is not a valid dimension name", key=True)
         return tuple(keys)
 
