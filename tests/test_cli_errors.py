@@ -66,13 +66,13 @@ def test_shape_has_the_spec_bounds(capsys, argv, value, needle):
     _fails(capsys, [a.format(v=value) for a in argv], needle)
 
 
-def test_names_on_the_command_line_are_ascii_as_in_a_spec():
+def test_names_on_the_command_line_read_as_in_a_spec():
     from autotile.cli.common import parse_kv
     from autotile.errors import InputError
 
     with pytest.raises(InputError, match="--set: 'ｍ' is not a valid name"):
         parse_kv("ｍ=1", what="--set")
-    assert parse_kv("m_1=1", what="--set") == {"m_1": 1}
+    assert parse_kv("m_1=1,größe=2", what="--shape") == {"m_1": 1, "größe": 2}  # a replay spec's dim
 
 
 def test_parse_shape_accepts_the_largest_dimension():

@@ -10,6 +10,7 @@ import pickle
 import signal
 import sys
 import threading
+import unicodedata
 
 from autotile.errors import InputError
 
@@ -66,7 +67,7 @@ def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
             raise InputError(f"{what}: expected name=value, got {part!r}")
         key, _, raw = part.partition("=")
         key, raw = key.strip(), raw.strip()
-        if not (key.isascii() and key.isidentifier()):  # as a spec's names
+        if not key.isidentifier() or unicodedata.normalize("NFKC", key) != key:  # as a spec's dims
             raise InputError(f"{what}: {key!r} is not a valid name")
         if key in out:
             raise InputError(f"{what}: {key} given twice")
