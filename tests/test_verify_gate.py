@@ -18,7 +18,8 @@ def _params(variant: str, tile: int = 256) -> dict:
 
 
 def _kernel(*, wrong: bool = False):
-    """The sigmoid kernel, counting its execute-mode runs (``calls``); ``wrong``: every output off by 1."""
+    """The sigmoid kernel, counting its execute-mode runs (``calls``); ``wrong``: every output off by 1.
+    A sigmoid candidate that passes runs twice: on make_inputs, then on the tails beyond them."""
     calls = []
 
     def execute(inputs, params, dtype, hw, **kw):
@@ -41,7 +42,8 @@ def test_the_gate_goes_past_five_failures_to_the_first_accurate_configuration():
     g = verify.gate(kernel, SHAPE, [*INEXACT, _params("exact")], "fp16", HW, unit="scalar")
     assert g.params == _params("exact") and g.rank == len(INEXACT) and g.verification.passed
     assert len(g.rejected) == len(INEXACT) and all(v.executed for _, v in g.rejected)
-    assert g.executed == len(calls) == len(INEXACT) + 1 and not g.capped
+    assert g.executed == len(INEXACT) + 1 and not g.capped
+    assert calls == [*INEXACT, _params("exact"), _params("exact")] and g.verification.runs == 2
     assert g.to_json()["rank"] == len(INEXACT) + 1
 
 
@@ -49,7 +51,7 @@ def test_the_first_candidate_passing_is_the_only_one_run():
     kernel, calls = _kernel()
     g = verify.gate(kernel, SHAPE, [_params("exact"), *INEXACT], "fp16", HW, unit="scalar")
     assert g.params == _params("exact") and g.rank == 0 and g.rejected == []
-    assert calls == [_params("exact")] and g.executed == 1
+    assert calls == [_params("exact")] * 2 and g.executed == 1
     assert g.to_json() == {"rank": 1, "candidates": 9, "executed": 1, "not_executed": 0,
                            "limit": verify.MAX_EXECUTED, "considered": verify.MAX_CONSIDERED, "capped": False}
 
@@ -79,7 +81,8 @@ def test_candidates_rejected_unrun_are_bounded_too():
 
 def test_a_recorded_error_beyond_the_tolerance_rejects_without_running():
     """The study measured these errors on the gate's own inputs: the runs would fail, so they are
-    not made. A recorded error the tolerance admits is still executed (execute decides)."""
+    not made. A recorded error the tolerance admits is still executed (execute decides: lut_linear
+    passes on make_inputs' [-8, 8] and fails on the tails, where its table is clamped)."""
     kernel, calls = _kernel()
     cands = [*INEXACT[:3], _params("lut_linear"), _params("exact")]
     recorded = [0.0078, 0.0078, float("inf"), 1e-5, 0.0]  # the lut_linear claim is too good: it is run
@@ -88,8 +91,10 @@ def test_a_recorded_error_beyond_the_tolerance_rejects_without_running():
     assert all(v.reason.startswith("not executed: its study recorded") for _, v in g.rejected[:3])
     assert "non-finite" in g.rejected[2][1].reason and "0.0078" in g.rejected[0][1].reason
     assert calls[0] == _params("lut_linear")  # the first run is the first candidate not rejected unrun
-    assert g.params == _params("lut_linear") and g.rank == 3
-    assert g.to_json()["not_executed"] == 3 and g.executed == len(calls)
+    assert g.rejected[3][1].executed and "(tails)" in g.rejected[3][1].reason
+    assert g.params == _params("exact") and g.rank == 4
+    assert g.to_json()["not_executed"] == 3 and g.executed == 2
+    assert calls == [_params("lut_linear")] * 2 + [_params("exact")] * 2
 
 
 def test_a_claimed_error_is_the_tolerance_and_is_not_held_against_its_candidate():
@@ -99,7 +104,7 @@ def test_a_claimed_error_is_the_tolerance_and_is_not_held_against_its_candidate(
     errs = [verify.verify_one(kernel, SHAPE, INEXACT[0], "fp16", HW, unit="scalar").max_abs_error]
     calls.clear()
     g = verify.gate(kernel, SHAPE, INEXACT[:1], "fp16", HW, unit="scalar", claimed=errs, recorded=errs)
-    assert g.params == INEXACT[0] and calls == INEXACT[:1]
+    assert g.params == INEXACT[0] and calls == INEXACT[:1] * 2
 
 
 # fp16 sigmoid with inexact forms only on the Scalar unit (the Vector keeps its exact one): every
