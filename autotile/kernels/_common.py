@@ -364,19 +364,31 @@ def sum_tolerance(n: int, dtype: str, acc: str, rms: float, rounded_products: bo
     return 2 * u_out, rms * math.sqrt(var / 3.0) + u_out
 
 
-def dot_error_sigma(a: np.ndarray, b: np.ndarray, products_rounded: bool, block: int = 64) -> float:
+def dot_error_sigma(a: np.ndarray, b: np.ndarray, products_rounded: bool, block: int = 64,
+                    k_range: int | None = None) -> float:
     """The largest standard deviation, over the elements of ``a @ b`` (M x K by K x N), of the error
-    of summing each element's K products in fp32 in any order whose partial sums are sums of runs
-    of consecutive k (one by one into L0C or a VAXPY accumulator, K split into slices, a tree).
+    of summing each element's K products in fp32. Every rounded partial s errs with a std of at
+    most u |s| / sqrt(3) (uniform in half an ulp); ``products_rounded`` (fp32 inputs) adds each
+    product's rounding, u |a b| / sqrt(3).
 
-    Each of the K - 1 rounded partials is P_j - P_i for the element's exact prefix sums P, at most
-    2 max_k |P_k|, and errs with a std of at most u |partial| / sqrt(3) (uniform in half an ulp).
-    max_k |P_k| is bounded from the prefix sums at every ``block``-th k plus the next block's sum
-    of |a b| (two small matmuls a block, not an M x N x K array). ``products_rounded`` (fp32
-    inputs) adds each product's rounding, u |a b| / sqrt(3). From the data, not from |C| <= K:
-    that bound grew as K^1.5 and at K = 65536 passed a C missing a product."""
+    With ``k_range`` (the kernels' order: a running sum over k, one by one into L0C or a VAXPY
+    accumulator, in each range of ``k_range`` consecutive k, and the ranges' sums added up), the
+    partials are the real ones (``_dot_rounding_var``): at 1 x 1 x 2**20 that allows 0.1 where
+    the order-free bound below allowed 0.36 and passed a C missing its last product (0.15 off).
+    The ranges' combine (split K's atomic adds, which land in any order) is bounded by the sum
+    of the ranges' |sums| for each add.
+
+    Without it, any order whose partial sums are sums of runs of consecutive k (a tree, slices):
+    each of the K - 1 rounded partials is P_j - P_i for the element's exact prefix sums P, at most
+    2 max_k |P_k|, bounded from the prefix sums at every ``block``-th k plus the next block's sum
+    of |a b| (two small matmuls a block, not an M x N x K array). Both are from the data, not from
+    |C| <= K: that bound grew as K^1.5 and at K = 65536 passed a C missing a product."""
     A, B = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     K = A.shape[1]
+    if k_range is not None:
+        var = _dot_rounding_var(np.ascontiguousarray(A), np.ascontiguousarray(B.T), max(1, int(k_range)),
+                                products_rounded)
+        return eps("fp32") * math.sqrt(var / 3.0)
     prefix = np.zeros((A.shape[0], B.shape[1]))
     peak = np.zeros_like(prefix)
     for k0 in range(0, K, block):
@@ -387,6 +399,35 @@ def dot_error_sigma(a: np.ndarray, b: np.ndarray, products_rounded: bool, block:
     if products_rounded:
         var += (A * A) @ (B * B)
     return eps("fp32") * math.sqrt(float(var.max(initial=0.0)) / 3.0)
+
+
+@njit(cache=True)
+def _dot_rounding_var(a, bt, k_range, products_rounded):
+    """The largest, over the elements of a @ bt.T, sum of the squares of the partials a kernel
+    summing each range of ``k_range`` k one by one rounds (each but its first term's), plus
+    (``products_rounded``) of the products, plus per add of the ranges' combine the square of
+    the sum of their |sums| so far (any order of the adds)."""
+    M, K = a.shape
+    N = bt.shape[0]
+    worst = 0.0
+    for i in range(M):
+        for j in range(N):
+            var = 0.0
+            mags = 0.0
+            for k0 in range(0, K, k_range):
+                s = 0.0
+                for k in range(k0, min(K, k0 + k_range)):
+                    p = a[i, k] * bt[j, k]
+                    s += p
+                    if k > k0:
+                        var += s * s
+                    if products_rounded:
+                        var += p * p
+                mags += abs(s)
+                if k0 > 0:
+                    var += mags * mags
+            worst = max(worst, var)
+    return worst
 
 
 REPEAT_BYTES = 256  # bytes of one vector repeat (every bundled profile): the VADD tree's lane width

@@ -715,17 +715,33 @@ def make_inputs(shape: dict, dtype: str, seed: int = 0, *, options: dict | None 
 def tolerance(dtype: str, shape: dict, params: dict | None = None,
               unit: str | None = None, inputs: tuple | None = None) -> tuple[float, float]:
     """(rtol, atol) for comparing C with the reference: output rounding plus fp32 summation, for
-    ``inputs`` (A, B) FP32_SIGMAS of ``C.dot_error_sigma`` (and fp16's subnormal spacing)."""
+    ``inputs`` (A, B) FP32_SIGMAS of ``C.dot_error_sigma`` over the tiling's K ranges (``k_range``;
+    any order when ``params`` do not give them), and fp16's subnormal spacing."""
     k = shape["k"]
     if dtype == "int8":
         return 0.0, 0.0
     eps_out = get_dtype(dtype).unit_roundoff
     if inputs is not None:
-        sigma = C.dot_error_sigma(inputs[0], inputs[1], products_rounded=dtype == "fp32")
+        sigma = C.dot_error_sigma(inputs[0], inputs[1], products_rounded=dtype == "fp32",
+                                  k_range=k_range(shape, params, unit))
         return 2.0 * eps_out, C.FP32_SIGMAS * sigma + (2.0 ** -24 if dtype == "fp16" else 0.0)
     # without the data, |C| <= K for inputs in [-1, 1]; fp32 accumulation error grows ~ sqrt(K) eps32 |C|
     atol = math.sqrt(k) * 2.0 ** -24 * k + eps_out
     return 2.0 * eps_out, atol
+
+
+def k_range(shape: dict, params: dict | None, unit: str | None) -> int | None:
+    """How many consecutive k the kernel sums one by one into each accumulator (the Vector's
+    VAXPY row: all K; the cube's L0C: a core's K range, ``single_core_k``), or None when
+    ``params`` do not say (the tolerance then holds for any order)."""
+    if unit == "vector":
+        return int(shape["k"])
+    if params is None:
+        return None
+    try:  # an absent single_core_k is K (``_ints``)
+        return max(1, min(int(params.get("single_core_k", shape["k"])), int(shape["k"])))
+    except (TypeError, ValueError):
+        return None
 
 
 def step_pipes(hw: HardwareProfile, dt, bm: int, bn: int, bk: int) -> tuple[float, float]:
