@@ -248,13 +248,19 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
                     _run_here(job, bar)
             else:
                 _run_pool(queue, jobs, bar)
-        except RunError as exc:  # the outputs of what finished are written first
+        except Exception as exc:  # noqa: BLE001 - re-raised once the outputs of what finished are written
             failed = exc
             runner._Stop.requested = True  # so the studies it cut short read as interrupted
         finally:
             bar.close()
         try:
             summaries = [_finish(job) for job in queue]
+        except Exception:
+            # a worker's own error is the one to report; writing the outputs failed as a consequence
+            # (the storage that failed it) or not at all before it (a storage that went away)
+            if failed is None or isinstance(failed, RunError):
+                raise
+            raise failed from None
         finally:
             if failed is not None:
                 runner._Stop.requested = False

@@ -246,13 +246,29 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
         elif _Stop.is_set() or (plan.timeout_s is not None and time.monotonic() - start >= plan.timeout_s):
             study.stop()
 
-    # queued trials (baseline, warm start) run within n_trials, so they are not held yet
-    held = _held(study.get_trials(deepcopy=False))
-    # without a feasible baseline the space may be empty: counted before the first trial
-    if (_unique_complete(study) < goal and held < cap and not _Stop.is_set()
-            and not ((held or plan.baseline is None) and _exhausted(study.get_trials(deepcopy=False), plan))):
-        study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
+    for _ in range(cap + 1):  # each lost race is a trial another worker finished: it is held
+        # queued trials (baseline, warm start) run within n_trials, so they are not held yet
+        held = _held(study.get_trials(deepcopy=False))
+        # without a feasible baseline the space may be empty: counted before the first trial
+        if (_unique_complete(study) >= goal or held >= cap or _Stop.is_set()
+                or ((held or plan.baseline is None) and _exhausted(study.get_trials(deepcopy=False), plan))):
+            break
+        try:
+            study.optimize(objective, n_trials=cap - held, callbacks=[callback], catch=(), gc_after_trial=False)
+            break
+        except (optuna.exceptions.UpdateFinishedTrialError, ValueError) as exc:
+            if not lost_race(exc):
+                raise
     return summarize(study, plan, evaluator, time.monotonic() - start)
+
+
+def lost_race(exc: BaseException) -> bool:
+    """Whether ``exc`` says this worker updated a trial another worker had finished: both took the
+    same queued trial (a storage whose queue does not exclude), and the other told its result
+    first. The trial is the other's; this worker goes on with the next one."""
+    if isinstance(exc, optuna.exceptions.UpdateFinishedTrialError):
+        return True
+    return isinstance(exc, ValueError) and re.fullmatch(r"Cannot tell an? \w+ trial\.", str(exc)) is not None
 
 
 _FEASIBLE: dict[int, tuple] = {}  # id(space) -> (space, exact feasible size or None)

@@ -129,7 +129,8 @@ class _OwnerOnCreate:
 
     Setting the owner in a second write left a window in which a killed worker's trial stayed
     RUNNING with no owner, so no resume could ever fail it. A trial taken from the queue (WAITING)
-    gets its owner right after it turns RUNNING (the queue's own race decides who takes it).
+    gets its owner right after it turns RUNNING (the queue decides who takes it: the database's
+    row lock, on SQLite a file lock, ``_OwnedRDBStorage``; the journal's lock).
     """
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
@@ -206,7 +207,26 @@ def _skipped_record(result, log: dict) -> str | None:
 
 
 class _OwnedRDBStorage(_OwnerOnCreate, RDBStorage):
-    """Optuna wraps an RDB storage in a cache that creates trials through ``_create_new_trial``."""
+    """Optuna wraps an RDB storage in a cache that creates trials through ``_create_new_trial``.
+
+    A worker takes a queued (WAITING) trial by setting it RUNNING after reading it WAITING under a
+    row lock (SELECT ... FOR UPDATE), which SQLite ignores: two --jobs workers both read it
+    WAITING, both ran it, and the second to finish it crashed the run. On an SQLite file
+    (``pop_lock``, the database's path) that read and write hold a flock on ``FILE.lock`` beside
+    it, so the second reads the trial RUNNING and takes the next one.
+    """
+
+    pop_lock: str | None = None
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values=None) -> bool:
+        if state != TrialState.RUNNING or self.pop_lock is None or fcntl is None:
+            return super().set_trial_state_values(trial_id, state, values)
+        try:
+            with _locked(_FlockLock(self.pop_lock), self.pop_lock):
+                return super().set_trial_state_values(trial_id, state, values)
+        except OSError as exc:
+            raise StorageError(f"{exc.filename or self.pop_lock}: cannot take the SQLite queue's lock: "
+                               f"{exc.strerror or exc}; completed trials are saved, rerun to resume") from None
 
     def _create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> FrozenTrial:
         return super()._create_new_trial(study_id, _owned(template_trial))
@@ -584,7 +604,11 @@ def _rdb(url: str):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return _OwnedRDBStorage(url, **kw)
+                storage = _OwnedRDBStorage(url, **kw)
+            path = sqlite_file(url)
+            if path is not None and not path.startswith("file:"):
+                storage.pop_lock = os.path.abspath(path)
+            return storage
         except ImportError as exc:
             raise InputError(f"--storage {redact(url)}: a database driver is missing ({exc}); for "
                              "PostgreSQL: pip install 'autotile[postgres]' (psycopg 3)") from None
