@@ -14,7 +14,7 @@ import shlex
 import signal
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import optuna
@@ -154,14 +154,16 @@ def _worker(spec_path: str, opts: Options, index: int, worker: int) -> runner.St
 
 @dataclass
 class _Job:
-    """One spec's run: its options, storage, plans and what its studies gave."""
+    """One spec's run: its options, storage, plans, what its studies gave, and the seconds this
+    run spent on each study (``spent``: a queue's specs run one after another, so a spec's time
+    is its own studies', not the queue's)."""
 
     spec: Spec
     opts: Options
     storage: object
     plans: list
     outcomes: dict
-    t0: float
+    spent: dict = field(default_factory=dict)
 
 
 def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
@@ -193,7 +195,7 @@ def _start(spec: Spec, opts: Options, todo: list[runner.StudyPlan]) -> _Job:
     storage = None if exhaustive_run else make_storage(opts.storage, opts.out)
     if storage is not None:
         _reconcile(spec, opts, storage, todo)
-    return _Job(spec, opts, storage, todo, {}, time.monotonic())
+    return _Job(spec, opts, storage, todo, {})
 
 
 def _reconcile(spec: Spec, opts: Options, storage, todo: list) -> None:
@@ -294,10 +296,14 @@ def _run_here(job: _Job, bar) -> None:
     for plan in job.plans:
         if runner._Stop.requested:
             break
-        if plan.sampler == "exhaustive":
-            job.outcomes[plan.name] = exhaustive.run(plan)
-        else:
-            job.outcomes[plan.name] = runner.run(_warmed(job, plan), job.storage, progress=bar.trial)
+        t0 = time.monotonic()
+        try:
+            if plan.sampler == "exhaustive":
+                job.outcomes[plan.name] = exhaustive.run(plan)
+            else:
+                job.outcomes[plan.name] = runner.run(_warmed(job, plan), job.storage, progress=bar.trial)
+        finally:
+            job.spent[plan.name] = time.monotonic() - t0
         bar.study_done(plan.budget, plan.name, job.outcomes[plan.name])
 
 
@@ -312,9 +318,12 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     from autotile.errors import StorageError
     from autotile.tune import storage as storage_mod
 
+    began: dict = {}  # (spec, plan) -> when it began; its tasks' last end is its own end
+
     def begin(study) -> None:
         if runner._Stop.is_set():  # a stop keeps it from starting: not created (no stale warm start)
             return
+        began[study] = time.monotonic()
         job = queue[study[0]]  # no exhaustive plan here: ``_check`` refused it with --jobs
         try:
             runner.prepare(_warmed(job, job.plans[study[1]]), job.storage)
@@ -332,6 +341,8 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
     def done(key, outcome) -> None:
         # a study is over once all its tasks are: one stopped short (or never started) by a
         # signal used to be logged "done" as soon as any task of it returned
+        if key[:2] in began:  # one study runs at a time: its span is its tuning time
+            queue[key[0]].spent[queue[key[0]].plans[key[1]].name] = time.monotonic() - began[key[:2]]
         returned.setdefault(key[:2], []).append(outcome)
         if len(returned[key[:2]]) == jobs:
             tell(key[:2])
@@ -364,7 +375,8 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
             if study is None:
                 never.append(plan)
                 continue
-            job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives), 0.0)
+            job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives),
+                                                       job.spent.get(plan.name, 0.0))
         except Exception as exc:  # noqa: BLE001 - re-raised unless the storage failed
             failure = storage_mod.storage_failure(exc, job.opts.storage, plan.name)
             if failure is None:
@@ -388,6 +400,7 @@ def _finish(job: _Job) -> dict:
     """Verify, summarize and write the outputs of one spec's run. A study that never ran (the run
     was interrupted first) is listed under ``not_run``, not among the results."""
     spec, opts = job.spec, job.opts
+    t0 = time.monotonic()
     never = _collect(job)
     results = [_result(spec, plan, job.outcomes[plan.name], opts) for plan in job.plans
                if plan.name in job.outcomes]
@@ -418,7 +431,8 @@ def _finish(job: _Job) -> dict:
         opts.storage and redact(absolute_url(opts.storage)) or os.path.abspath(opts.out / "studies.journal"),
         "interrupted": runner._Stop.requested and (bool(never) or any(
             job.outcomes[p.name].interrupted for p in job.plans if p.name in job.outcomes)),
-        "elapsed_s": round(time.monotonic() - job.t0, 2),
+        # its studies' tuning and its verification (in a queue, not the other specs')
+        "elapsed_s": round(sum(job.spent.values()) + time.monotonic() - t0, 2),
         "results": results,
         "not_run": [{"shape": p.space.shape, "dtype": p.space.dtype, "unit": p.space.unit, "study": p.name}
                     for p in never],
