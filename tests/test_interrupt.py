@@ -310,6 +310,8 @@ def test_a_killed_jobs_worker_is_replaced_and_the_run_completes(tmp_path):
     err = (out / "stderr").read_text()
     assert proc.returncode == 0, err
     assert "a --jobs worker process died" in err and "Traceback" not in err
+    # the broken pool ends the healthy worker too: the warning says both trials are failed
+    assert "ends the other workers with it" in err and "each worker's unfinished trial" in err
     s = _json(out / "summary.json")
     assert len(s["results"]) == 2 and all(r["unique_configs"] >= 30 for r in s["results"])
     for r in s["results"]:

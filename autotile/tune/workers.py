@@ -37,7 +37,8 @@ from autotile.tune import runner, storage
 _PR_SET_PDEATHSIG = 1
 MAX_BARREN = 3  # pools in a row that break before any task finishes: the run gives up
 # what happens to a dead worker's task, and what is kept when the run gives up (tune's words)
-STUDY_NOTES = ("new workers take over its studies (its unfinished trial is marked failed and retried)",
+STUDY_NOTES = ("the process pool ends the other workers with it, and new workers take over their studies "
+               "(each worker's unfinished trial, the dead one's and the others', is marked failed and retried)",
                "before any study finished (out of memory?); completed trials are saved, rerun to resume")
 
 
