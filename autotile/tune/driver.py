@@ -251,6 +251,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
             else:
                 _run_pool(queue, jobs, bar)
         except Exception as exc:  # noqa: BLE001 - re-raised once the outputs of what finished are written
+            if _storage_failed(exc):  # the storage cannot be read for them: rerunning resumes
+                raise
             failed = exc
             runner._Stop.requested = True  # so the studies it cut short read as interrupted
         finally:
@@ -276,6 +278,14 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     finally:
         for sig, old in saved.items():
             signal.signal(sig, old)
+
+
+def _storage_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` means the study storage failed or lost a study (no outputs then)."""
+    from autotile.errors import StorageError
+    from autotile.tune import storage as storage_mod
+
+    return isinstance(exc, StorageError) or storage_mod.study_gone(exc) or storage_mod.storage_cause(exc) is not None
 
 
 def _slugs(todo: list[runner.StudyPlan]) -> list[str]:
