@@ -165,12 +165,9 @@ class Space:
         """
         env = self._env(params)
         for p in self.params:
-            try:
-                dom = p.domain(env)
-            except EvalError as exc:
-                return f"{p.name}: cannot evaluate its domain: {exc.reason}"
-            if not len(dom):
-                return _no_value(p, env)
+            dom, reason = _domain_of(p, env)
+            if reason is not None:
+                return reason
             if not _contains(dom, env[p.name]):
                 return f"{p.name}={_fmt(env[p.name])} outside its domain {describe(dom)}"
         return self.constraint_failure(params)
@@ -276,12 +273,9 @@ class Space:
         With raw size 0 every path has such a param, so one is found."""
         env = dict(self._base_env)
         for p in self.params:
-            try:
-                dom = p.domain(env)
-            except EvalError as exc:
-                return f"{p.name}: cannot evaluate its domain: {exc.reason}"
-            if not len(dom):
-                return _no_value(p, env)
+            dom, reason = _domain_of(p, env)
+            if reason is not None:
+                return reason
             env[p.name] = dom[0]
         return None
 
@@ -308,6 +302,18 @@ class Space:
     def count(self, **kw) -> Count:
         """Raw and feasible sizes, method and top constraint (see enumeration.count_space)."""
         return count_space(self, **kw)
+
+
+def _domain_of(p, env: dict):
+    """(``p``'s domain given ``env``, None), or (None, why it has no value: its domain cannot be
+    evaluated or is empty), as ``check`` reports it."""
+    try:
+        dom = p.domain(env)
+    except EvalError as exc:
+        return None, f"{p.name}: cannot evaluate its domain: {exc.reason}"
+    if not len(dom):
+        return None, _no_value(p, env)
+    return dom, None
 
 
 def _no_value(p, env: dict) -> str:
