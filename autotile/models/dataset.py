@@ -358,6 +358,12 @@ class _Sim:
         return float(res.cycles) if res.feasible else None
 
 
+def placement(spec) -> str:
+    """Where ``spec``'s op keeps its data (its ``inputs: {data: ...}``, default gm), as the rows
+    record it: a model predicts, and checks its training range, for that placement."""
+    return (spec.inputs or {}).get("data", "gm")
+
+
 def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = None, stop=None) -> list[Row]:
     """Up to ``count`` distinct feasible random configurations of ``space``, simulated.
     ``stop``: called before each simulation (it raises to end the build)."""
@@ -365,7 +371,7 @@ def config_rows(space, count: int, seed: int = 0, *, max_draws: int | None = Non
 
     sim = _Sim(space)
     rng = random.Random(seed)
-    data = (space.spec.inputs or {}).get("data", "gm")
+    data = placement(space.spec)
     rows, seen = [], set()
     for _ in range(max_draws or 20 * count):
         if len(rows) >= count:

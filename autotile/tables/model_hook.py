@@ -28,12 +28,6 @@ def default_of(space) -> dict | None:
     return params if space.check(params) is None else None
 
 
-def placement(spec) -> str:
-    """Where the table's op keeps its data (the spec's ``inputs: {data: ...}``, default gm), as the
-    models' rows record it: the model predicts and checks its training range for that placement."""
-    return (spec.inputs or {}).get("data", "gm")
-
-
 def warn_stderr(text: str) -> None:
     print(f"autotile: warning: {text}", file=sys.stderr)
 
@@ -89,6 +83,7 @@ def regressor_hook(table, models_dir: str | Path | None = None, warn: Callable[[
             return None
 
     def answer(reg, op: str, shape: dict, dtype: str):
+        from autotile.models.dataset import placement
         from autotile.models.regressor import pick_params
 
         spec = table.spec
