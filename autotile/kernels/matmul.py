@@ -279,16 +279,18 @@ def zero_pass(st, cost, nbytes):
 @njit(cache=True)
 def cast_pass(st, cost, vcost, elems, out_bytes, start):
     """One vector core's share of the cast after the last SyncAll: ``elems`` fp32 values of the
-    workspace read into UB, VCONVed (``vcost`` row 0; a repeat reads 256 bytes, 64 fp32) and
-    written to C in ``out_bytes``, tile by tile, double buffered. Returns when the last lands."""
+    workspace read into UB, VCONVed (``vcost`` row 0; a repeat reads the profile's bytes per
+    repeat of fp32, ``cost[C_VEC_BYTES]`` / 4) and written to C in ``out_bytes``, tile by tile,
+    double buffered. Returns when the last lands."""
     E.set_queue(st, Q_CAST, 2)
+    lanes = int(cost[E.C_VEC_BYTES]) // 4
     t = start
     done = 0
     while done < elems:
         n = min(CAST_TILE, elems - done)
         slot, free = E.alloc(st, Q_CAST)
         ready = C.gm_in(st, cost, n * 4, max(free, start))
-        conv = C.vrun(st, cost, vcost, 0, n, 64, ready)
+        conv = C.vrun(st, cost, vcost, 0, n, lanes, ready)
         t = C.gm_out(st, cost, n * out_bytes, conv)
         E.release(st, Q_CAST, slot, t)
         done += n

@@ -27,11 +27,11 @@ V_CONV_IN, V_DUP, V_AXPY, V_CONV_OUT = range(4)
 
 
 @njit(cache=True)
-def core(st, cost, vcost, m0, rows, K, N, tm, depth, nb, in_lanes, execute, a, b, c):
-    """Rows m0..m0+rows-1 of C on one core; returns the end time."""
+def core(st, cost, vcost, m0, rows, K, N, tm, depth, nb, in_lanes, acc_lanes, execute, a, b, c):
+    """Rows m0..m0+rows-1 of C on one core; returns the end time. ``in_lanes`` / ``acc_lanes``:
+    elements of the input dtype / of the fp32 accumulator per vector repeat (the profile's)."""
     E.set_queue(st, Q_IN, depth)
     E.set_queue(st, Q_OUT, depth)
-    acc_lanes = 64  # fp32 accumulator: 64 lanes per repeat
     bready = C.gm_in(st, cost, K * N * nb, 0.0)
     if nb != 4:
         bready = C.vrun(st, cost, vcost, V_CONV_IN, K * N, in_lanes, bready)
@@ -110,7 +110,7 @@ def _run(shape, p, dtype, hw, execute=False, a=None, b=None, trace_capacity=0):
                 continue
             st = C.new_state(capacity)
             core(st, cost, vcost, m0, rows, K, N, p["tile_m"], p["buffer_num"], C.BYTES[dtype], C.lanes(dtype, hw),
-                 execute, a, b, c)
+                 C.lanes("fp32", hw), execute, a, b, c)
             if rows in out:
                 out[rows][0] += 1
             else:

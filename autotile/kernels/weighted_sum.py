@@ -60,7 +60,7 @@ def vector_core(st, cost, vcost, L, tile, depth, in_lanes, acc_lanes, in_bytes, 
     """One core's weighted sum of x[start:start+L]; returns (partial, time it is usable in UB).
 
     ``conv_in``: x and w are converted to fp32 (VCONV) and the products made in fp32
-    (``in_code``), 64 lanes a repeat."""
+    (``in_code``), ``acc_lanes`` a repeat."""
     E.set_queue(st, Q_IN, depth)
     ntile = (L + tile - 1) // tile
     width = min(tile, L)
