@@ -1,9 +1,13 @@
 """Simulator anchors: the published figures the default profile must reproduce.
 
-    PYTHONPATH=. python bench/anchors.py --json [--trials 400] [--seed 0]
+    PYTHONPATH=. python bench/anchors.py --json [--trials 400] [--seed 0] [--hw PROFILE] [--measurements CSV]
 
+``--hw``: the profile checked, a bundled name or a profile file (default ascend910b2);
+``--measurements``: the calibration CSV its errors are taken over (default the shared
+ascend910b_microops.csv); ``--trials``: the TPE budget of the matmul best (at least 1).
 Prints a JSON list of ``{anchor, published, simulated, rel_error}`` (or ``{anchor, lower, upper,
-simulated, ok}`` for bounds). Every figure comes from the engine: micro-operations through
+simulated, ok}`` for bounds) and exits 1 while any anchor is out of its range; a bad argument is
+one ``anchors: error:`` line, exit 2. Every figure comes from the engine: micro-operations through
 ``autotile.sim.micro``, the calibration errors through ``autotile.sim.calibrate``, and the matmul
 anchors from ``autotile.kernels.matmul.simulate`` (the best a seeded TPE study over
 studies/matmul.yaml's space finds, the heuristic default, and a badly tiled kernel: the default
@@ -19,6 +23,7 @@ import json
 import sys
 from pathlib import Path
 
+from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import matmul as mm
 from autotile.kernels import sigmoid as sg
@@ -114,8 +119,30 @@ def sigmoid_rows(hw, n=4096) -> list[dict]:
     return rows
 
 
+def vector_rows(hw) -> list[dict]:
+    """domain.md's vector calibration anchors, each ``~`` figure within TOL: VADD fp16 2 cycles a
+    repeat in steady state and a floor of ~6 for a short (one-repeat) instruction, VCADD fp16 7.1,
+    VEXP fp16 ~4 and VMLA fp16 -> fp32 ~5 a repeat (15 repeats, as VCADD's series)."""
+    def per_repeat(op, repeat, sig):
+        return micro("vector", {"op": op, "repeat": repeat}, sig, hw).extra["cycles_per_repeat"]
+
+    return [
+        point("vadd fp16 cycles/repeat (steady state, 255 repeats)", 2.0, per_repeat("vadd", 255, "fp16_fp16_fp16")),
+        point("vadd fp16 short-instruction floor, cycles (1 repeat)", 6.0,
+              micro("vector", {"op": "vadd", "repeat": 1}, "fp16_fp16_fp16", hw).cycles),
+        point("vcadd fp16 cycles/repeat (15 repeats)", 7.1, per_repeat("vcadd", 15, "fp16_fp16")),
+        point("vexp fp16 cycles/repeat (15 repeats)", 4.0, per_repeat("vexp", 15, "fp16_fp16")),
+        point("vmla fp16->fp32 cycles/repeat (15 repeats)", 5.0, per_repeat("vmla", 15, "fp16_fp16_fp32")),
+    ]
+
+
 def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
+    """The anchor rows; an InputError, before any is computed, for an unknown profile, a
+    measurements file that cannot be read or a TPE budget below 1 trial."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise InputError(f"expected a positive number of trials, got {trials!r}", field="--trials")
     hw = load_profile(hw_name)
+    measurements = cal.read_measurements(csv)
     out = [
         point("mmad back-to-back m=32,k=16,n=16 cycles/op", 4.86,
               micro("mmad", {"m": 32, "k": 16, "n": 16, "repeat": 64}, "fp16", hw).cycles_per_op),
@@ -123,12 +150,8 @@ def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
               micro("mmad", {"m": 32, "k": 16, "n": 1024, "repeat": 64}, "fp16", hw).cycles_per_op),
         point("mmad isolated m=16,k=16,n=16 cycles", 25.0,
               micro("mmad", {"m": 16, "k": 16, "n": 16}, "fp16", hw).cycles),
-        point("vadd fp16 cycles/repeat (steady state, 255 repeats)", 2.0,
-              micro("vector", {"op": "vadd", "repeat": 255}, "fp16_fp16_fp16", hw).extra["cycles_per_repeat"]),
-        point("vcadd fp16 cycles/repeat (15 repeats)", 7.1,
-              micro("vector", {"op": "vcadd", "repeat": 15}, "fp16_fp16", hw).extra["cycles_per_repeat"]),
-    ]
-    rep = cal.evaluate(hw, cal.read_measurements(csv))
+    ] + vector_rows(hw)
+    rep = cal.evaluate(hw, measurements)
     out.append(bound("calibration median |rel error|", None, 0.10, rep.median_abs_rel_error))
     out.append(bound("calibration p90 |rel error|", None, 0.25, rep.p90_abs_rel_error))
     best, params, valid = tuned_best(hw_name, trials, seed)
@@ -150,15 +173,26 @@ def anchors(hw_name="ascend910b2", trials=400, seed=0, csv=CSV) -> list[dict]:
     return out
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose bad arguments are an InputError (one line, exit 2), as ``autotile``'s."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise InputError(message)
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _Parser(prog="anchors", description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--hw", default="ascend910b2")
-    ap.add_argument("--trials", type=int, default=400, help="TPE budget for the matmul best")
+    ap.add_argument("--hw", default="ascend910b2", help="bundled profile name or profile file")
+    ap.add_argument("--trials", type=int, default=400, help="TPE budget for the matmul best (at least 1)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--measurements", default=str(CSV))
-    a = ap.parse_args(argv)
-    rows = anchors(a.hw, a.trials, a.seed, a.measurements)
+    ap.add_argument("--measurements", default=str(CSV), help="calibration CSV for the calibration error anchors")
+    try:
+        a = ap.parse_args(argv)
+        rows = anchors(a.hw, a.trials, a.seed, a.measurements)
+    except InputError as exc:
+        print(f"anchors: error: {exc}", file=sys.stderr)
+        return 2
     if a.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

@@ -19,9 +19,41 @@ def rows(hw, csv_path):
 
 def test_published_micro_anchors_within_20_percent(rows):
     points = [r for r in rows.values() if "rel_error" in r]
-    assert len(points) == 5
+    assert len(points) == 8
     for r in points:
         assert abs(r["rel_error"]) <= 0.20, r
+
+
+@pytest.mark.parametrize("anchor,published", [
+    ("vadd fp16 short-instruction floor, cycles (1 repeat)", 6.0),
+    ("vexp fp16 cycles/repeat (15 repeats)", 4.0),
+    ("vmla fp16->fp32 cycles/repeat (15 repeats)", 5.0),
+])
+def test_domain_vector_anchors(rows, anchor, published):
+    """domain.md's VADD floor (~6), VEXP fp16 (~4) and VMLA fp16 -> fp32 (~5 a repeat), which the
+    script did not check: within 20%, as the other micro anchors."""
+    r = rows[anchor]
+    assert r["published"] == published and r["ok"] and abs(r["simulated"] - published) <= 0.2 * published
+
+
+def test_anchors_refuse_a_budget_below_one_trial(csv_path):
+    from autotile.errors import InputError
+
+    with pytest.raises(InputError, match="--trials: expected a positive number of trials, got 0"):
+        A.anchors("ascend910b2", trials=0, csv=csv_path)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--hw", "nonexistent"], "unknown hardware profile 'nonexistent'"),
+    (["--trials", "0"], "--trials: expected a positive number of trials, got 0"),
+    (["--trials", "x"], "argument --trials: invalid int value: 'x'"),
+    (["--measurements", "/nonexistent/m.csv"], "/nonexistent/m.csv: cannot read measurements"),
+])
+def test_bad_arguments_are_one_line_exit_2(capsys, argv, needle):
+    """An unknown profile was an InputError traceback and --trials 0 an IndexError in tuned_best."""
+    assert A.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("anchors: error: ") and needle in err and err.count("\n") == 1
 
 
 def test_calibration_anchors(rows):
