@@ -119,3 +119,17 @@ def test_split_k_cast_takes_the_profiles_lanes(profiles):
         E.reset(st)
         ends[w] = matmul.cast_pass(st, cost_vector(hw, "fp16"), matmul._cast_table(hw, "fp16"), 65536, 2, 0.0)
     assert ends[32] > ends[256] > ends[512]
+
+
+def test_training_sweep_steps_by_the_profiles_repeat(profiles, monkeypatch):
+    """The unit-selector sweep adds sizes at each repeat's worth of elements between sweep sizes:
+    one repeat of the profile (16 fp16 at 32 bytes), not 256 bytes' 128."""
+    from autotile.models import dataset as D
+
+    lanes = []
+    monkeypatch.setitem(D.PLACEMENTS, "on_chip", (1024, 2048))
+    monkeypatch.setattr(D, "best_of_unit", lambda *a: (1.0, {}))  # the lane, not the search, is under test
+    monkeypatch.setattr(D, "step_sizes", lambda run, sizes, lane, grain=16: lanes.append(lane))
+    for width in WIDTHS:
+        D.unit_rows("weighted_sum", ("fp16", "fp32"), profiles[width], placements=("on_chip",))
+    assert lanes == [16, 8, 128, 64, 256, 128]

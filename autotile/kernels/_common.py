@@ -173,8 +173,8 @@ def check_dtype(hw: HardwareProfile, unit: str, dtype: str) -> None:
 def converted(body: list, dtype: str, cd: str, hw: HardwareProfile, inputs: int = 1) -> tuple[list, list]:
     """(rows, lanes per row) of a tile's vector instructions ``body``, which compute in ``cd``:
     ``body`` alone, or, when ``dtype`` is not ``cd`` (bf16 on the 910B), a VCONV of each of
-    ``inputs`` to ``cd`` before it and one back after (a VCONV repeat reads 256 bytes of its
-    source: 128 bf16 in, 64 fp32 out)."""
+    ``inputs`` to ``cd`` before it and one back after (a VCONV repeat reads the profile's bytes
+    per repeat of its source: 128 bf16 in, 64 fp32 out at 256 bytes)."""
     width = [lanes(cd, hw)] * len(body)
     if cd == dtype:
         return list(body), width

@@ -104,7 +104,7 @@ def check(shape, params, dtype, hw, unit, kind, options=None):
 
 def _vector_program(vop: str, nin: int, dtype: str, cd: str, hw: HardwareProfile, scalar_unit: bool):
     """(cost rows, lanes per row) of one tile's vector instructions, computing in ``cd``: the op
-    alone, or a VCONV of each input to ``cd`` (a repeat reads 256 bytes of the source), the op,
+    alone, or a VCONV of each input to ``cd`` (a repeat reads the profile's bytes per repeat of the source), the op,
     and a VCONV back (``cd``'s lanes)."""
     if scalar_unit:
         return np.zeros((1, 3)), np.zeros(0, dtype=np.int64)

@@ -287,7 +287,7 @@ def _ntiles(shape, p):
 def _program(dtype: str, hw: HardwareProfile) -> tuple[np.ndarray, np.ndarray]:
     """(cost rows, lanes per row) of VDUP, VAXPY, VMULS and VCONV: the bins accumulate in fp32
     whatever the dtype (fp16 sums of a few hundred points were 22% off); fp16 features go
-    through VAXPY's mixed form (fp16 source and scalar, fp32 sum: a repeat reads 128 fp16,
+    through VAXPY's mixed form (fp16 source and scalar, fp32 sum: a repeat reads 128 fp16 at 256 bytes,
     no VCONV on the way in) and one VCONV per tile takes the sums back to fp16."""
     rows = [("vdup", f"{ACC}_{ACC}"), ("vaxpy", f"{dtype}_{dtype}_{ACC}"), ("vmuls", f"{ACC}_{ACC}_{ACC}"),
             ("vconv", f"{ACC}_{dtype}") if dtype != ACC else None]

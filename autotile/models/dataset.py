@@ -247,7 +247,7 @@ def unit_rows(op: str, dtypes, hw: HardwareProfile, *, per_octave: int = 3, plac
             for n in sizes if sizes is not None else sweep_sizes(lo, hi, per_octave):
                 run(n)
             if sizes is None:
-                step_sizes(run, sorted(run.best), 256 // dtypes_mod.get(dtype).bytes)
+                step_sizes(run, sorted(run.best), hw.vector_bytes_per_repeat // dtypes_mod.get(dtype).bytes)
     return rows
 
 
@@ -293,7 +293,7 @@ def step_sizes(run, sizes: list[int], lane: int, grain: int = 16) -> None:
     """Simulate (``run(n)`` -> {unit: cycles}) the sizes that pin down where the fastest unit
     changes between two neighbouring ``sizes``: bisection on ``grain`` multiples until both sides
     of the change are one block apart, and, in a gap where the winner changes or the runner-up is
-    within CLOSE_TRAIN, each multiple of ``lane`` elements (one 256-byte repeat) and the block
+    within CLOSE_TRAIN, each multiple of ``lane`` elements (one vector repeat of the profile) and the block
     after it, when there are at most LANE_STEPS of them.
 
     The cost of a unit steps up by a repeat, a fractal or a core's share at such multiples; a
