@@ -36,13 +36,13 @@ def _write(tmp_path, body, name="m.csv"):
 
 
 @pytest.mark.parametrize("body,needle", [
-    ("chip,op,dtype,m,k,n,elems,repeat,series\nx,mmad,fp16,16,16,16,,,isolated\n", ":1: cycles: missing column"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,abc,isolated\n", ":2:9: cycles: expected a number"),
-    (HEADER + "x,vfrob,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
-    (HEADER + "x,conv2d,fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,3,sometimes\n", ":2:10: series:"),
-    (HEADER + "x,vexp_typo,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op 'vexp_typo'"),
-    (HEADER + "x,vexp,fp16_fp16_fp16,,,,128,1,3.0,vector\n", ":2:3: dtype: vexp takes a signature of 2 dtypes"),
+    ("chip,op,dtype,m,k,n,elems,repeat,series\n910b1,mmad,fp16,16,16,16,,,isolated\n", ":1: cycles: missing column"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,abc,isolated\n", ":2:9: cycles: expected a number"),
+    (HEADER + "910b1,vfrob,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
+    (HEADER + "910b1,conv2d,fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,3,sometimes\n", ":2:10: series:"),
+    (HEADER + "910b1,vexp_typo,fp16_fp16,,,,128,1,3.0,vector\n", ":2:2: op: unknown op 'vexp_typo'"),
+    (HEADER + "910b1,vexp,fp16_fp16_fp16,,,,128,1,3.0,vector\n", ":2:3: dtype: vexp takes a signature of 2 dtypes"),
 ])
 def test_strict_csv_errors(tmp_path, capsys, body, needle):
     path = _write(tmp_path, body)
@@ -53,10 +53,10 @@ def test_strict_csv_errors(tmp_path, capsys, body, needle):
 
 def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
     # synthetic measurements from known constants: the fitter must find them again
-    rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
-    rows += [f"x,mmad,fp16,16,16,{n},,,{2.5 + n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
-    rows += [f"x,vadd,fp32_fp32_fp32,,,,{64 * r},{r},{max(5.0, 1.0 + 3.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32, 255)]
-    rows += [f"x,vsqrt,fp16_fp16,,,,{128 * r},{r},{max(5.0, 0.5 + 1.5 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32)]
+    rows = [f"910b1,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
+    rows += [f"910b1,mmad,fp16,16,16,{n},,,{2.5 + n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
+    rows += [f"910b1,vadd,fp32_fp32_fp32,,,,{64 * r},{r},{max(5.0, 1.0 + 3.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32, 255)]
+    rows += [f"910b1,vsqrt,fp16_fp16,,,,{128 * r},{r},{max(5.0, 0.5 + 1.5 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 32)]
     csv = _write(tmp_path, HEADER + "\n".join(rows) + "\n")
     out = tmp_path / "fit.yaml"
     assert run(["calibrate", "--hw", "ascend910b2", "--measurements", csv, "-o", str(out), "--json"]) == 0
@@ -73,8 +73,8 @@ def test_fit_recovers_constants_and_writes_profile(tmp_path, capsys, hw):
 
 
 def test_far_off_rows_are_flagged(tmp_path, hw):
-    rows = [f"x,vexp,fp16_fp16,,,,{128 * r},{r},{3.9 * r:.3f},vector" for r in range(1, 12)]
-    rows.append("x,vexp,fp16_fp16,,,,1280,10,400.0,vector")  # a broken row
+    rows = [f"910b1,vexp,fp16_fp16,,,,{128 * r},{r},{3.9 * r:.3f},vector" for r in range(1, 12)]
+    rows.append("910b1,vexp,fp16_fp16,,,,1280,10,400.0,vector")  # a broken row
     rows = C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n"))
     fit = F.fit(hw, rows, "t.csv", "today")
     flagged = [r for r in fit.after.rows if r.far_off]
@@ -87,7 +87,7 @@ def test_fit_never_writes_over_its_inputs(tmp_path, run_cli, monkeypatch, target
     from autotile.hardware.profile import bundled_path
 
     monkeypatch.chdir(tmp_path)
-    body = HEADER + "".join(f"x,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector\n" for r in (1, 4, 16))
+    body = HEADER + "".join(f"910b1,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector\n" for r in (1, 4, 16))
     _write(tmp_path, body)
     (tmp_path / "link.csv").symlink_to("m.csv")
     (tmp_path / "p.yaml").write_text(bundled_path("ascend910b2").read_text())
@@ -101,8 +101,8 @@ def test_fit_never_writes_over_its_inputs(tmp_path, run_cli, monkeypatch, target
 # -- rows the profile's model cannot take, and constants the rows cannot determine --------------
 
 @pytest.mark.parametrize("row,needle", [
-    ("x,vadd,fp16_fp16_fp16,,,,128,99999,6.058,vector", ":2:8: repeat: expected 1..max_repeat (255 in ascend910b2)"),
-    ("x,vadd,fp16_fp16_fp16,,,,99999,,6.058,vector", ":2:7: elems: 99999 elements take 782 repeats of 128 lanes"),
+    ("910b1,vadd,fp16_fp16_fp16,,,,128,99999,6.058,vector", ":2:8: repeat: expected 1..max_repeat (255 in ascend910b2)"),
+    ("910b1,vadd,fp16_fp16_fp16,,,,99999,,6.058,vector", ":2:7: elems: 99999 elements take 782 repeats of 128 lanes"),
 ])
 @pytest.mark.parametrize("fitting", [False, True])
 def test_a_vector_row_is_one_instruction(tmp_path, run_cli, row, needle, fitting):
@@ -113,7 +113,7 @@ def test_a_vector_row_is_one_instruction(tmp_path, run_cli, row, needle, fitting
 
 
 def test_one_isolated_mmad_changes_no_cube_constant(tmp_path, run_cli, hw):
-    csv = _write(tmp_path, HEADER + "x,mmad,fp16,16,16,16,,,24.983,isolated\n")
+    csv = _write(tmp_path, HEADER + "910b1,mmad,fp16,16,16,16,,,24.983,isolated\n")
     out = tmp_path / "fit.yaml"
     code, stdout, _ = run_cli("calibrate", "--measurements", csv, "-o", str(out), "--json")
     assert code == 0
@@ -126,7 +126,7 @@ def test_one_isolated_mmad_changes_no_cube_constant(tmp_path, run_cli, hw):
 
 
 def test_back_to_back_rows_alone_leave_the_latency(tmp_path, hw):
-    rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
+    rows = [f"910b1,mmad,fp16,32,16,{n},,,{2.5 + 2 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
     fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
     assert fit.profile.cube.issue_cycles == pytest.approx(2.5, abs=0.05)
     assert fit.profile.cube.latency_cycles == hw.cube.latency_cycles
@@ -136,8 +136,8 @@ def test_back_to_back_rows_alone_leave_the_latency(tmp_path, hw):
 
 def test_vector_constants_the_rows_cannot_determine_are_kept(tmp_path, hw):
     # one repeat count: nothing; a line without a short instruction on the floor: not min_cycles
-    rows = ["x,vadd,fp16_fp16_fp16,,,,128,1,6.058,vector"]
-    rows += [f"x,vmul,fp32_fp32_fp32,,,,{64 * r},{r},{1.0 + 3.0 * r:.4f},vector" for r in (8, 16, 32, 64)]
+    rows = ["910b1,vadd,fp16_fp16_fp16,,,,128,1,6.058,vector"]
+    rows += [f"910b1,vmul,fp32_fp32_fp32,,,,{64 * r},{r},{1.0 + 3.0 * r:.4f},vector" for r in (8, 16, 32, 64)]
     fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
     assert fit.profile.vector["vadd"] == hw.vector["vadd"]
     assert ("vector", "ops", "vadd", "fp16_fp16_fp16") not in fit.updates
@@ -149,22 +149,22 @@ def test_vector_constants_the_rows_cannot_determine_are_kept(tmp_path, hw):
 
 
 def test_a_new_instruction_needs_rows_that_determine_its_line(tmp_path, run_cli):
-    csv = _write(tmp_path, HEADER + "x,vsqrt,fp16_fp16,,,,128,1,5.0,vector\n")
+    csv = _write(tmp_path, HEADER + "910b1,vsqrt,fp16_fp16,,,,128,1,5.0,vector\n")
     code, _, err = run_cli("calibrate", "--measurements", csv, "-o", str(tmp_path / "f.yaml"))
     assert code == 2 and f"{csv}:2:8: repeat: vsqrt fp16_fp16: the profile has no cost for it" in err, err
 
 
 def test_a_kept_floor_never_exceeds_the_rows(tmp_path, hw):
     # vexp fp16's floor is ~3.97: rows all on a cheaper line keep the floor at most their shortest
-    rows = [f"x,vexp,fp16_fp16,,,,{128 * r},{r},{0.5 + 1.0 * r:.4f},vector" for r in (2, 4, 8, 16)]
+    rows = [f"910b1,vexp,fp16_fp16,,,,{128 * r},{r},{0.5 + 1.0 * r:.4f},vector" for r in (2, 4, 8, 16)]
     fit = F.fit(hw, C.read_measurements(_write(tmp_path, HEADER + "\n".join(rows) + "\n")), "m.csv", "today")
     v = fit.profile.vector["vexp"]["fp16_fp16"]
     assert (v.startup, v.per_repeat, v.min_cycles) == pytest.approx((0.5, 1.0, 2.5), abs=0.02)
     assert fit.after.p90_abs_rel_error < 0.01
 
 
-@pytest.mark.parametrize("row,needle", [("abc,x,vadd,fp16_fp16_fp16,,,,128,9,vector", ":2:1: cycles: expected a number"),
-                                        ("6.0,x,vadd,fp16_fp16_fp16,,,,128,999,vector", ":2:9: repeat: expected 1..max_repeat")])
+@pytest.mark.parametrize("row,needle", [("abc,910b1,vadd,fp16_fp16_fp16,,,,128,9,vector", ":2:1: cycles: expected a number"),
+                                        ("6.0,910b1,vadd,fp16_fp16_fp16,,,,128,999,vector", ":2:9: repeat: expected 1..max_repeat")])
 def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
     path = _write(tmp_path, "cycles,chip,op,dtype,m,k,n,elems,repeat,series\n" + row + "\n")
     code, _, err = run_cli("calibrate", "--measurements", path)
@@ -172,29 +172,29 @@ def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
 
 
 @pytest.mark.parametrize("body,needle", [
-    (HEADER + "x,mmad,fp16,99999999999999999999,16,16,,,4.8,back_to_back\n",
+    (HEADER + "910b1,mmad,fp16,99999999999999999999,16,16,,,4.8,back_to_back\n",
      ":2:4: m: expected a positive whole number up to 2147483647"),
-    (HEADER + "x,vadd,fp16_fp16_fp16,,,,99999999999999999999,,4.8,x\n", ":2:7: elems: expected a positive whole"),
-    (HEADER + "x,mmad,fp16,16,16,16,,99999999999999999999,4.8,isolated\n",
+    (HEADER + "910b1,vadd,fp16_fp16_fp16,,,,99999999999999999999,,4.8,x\n", ":2:7: elems: expected a positive whole"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,99999999999999999999,4.8,isolated\n",
      ":2:8: repeat: expected a positive whole number up to 1000000"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,1e-308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,1e308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,1e999,back_to_back\n", ":2:9: cycles: expected a positive finite number"),
-    (HEADER.strip() + "," + HEADER + "x,mmad,fp16,16,16,16,,,5,back_to_back" + ",a" * 10 + "\n",
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,1e-308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,1e308,back_to_back\n", ":2:9: cycles: expected 0.01 to 1e+12 cycles"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,1e999,back_to_back\n", ":2:9: cycles: expected a positive finite number"),
+    (HEADER.strip() + "," + HEADER + "910b1,mmad,fp16,16,16,16,,,5,back_to_back" + ",a" * 10 + "\n",
      ":1:11: chip: column 'chip' appears twice"),
-    (HEADER.strip() + ",note\nx,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":1:11: note: unknown column 'note'"),
-    (HEADER.strip() + ",\nx,mmad,fp16,16,16,16,,,5,back_to_back,\n", ":1:11: an empty column name"),
-    (HEADER + "x,mmad,fp16,4096,4096,4096,,,5,back_to_back\n",
+    (HEADER.strip() + ",note\n910b1,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":1:11: note: unknown column 'note'"),
+    (HEADER.strip() + ",\n910b1,mmad,fp16,16,16,16,,,5,back_to_back,\n", ":1:11: an empty column name"),
+    (HEADER + "910b1,mmad,fp16,4096,4096,4096,,,5,back_to_back\n",
      ":2:4: m: mmad fp16: A (4096 x 4096 fp16) needs 33554432 bytes of L0A: expected at most l0a_bytes = 65536"),
-    (HEADER + "x,mmad,fp16,32,16,1040,,,5,back_to_back\n",  # one fractal past the CSV's 32 x 16 x 1024
+    (HEADER + "910b1,mmad,fp16,32,16,1040,,,5,back_to_back\n",  # one fractal past the CSV's 32 x 16 x 1024
      ":2:4: m: mmad fp16: C (32 x 1040 fp32) needs 133120 bytes of L0C: expected at most l0c_bytes = 131072"),
-    (HEADER + "x,vadd,fp16_fp16_fp32,,,,,255,5,vector\n",  # 128 lanes a repeat, 8 B each
+    (HEADER + "910b1,vadd,fp16_fp16_fp32,,,,,255,5,vector\n",  # 128 lanes a repeat, 8 B each
      ":2:8: repeat: vadd fp16_fp16_fp32: src0 (32640 fp16) + src1 (32640 fp16) + dst (32640 fp32) need 261120 "
      "bytes of UB: expected at most ub_bytes = 196608"),
     # a short row named neither column nor field: "m.csv:2: expected 10 columns, got 9"
-    (HEADER + "x,mmad,fp16,16,16,16,,,5\n", ":2:10: series: expected 10 columns, got 9"),
-    (HEADER + "x,mmad,fp16\n", ":2:4: m: expected 10 columns, got 3"),
-    (HEADER + "x,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":2:11: expected 10 columns, got 11 (a value past "
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,5\n", ":2:10: series: expected 10 columns, got 9"),
+    (HEADER + "910b1,mmad,fp16\n", ":2:4: m: expected 10 columns, got 3"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":2:11: expected 10 columns, got 11 (a value past "
      "the last one, series)"),
 ])
 @pytest.mark.parametrize("fit", [False, True])
@@ -211,9 +211,9 @@ def test_constants_derived_from_a_fitted_one_follow_it(tmp_path, run_cli, hw):
     as fp16"), fp32 ("half") and int8 (16x32x16: twice) stayed at 4096, 2048 and 8192, so bf16 ran
     3x faster than fp16; vsub ("same datapath as vadd") kept vadd's old cost. They follow now,
     and the header names the measurements used, not the profile's own."""
-    rows = [f"x,mmad,fp16,32,16,{n},,,{2.5 + 6 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
-    rows += [f"x,mmad,fp16,16,16,{n},,,{2.5 + 3 * n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
-    rows += [f"x,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{max(9.0, 1.0 + 4.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 64)]
+    rows = [f"910b1,mmad,fp16,32,16,{n},,,{2.5 + 6 * n / 16:.4f},back_to_back" for n in (16, 64, 256, 1024)]
+    rows += [f"910b1,mmad,fp16,16,16,{n},,,{2.5 + 3 * n / 16 + 20:.4f},isolated" for n in (16, 64, 240)]
+    rows += [f"910b1,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{max(9.0, 1.0 + 4.0 * r):.4f},vector" for r in (1, 2, 4, 8, 16, 64)]
     out = tmp_path / "fit.yaml"
     code, stdout, _ = run_cli("calibrate", "--measurements", _write(tmp_path, HEADER + "\n".join(rows) + "\n"),
                               "-o", str(out), "--json")
@@ -247,7 +247,7 @@ def test_rows_in_a_dtype_the_chip_lacks_are_skipped_and_counted(capsys, csv_path
 
 
 def test_a_fit_leaves_out_rows_the_chip_cannot_run(tmp_path, capsys):
-    rows = [f"x,vconv,{sig},,,,{n * r},{r},{3 + r},vector" for sig, n in (("bf16_fp32", 128), ("fp16_fp32", 128))
+    rows = [f"910,vconv,{sig},,,,{n * r},{r},{3 + r},vector" for sig, n in (("bf16_fp32", 128), ("fp16_fp32", 128))
             for r in (4, 8, 12)]
     path = _write(tmp_path, HEADER + "\n".join(rows) + "\n")
     out = tmp_path / "p.yaml"
@@ -258,9 +258,9 @@ def test_a_fit_leaves_out_rows_the_chip_cannot_run(tmp_path, capsys):
     assert "bf16" not in fitted.dtypes and fitted.vector["vconv"]["fp16_fp32"].per_repeat == pytest.approx(1.0, rel=0.01)
 
 
-@pytest.mark.parametrize("extra", ["", "x,vconv,bf16_fp32,,,,128,1,3,vector\n"])
+@pytest.mark.parametrize("extra", ["", "910,vconv,bf16_fp32,,,,128,1,3,vector\n"])
 def test_an_op_missing_for_a_dtype_the_chip_has_is_still_refused(tmp_path, capsys, extra):
-    path = _write(tmp_path, HEADER + "x,vadd,int8_int8_int8,,,,256,1,3,vector\n" + extra)
+    path = _write(tmp_path, HEADER + "910,vadd,int8_int8_int8,,,,256,1,3,vector\n" + extra)
     assert run(["calibrate", "--hw", "ascend910", "--measurements", path]) == 2
     err = capsys.readouterr().err
     assert "vector op vadd has no cost for int8_int8_int8 in ascend910" in err and "add it to the profile" in err
@@ -268,7 +268,7 @@ def test_an_op_missing_for_a_dtype_the_chip_has_is_still_refused(tmp_path, capsy
 
 @pytest.mark.parametrize("fit", [False, True])
 def test_a_file_the_chip_can_run_none_of_is_refused(tmp_path, capsys, fit):
-    path = _write(tmp_path, HEADER + "x,vconv,bf16_fp32,,,,128,1,3,vector\n")
+    path = _write(tmp_path, HEADER + "910,vconv,bf16_fp32,,,,128,1,3,vector\n")
     argv = ["calibrate", "--hw", "ascend910", "--measurements", path] + (["-o", str(tmp_path / "p.yaml")] if fit else [])
     assert run(argv) == 2
     err = capsys.readouterr().err
@@ -289,7 +289,7 @@ def test_a_new_signature_whose_short_row_may_be_the_floor_says_so(tmp_path, caps
 
 
 def test_a_new_signature_at_one_repeat_count_says_so(tmp_path, capsys):
-    path = _write(tmp_path, HEADER + "x,vadd,bf16_bf16_bf16,,,,128,1,6,vector\nx,vadd,bf16_bf16_bf16,,,,1280,1,6.1,vector\n")
+    path = _write(tmp_path, HEADER + "910b1,vadd,bf16_bf16_bf16,,,,128,1,6,vector\n910b1,vadd,bf16_bf16_bf16,,,,1280,1,6.1,vector\n")
     assert run(["calibrate", "--measurements", path, "-o", str(tmp_path / "x.yaml")]) == 2
     assert "its 2 rows are all at repeat 1: they cannot separate startup from per_repeat" in capsys.readouterr().err
 
@@ -339,7 +339,7 @@ def _mmad_rows(csv_path, scale=1.0):
 
 def _predicted(hw, dtype, sizes):
     """Mmad rows of ``dtype`` at ``sizes`` (m, k, n, series) timed by ``hw`` itself: an exact fit."""
-    return [f"x,mmad,{dtype},{m},{k},{n},,,{C.predict(hw, C.Measurement(0, 'x', 'mmad', dtype, m, k, n, None, None, 1.0, s)):.4f},{s}"
+    return [f"910b1,mmad,{dtype},{m},{k},{n},,,{C.predict(hw, C.Measurement(0, 'x', 'mmad', dtype, m, k, n, None, None, 1.0, s)):.4f},{s}"
             for m, k, n, s in sizes]
 
 
@@ -371,7 +371,7 @@ def test_mmads_of_another_dtype_leave_the_fp16_fit_alone(tmp_path, hw, csv_path)
     went 0.33% -> 3.75%."""
     fp16 = _mmad_rows(csv_path)
     alone = _fit_rows(tmp_path, hw, fp16, "a.csv")
-    fp32 = ["x,mmad,fp32,16,8,16,,,30,isolated", "x,mmad,fp32,16,8,32,,,31,isolated"]
+    fp32 = ["910b1,mmad,fp32,16,8,16,,,30,isolated", "910b1,mmad,fp32,16,8,32,,,31,isolated"]
     mixed = _fit_rows(tmp_path, hw, fp32 + fp16, "b.csv")
     assert mixed.profile.cube.macs_per_cycle["fp16"] == alone.profile.cube.macs_per_cycle["fp16"]
     errs = [abs(r.rel_error) for r in mixed.after.rows if r.dtype == "fp16"]
@@ -429,3 +429,66 @@ def test_a_refit_of_a_fitted_profile_changes_nothing(tmp_path, hw, csv_path):
 def test_the_bundled_profile_is_a_fixed_point_of_its_fit(tmp_path, hw, csv_path):
     fit = F.fit(hw, C.read_measurements(str(csv_path)), csv_path.name, "today")
     assert fit.profile.content_hash() == hw.content_hash()
+
+
+# -- the chip a row was measured on --------------------------------------------------------------
+
+@pytest.mark.parametrize("chip,got", [("banana", "'banana'"), ("", "nothing"), ("910c", "'910c'")])
+@pytest.mark.parametrize("fit", [False, True])
+def test_an_unknown_chip_is_refused_at_its_cell(tmp_path, run_cli, chip, got, fit):
+    """`chip=banana` or an empty chip was read and never used."""
+    path = _write(tmp_path, HEADER + f"{chip},vadd,fp16_fp16_fp16,,,,128,1,6.0,vector\n")
+    out = ["-o", str(tmp_path / "f.yaml")] if fit else []
+    code, _, err = run_cli("calibrate", "--measurements", path, *out)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{path}:2:1: chip: expected the chip the row was measured on, one of 910b1, 910b2" in err
+    assert err.strip().endswith(f"got {got}") or "did you mean" in err
+    assert not (tmp_path / "f.yaml").exists()
+
+
+@pytest.mark.parametrize("hw,core", [("ascend310p3", "310P"), ("ascend910", "910A")])
+def test_a_fit_to_another_ai_core_is_refused_without_other_chip(tmp_path, run_cli, csv_path, hw, core):
+    """`calibrate --hw ascend310p3` on the 910B CSV relabelled the 310P3's assumed costs 'calibrated:
+    fitted to ascend910b_microops.csv'."""
+    out = tmp_path / "f.yaml"
+    code, stdout, err = run_cli("calibrate", "--hw", hw, "--measurements", str(csv_path), "-o", str(out))
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and not out.exists(), err
+    assert f"{csv_path}:2:1: chip: 910b1: a 910B AI Core, not the {core} of {hw} (only 910B1..910B4 share one)" in err
+    assert err.strip().endswith("or --other-chip to fit them anyway")
+    code, stdout, err = run_cli("calibrate", "--hw", hw, "--measurements", str(csv_path), "--json")
+    assert code == 0  # a comparison relabels nothing: it says what it compares
+    assert f"566 rows measured on 910b1, 910b3, not the {core} AI Core of {hw} (lines 2-282, 313-597): these errors " \
+           "compare the profile with another core" in json.loads(stdout)["notes"]
+    code, _, _ = run_cli("calibrate", "--hw", hw, "--measurements", str(csv_path), "-o", str(out), "--other-chip")
+    fitted = load_profile(str(out))
+    assert code == 0 and fitted.notes["cube.issue_cycles"].endswith(
+        f"rows measured on 910b1, 910b3, not a {core}'s AI Core (--other-chip)")
+    assert fitted.notes["vector.ops.vadd.fp16_fp16_fp16"].endswith(f"rows measured on 910b1, not a {core}'s AI Core "
+                                                                   "(--other-chip)")
+    assert "fitted with --other-chip" in out.read_text().split("\nschema:")[0]
+
+
+def test_a_910b_variant_fits_another_910b_variants_rows(tmp_path, run_cli):
+    rows = [f"910b{i},vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector" for i, r in ((1, 4), (3, 8), (4, 16))]
+    out = tmp_path / "f.yaml"
+    code, _, err = run_cli("calibrate", "--hw", "ascend910b4", "--measurements",
+                           _write(tmp_path, HEADER + "\n".join(rows) + "\n"), "-o", str(out))
+    assert code == 0 and "--other-chip" not in load_profile(str(out)).notes["vector.ops.vadd.fp16_fp16_fp16"], err
+
+
+def test_a_profile_of_your_own_takes_rows_of_its_own_name(tmp_path, run_cli):
+    """A chip calibrate does not know: its rows name the profile; another chip's need --other-chip."""
+    from autotile.hardware.profile import bundled_path
+
+    prof = tmp_path / "mine.yaml"
+    prof.write_text(bundled_path("ascend910b2").read_text().replace('name: "ascend910b2"', 'name: "MyChip"'))
+    body = "".join(f"CHIP,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector\n" for r in (4, 8, 16))
+    out = str(tmp_path / "f.yaml")
+    assert run_cli("calibrate", "--hw", str(prof), "--measurements", _write(tmp_path, HEADER + body.replace("CHIP", "mychip")),
+                   "-o", out)[0] == 0
+    code, _, err = run_cli("calibrate", "--hw", str(prof), "--measurements",
+                           _write(tmp_path, HEADER + body.replace("CHIP", "910b1"), "b.csv"), "-o", out)
+    assert code == 2 and (f"b.csv:2:1: chip: 910b1: {prof} is named for no chip calibrate knows" in err), err
+    code, _, err = run_cli("calibrate", "--hw", str(prof), "--measurements",
+                           _write(tmp_path, HEADER + body.replace("CHIP", "yourchip"), "c.csv"))
+    assert code == 2 and "one of 910b1, 910b2, 910b3, 910b4, 910, 910a, 310p3, MyChip, got 'yourchip'" in err, err

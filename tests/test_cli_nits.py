@@ -57,7 +57,7 @@ def test_calibrate_suggests_only_instructions_the_profile_has(run_cli, tmp_path)
     from autotile.hardware import load_profile
 
     csv = tmp_path / "m.csv"
-    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\nx,vector,fp16_fp16_fp16,,,,128,1,8,vector\n")
+    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\n910b1,vector,fp16_fp16_fp16,,,,128,1,8,vector\n")
     code, _, err = run_cli("calibrate", "--measurements", str(csv))
     assert code == 2 and "unknown op 'vector'" in err and "vor" not in err, err
     hw = load_profile("ascend910b2")

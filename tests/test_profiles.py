@@ -111,8 +111,8 @@ def test_optional_ops_may_be_left_out(tmp_path):
 def test_calibrate_blames_the_profile_for_an_op_it_lacks(tmp_path, run_cli):
     prof = _profile(tmp_path, _drop_op(B2, "vln"))
     csv = tmp_path / "m.csv"
-    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\nx,vadd,fp16_fp16_fp16,,,,128,1,6.0,vector\n"
-                   "x,vln,fp16_fp16,,,,128,1,4.0,vector\n")
+    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\n910b1,vadd,fp16_fp16_fp16,,,,128,1,6.0,vector\n"
+                   "910b1,vln,fp16_fp16,,,,128,1,4.0,vector\n")
     code, _, err = run_cli("calibrate", "--hw", prof, "--measurements", str(csv))
     assert code == 2 and err.count("\n") == 1, err
     assert f"{prof}:80:5: vector.ops: vector op 'vln' is not in hardware profile" in err and "m.csv line 3" in err

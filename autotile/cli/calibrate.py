@@ -25,6 +25,10 @@ def add_arguments(p) -> None:
     p.add_argument("--measurements", required=True, help="CSV: chip,op,dtype,m,k,n,elems,repeat,cycles,series")
     p.add_argument("-o", "--output", default=None,
                    help="write the fitted profile here (not the measurements or the --hw file)")
+    p.add_argument("--other-chip", action="store_true",
+                   help="fit (-o) to rows measured on a chip whose AI Core is not the profile's (only 910B1..910B4 "
+                        "share one), or not known to be: refused without it, since the fitted constants would read "
+                        "as measured on the profile's chip; with it, their notes name the chip measured")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -39,8 +43,9 @@ def run(args) -> int:
         refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
                                          (("--measurements", args.measurements), ("--hw", hw.path))},
                      "write the fitted profile to another file")
-    every = C.read_measurements(args.measurements, known_ops=sorted(hw.vector))
+    every = C.read_measurements(args.measurements, known_ops=sorted(hw.vector), profile=hw.name)
     rows, skipped = C.held_rows(hw, every, args.measurements)  # bf16 rows on a chip without bf16
+    skipped += C.check_chips(hw, rows, args.measurements, args.output is not None, args.other_chip)
     left_out = {"skipped_rows": len(every) - len(rows)}
     C.check_repeats(rows, hw, args.measurements)
     C.check_fits(rows, hw, args.measurements)
@@ -69,19 +74,23 @@ def run(args) -> int:
         raise exc.located(file=args.measurements) from None
     doc = emit.load_document(hw.path)
     for path, (value, note) in fit.updates.items():
-        emit.set_constant(doc, path, value, note)
+        caveat = C.other_chip_caveat(hw, rows, path)
+        emit.set_constant(doc, path, value, note + (f"; {caveat}" if caveat else ""))
     for path, (value, note) in fit.amended.items():
         emit.set_constant(doc, path, value, note)
     for path, (value, note) in fit.derived.items():
         frm, scale = hw.derived[path]
         rel = {"from": ".".join(frm), **({"scale": scale} if scale != 1 else {})}
-        emit.set_constant(doc, path, value, note, key="source", extra={"derived": rel})
+        caveat = C.other_chip_caveat(hw, rows, frm)
+        emit.set_constant(doc, path, value, note + (f"; {caveat}" if caveat else ""), key="source",
+                          extra={"derived": rel})
     header = _header(hw.path, keep_calibrated=not fit.updates)  # nothing fitted: the old line still holds
     if fit.updates:
         # the input's header may name the measurements it was fitted to: say which file this is
         header = (f"Fitted by `autotile calibrate` to {src}, {date}, from the profile {hw.name} ({Path(hw.path).name}):\n"
                   "each constant marked calibrated names the measurements it was fitted to, and one marked\n"
-                  "derived follows the constant it names; the others and the lines below are the input's.\n" + header)
+                  "derived follows the constant it names; the others and the lines below are the input's.\n"
+                  + "".join(f"{n}.\n" for n in C.check_chips(hw, rows, None, True, True)) + header)
     write_text(args.output, emit.render(doc, header))
     load_profile(args.output)  # the written file must load strictly
     for w in fit.warnings:

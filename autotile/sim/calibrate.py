@@ -31,6 +31,10 @@ FAR_OFF = 0.25  # |relative error| above which a row is reported as far off
 LOSS_SCALE = 0.05  # soft-L1 transition, in log-cycles (~5%)
 MIN_CYCLES = 0.01  # a measured micro-operation takes at least this long (1e-308 is not a time)
 MAX_CYCLES = 1e12  # ... and at most this (minutes at NPU clocks)
+# the chips a row may say it was measured on (its `chip` column, "Ascend" and case optional) ->
+# their AI Core: only 910B1..910B4 share one (domain.md), so only they calibrate one another
+AI_CORES = {"910b1": "910B", "910b2": "910B", "910b3": "910B", "910b4": "910B", "910": "910A", "910a": "910A",
+            "310p3": "310P"}
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,18 @@ class Report:
 
 # -- reading -----------------------------------------------------------------------------------
 
-def read_measurements(path: str | Path, known_ops=None) -> list[Measurement]:
+def chip_key(name: str) -> str:
+    """A chip's name as rows and profiles compare it: ``Ascend910B1`` and ``910b1`` alike."""
+    key = name.strip().lower()
+    return key[len("ascend"):] if key.startswith("ascend") else key
+
+
+def read_measurements(path: str | Path, known_ops=None, profile: str | None = None) -> list[Measurement]:
     """Parse and validate a measurements CSV strictly (errors name file, line and column).
 
     ``known_ops``: the vector instructions the profile costs; an unknown op's "did you mean" is
-    one of them (or mmad), never a catalogue name the profile lacks."""
+    one of them (or mmad), never a catalogue name the profile lacks. ``profile``: the profile's
+    name, a chip a row may name besides ``AI_CORES``' (a chip of your own)."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -140,7 +151,8 @@ def read_measurements(path: str | Path, known_ops=None) -> list[Measurement]:
             continue
         if len(rec) != len(header):
             raise _width_error(path, lineno, header, len(rec))
-        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header), known_ops))
+        rows.append(_row(path, lineno, {c: rec[i].strip() for c, i in idx.items()}, tuple(header), known_ops,
+                         profile))
     if not rows:
         raise InputError("no measurement rows", file=str(path), line=2)
     return rows
@@ -156,9 +168,16 @@ def _width_error(path, line: int, header: list, got: int) -> InputError:
                       file=str(path), line=line, col=len(header) + 1)
 
 
-def _row(path, line, rec: dict, header: tuple, known_ops=None) -> Measurement:
+def _row(path, line, rec: dict, header: tuple, known_ops=None, profile: str | None = None) -> Measurement:
     def err(col, msg):
         return InputError(msg, file=str(path), line=line, col=header.index(col) + 1, field=col)
+
+    chip = chip_key(rec["chip"])
+    if chip not in AI_CORES and (profile is None or chip != chip_key(profile)):
+        known = list(AI_CORES) + ([profile] if profile and chip_key(profile) not in AI_CORES else [])
+        got = "nothing" if not chip else repr(_short(rec["chip"]))
+        raise err("chip", f"expected the chip the row was measured on, one of {', '.join(known)}, got {got}"
+                  + suggest(chip, known))
 
     def num(col, kind, required):
         raw = rec[col]
@@ -190,7 +209,7 @@ def _row(path, line, rec: dict, header: tuple, known_ops=None) -> Measurement:
         if rec["dtype"] not in DTYPES:
             raise err("dtype", f"mmad dtype {rec['dtype']!r}: expected one of {', '.join(DTYPES)}")
         m, k, n = (num(c, int, True) for c in ("m", "k", "n"))
-        return Measurement(line, rec["chip"], op, rec["dtype"], m, k, n, None, num("repeat", int, False),
+        return Measurement(line, chip, op, rec["dtype"], m, k, n, None, num("repeat", int, False),
                            cycles, series, header)
     if op not in VECTOR_OPS:
         raise err("op", f"unknown op {op!r}: expected mmad or a vector instruction (vadd, vexp, ...)"
@@ -202,7 +221,7 @@ def _row(path, line, rec: dict, header: tuple, known_ops=None) -> Measurement:
     elems, repeat = num("elems", int, False), num("repeat", int, False)
     if elems is None and repeat is None:
         raise err("repeat", "a vector row needs elems or repeat")
-    return Measurement(line, rec["chip"], op, rec["dtype"], None, None, None, elems, repeat, cycles, series, header)
+    return Measurement(line, chip, op, rec["dtype"], None, None, None, elems, repeat, cycles, series, header)
 
 
 def _short(text: str) -> str:
@@ -237,6 +256,55 @@ def held_rows(hw: HardwareProfile, rows: list[Measurement], path) -> tuple[list[
     notes = [f"{count(len(lines), 'row')} not costed, skipped: {problem} (lines {_spans(lines)})"
              for problem, lines in why.items()]
     return kept, notes
+
+
+def ai_core(hw: HardwareProfile) -> str | None:
+    """The AI Core of ``hw``'s chip by its name (``ascend910b4``: 910B), None for a name that is
+    no chip ``AI_CORES`` knows (a profile of your own)."""
+    return AI_CORES.get(chip_key(hw.name))
+
+
+def foreign_rows(hw: HardwareProfile, rows: list[Measurement]) -> list[Measurement]:
+    """The rows measured on a chip whose AI Core is not, or not known to be, ``hw``'s."""
+    core, own = ai_core(hw), chip_key(hw.name)
+    return [r for r in rows if r.chip != own and (core is None or AI_CORES.get(r.chip) != core)]
+
+
+def check_chips(hw: HardwareProfile, rows: list[Measurement], path, fitting: bool, allow: bool) -> list[str]:
+    """Rows of another AI Core than ``hw``'s: fitted to them (``fitting``), the profile's constants
+    would read "calibrated" for a core they were not measured on (the 310P3's assumed costs were
+    relabelled "fitted to ascend910b_microops.csv" from 910B1 rows), so that is an InputError at
+    the first such row unless ``allow`` (``--other-chip``). Otherwise one note names them."""
+    foreign = foreign_rows(hw, rows)
+    if not foreign:
+        return []
+    core, r = ai_core(hw), foreign[0]
+    if fitting and not allow:
+        if core is None:
+            why = (f"{hw.reference} is named for no chip calibrate knows ({', '.join(AI_CORES)}), so whether it has "
+                   f"the AI Core of {r.chip} is unknown; expected rows whose chip is {hw.name}")
+        else:
+            why = (f"a {AI_CORES[r.chip]} AI Core, not the {core} of {hw.reference} (only 910B1..910B4 share one): "
+                   f"fitted to them, its constants would read calibrated on a core they were not measured on; "
+                   f"expected rows measured on a {core} chip")
+        raise InputError(f"{r.chip}: {why}, or --other-chip to fit them anyway", file=str(path), line=r.line,
+                         col=r.col("chip"), field="chip")
+    whose = f"the {core} AI Core of {hw.name}" if core else f"known to be the AI Core of {hw.name}"
+    what = "fitted with --other-chip" if fitting else "these errors compare the profile with another core"
+    return [f"{count(len(foreign), 'row')} measured on {', '.join(sorted({x.chip for x in foreign}))}, not {whose} "
+            f"(lines {_spans([x.line for x in foreign])}): {what}"]
+
+
+def other_chip_caveat(hw: HardwareProfile, rows: list[Measurement], path: tuple) -> str | None:
+    """What a fitted constant's note adds when rows of another AI Core (``foreign_rows``) fitted
+    it: the cube's constants from Mmad rows, a vector cost from its (op, signature) rows."""
+    mine = [r for r in foreign_rows(hw, rows) if (r.op == "mmad" if path[0] == "cube" else
+                                                   (r.op, r.dtype) == (path[2], path[3]))]
+    if not mine:
+        return None
+    core = ai_core(hw)
+    return (f"rows measured on {', '.join(sorted({r.chip for r in mine}))}, "
+            f"{'not a ' + core if core else 'not known to be this chip'}'s AI Core (--other-chip)")
 
 
 def _spans(lines: list[int]) -> str:
