@@ -107,6 +107,20 @@ def check_writable(folder: Path, what: str = "the output folder") -> None:
     raise OutputError(f"{folder}: cannot create {what}: {anc} is read-only or not yours")
 
 
+def check_output_file(flag: str, path: str | Path) -> None:
+    """The output file ``path`` the user named as ``flag``, checked before any work: a folder (a
+    rename cannot replace it) or a path below a file is an InputError, a folder that cannot take
+    new files an OutputError (``check_writable``); missing folders are made at the write, as for
+    every output. ``calibrate -o DIR`` printed the whole fit, then failed on the write (exit 1)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{flag} {path}: is a folder: expected a file's name")
+    anc = next((a for a in p.parents if a.exists()), None)
+    if anc is not None and not anc.is_dir():
+        raise InputError(f"{flag} {path}: {anc} is a file, not a folder: expected a file's name in a folder")
+    check_writable(p.parent, f"the folder of {flag} {path}")
+
+
 def check_outputs(folder: Path, files=(), folders=(), what: str = "the output folder") -> None:
     """``check_writable(folder)``, and an OutputError for an output subfolder of ``folder`` that
     is a file or cannot take new files, or a named output file (``name`` or ``sub/name``) that is

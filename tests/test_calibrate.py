@@ -196,6 +196,12 @@ def test_errors_name_the_files_own_column(tmp_path, run_cli, row, needle):
     (HEADER + "910b1,mmad,fp16\n", ":2:4: m: expected 10 columns, got 3"),
     (HEADER + "910b1,mmad,fp16,16,16,16,,,5,back_to_back,a\n", ":2:11: expected 10 columns, got 11 (a value past "
      "the last one, series)"),
+    # rows that contradict themselves: each column says what the row is, and they must agree
+    (HEADER + "910b1,vadd,fp16_fp16_fp16,,,,128,1,4.8,back_to_back\n",
+     ":2:10: series: a vector row's series 'back_to_back': expected vector (back_to_back and isolated are Mmad"),
+    (HEADER + "910b1,vadd,fp16_fp16_fp16,1,2,3,128,1,4.8,vector\n", ":2:4: m: a vector row (vadd) takes no m, got '1'"),
+    (HEADER + "910b1,vexp,fp16_fp16,,,16,128,1,4.8,vector\n", ":2:6: n: a vector row (vexp) takes no n, got '16'"),
+    (HEADER + "910b1,mmad,fp16,16,16,16,128,,6.1,isolated\n", ":2:7: elems: an Mmad row takes no elems, got '128'"),
 ])
 @pytest.mark.parametrize("fit", [False, True])
 def test_every_row_error_is_located(tmp_path, run_cli, body, needle, fit):
@@ -492,3 +498,21 @@ def test_a_profile_of_your_own_takes_rows_of_its_own_name(tmp_path, run_cli):
     code, _, err = run_cli("calibrate", "--hw", str(prof), "--measurements",
                            _write(tmp_path, HEADER + body.replace("CHIP", "yourchip"), "c.csv"))
     assert code == 2 and "one of 910b1, 910b2, 910b3, 910b4, 910, 910a, 310p3, MyChip, got 'yourchip'" in err, err
+
+
+@pytest.mark.parametrize("target", ["folder", "file/x.yaml"])
+def test_an_output_that_cannot_be_a_file_is_refused_before_the_fit(tmp_path, run_cli, csv_path, target):
+    """`-o DIR` printed the whole fit, then failed to write (exit 1)."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("")
+    code, out, err = run_cli("calibrate", "--measurements", str(csv_path), "-o", str(tmp_path / target))
+    why = "is a folder: expected a file's name" if target == "folder" else f"{tmp_path / 'file'} is a file, not a folder"
+    assert code == 2 and out == "" and err.count("\n") == 1 and why in err, err
+
+
+def test_an_output_in_folders_not_made_yet_makes_them(tmp_path, run_cli):
+    """As export -o and tune --out do."""
+    body = HEADER + "".join(f"910b1,vadd,fp16_fp16_fp16,,,,{128 * r},{r},{6.0 + 2 * r},vector\n" for r in (4, 8, 16))
+    out = tmp_path / "new" / "sub" / "f.yaml"
+    assert run_cli("calibrate", "--measurements", _write(tmp_path, body), "-o", str(out))[0] == 0
+    assert load_profile(str(out)).vector["vadd"]["fp16_fp16_fp16"].per_repeat == pytest.approx(2.0, abs=0.01)

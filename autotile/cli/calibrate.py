@@ -12,7 +12,7 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
-from autotile.atomic import refuse_input, write_text
+from autotile.atomic import check_output_file, refuse_input, write_text
 from autotile.cli.common import nonempty, print_json
 from autotile.errors import InputError
 from autotile.hardware import load_profile
@@ -43,6 +43,7 @@ def run(args) -> int:
         refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
                                          (("--measurements", args.measurements), ("--hw", hw.path))},
                      "write the fitted profile to another file")
+        check_output_file("-o", args.output)  # before the fit, not after printing it
     every = C.read_measurements(args.measurements, known_ops=sorted(hw.vector), profile=hw.name)
     rows, skipped = C.held_rows(hw, every, args.measurements)  # bf16 rows on a chip without bf16
     skipped += C.check_chips(hw, rows, args.measurements, args.output is not None, args.other_chip)

@@ -26,6 +26,7 @@ from autotile.yamlsrc import suggest
 
 COLUMNS = ("chip", "op", "dtype", "m", "k", "n", "elems", "repeat", "cycles", "series")
 MMAD_SERIES = ("back_to_back", "isolated")
+VECTOR_SERIES = "vector"  # one instruction of elems / repeat
 B2B_REPEAT = 32  # a "long" back-to-back series: its steady state is what the rows record
 FAR_OFF = 0.25  # |relative error| above which a row is reported as far off
 LOSS_SCALE = 0.05  # soft-L1 transition, in log-cycles (~5%)
@@ -209,6 +210,9 @@ def _row(path, line, rec: dict, header: tuple, known_ops=None, profile: str | No
         if rec["dtype"] not in DTYPES:
             raise err("dtype", f"mmad dtype {rec['dtype']!r}: expected one of {', '.join(DTYPES)}")
         m, k, n = (num(c, int, True) for c in ("m", "k", "n"))
+        if rec["elems"]:
+            raise err("elems", f"an Mmad row takes no elems, got {_short(rec['elems'])!r}: expected it empty "
+                               "(m, k, n size an Mmad)")
         return Measurement(line, chip, op, rec["dtype"], m, k, n, None, num("repeat", int, False),
                            cycles, series, header)
     if op not in VECTOR_OPS:
@@ -218,9 +222,16 @@ def _row(path, line, rec: dict, header: tuple, known_ops=None, profile: str | No
     problem = signature_problem(op, rec["dtype"])
     if problem:
         raise err("dtype", problem)
+    for col in ("m", "k", "n"):
+        if rec[col]:
+            raise err(col, f"a vector row ({op}) takes no {col}, got {_short(rec[col])!r}: expected it empty "
+                           "(m, k, n size an Mmad; elems or repeat a vector instruction)")
     elems, repeat = num("elems", int, False), num("repeat", int, False)
     if elems is None and repeat is None:
         raise err("repeat", "a vector row needs elems or repeat")
+    if series != VECTOR_SERIES:
+        raise err("series", f"a vector row's series {_short(series)!r}: expected {VECTOR_SERIES} "
+                            f"({' and '.join(MMAD_SERIES)} are Mmad series)")
     return Measurement(line, chip, op, rec["dtype"], None, None, None, elems, repeat, cycles, series, header)
 
 
