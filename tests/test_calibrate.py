@@ -322,6 +322,20 @@ def test_fp32_mmads_moving_the_shared_issue_cost_warn_and_say_so_in_the_notes(tm
         assert "since moved (cube.issue_cycles 2.1999 -> 4) by a fit to m.csv's fp32 Mmad rows only" in p.notes[path]
 
 
+def test_a_refit_to_the_same_rows_keeps_the_caveat_of_what_they_do_not_measure(tmp_path, capsys):
+    """Refitting the fp32-only profile to its own rows kept the values but wrote issue_cycles'
+    note afresh, without 'fp32 Mmad rows only: shared with ..., not measured there'."""
+    csv, once, again = _write(tmp_path, HEADER + FP32_MMADS), tmp_path / "once.yaml", tmp_path / "again.yaml"
+    assert run(["calibrate", "--measurements", csv, "-o", str(once)]) == 0
+    assert run(["calibrate", "--hw", str(once), "--measurements", csv, "-o", str(again)]) == 0
+    assert capsys.readouterr().err.count("warning") == 1  # the first fit's: the refit moves nothing
+    a, b = load_profile(str(once)), load_profile(str(again))
+    assert b.cube == a.cube
+    for path in ("cube.issue_cycles", "cube.macs_per_cycle.fp16"):
+        assert b.notes[path].count("not measured there" if path == "cube.issue_cycles" else "since moved") == 1
+    assert "fp32 Mmad rows only: shared with fp16, bf16, int8, not measured there" in b.notes["cube.issue_cycles"]
+
+
 def test_a_refit_that_keeps_the_shared_cube_constants_says_nothing(tmp_path, capsys, csv_path):
     rows = [line for line in open(csv_path).read().splitlines() if ",mmad," in line]
     out = tmp_path / "p.yaml"

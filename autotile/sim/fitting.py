@@ -13,6 +13,7 @@ values and are reported as not determined, never marked calibrated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -246,6 +247,7 @@ def follow(hw: HardwareProfile, updates: dict, source: str, date: str) -> dict:
 
 SHARED_CUBE = (("cube", "issue_cycles"), ("cube", "latency_cycles"))  # one value times every dtype's Mmad
 MOVED = 0.01  # a refit "moves" a shared constant by more than 1% (of at least one cycle)
+NOT_MEASURED = re.compile(r"; [a-z0-9+]+ Mmad rows only: shared with [a-z0-9, ]+, not measured there")  # its caveat
 
 
 def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str, date: str) -> tuple[tuple, dict]:
@@ -255,15 +257,23 @@ def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
     left the fp16 rate and the latency saying 'fitted to ascend910b_microops.csv' as if that fit
     still held. Now the warning names the dtypes not measured and the constants fitted to other
     rows with the old value; the moved constant's note names those dtypes, and each such
-    constant's note says what moved under it. (A per-dtype issue constant would avoid this.)"""
+    constant's note says what moved under it. (A per-dtype issue constant would avoid this.) A
+    refit that leaves such a constant where it was (the same rows again) keeps its note's caveat
+    while its rows still leave dtypes unmeasured."""
     others = [d for d in hw.cube.macs_per_cycle if d not in measured]
     moved = {p: (getattr(hw.cube, p[1]), updates[p][0]) for p in SHARED_CUBE
              if p in updates and abs(updates[p][0] - getattr(hw.cube, p[1])) > MOVED * max(1.0, getattr(hw.cube, p[1]))}
+    rows, also = f"{'+'.join(measured)} Mmad rows only", ", ".join(others)
+    for p in SHARED_CUBE:
+        # a refit that keeps the value (the same int8 rows again) still leaves those dtypes unmeasured:
+        # it dropped the caveat the first fit wrote, with no word
+        if p in updates and p not in moved and others and NOT_MEASURED.search(hw.notes.get(".".join(p), "")):
+            value, note = updates[p]
+            updates[p] = (value, f"{note}; {rows}: shared with {also}, not measured there")
     if not moved or not others:
         return (), {}
     what = ", ".join(f"{'.'.join(p)} {a:g} -> {b:g}" for p, (a, b) in moved.items())
     was = ", ".join(f"{'.'.join(p)} = {a:g}" for p, (a, _) in moved.items())
-    rows, also = f"{'+'.join(measured)} Mmad rows only", ", ".join(others)
     amended = {}
     for p in [p for p in SHARED_CUBE if p not in updates] + [("cube", "macs_per_cycle", d) for d in others]:
         note = hw.notes.get(".".join(p), "")
