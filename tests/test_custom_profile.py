@@ -186,3 +186,34 @@ def test_simulate_says_no_value_of_a_param_fits_the_profiles_buffers(tmp_path, r
     assert code == 0 and out.startswith("infeasible: base_n: no value fits the profile's buffers (its domain is "
                                         "empty: low 16, high ")
     assert "hw.l0c_bytes=512" in out and "(empty)" not in out
+
+
+def test_every_command_names_an_edited_copy_by_its_label(half_run, tmp_path, run_cli):
+    """micro said `hw: ascend910b2`, calibrate --json and space --json the plain name (space's
+    content_hash being the spec's), and simulate named no profile at all."""
+    profile = half_run.parent / "p" / "half.yaml"
+    spec = half_run.parent / "s" / "ws.yaml"
+    label, h = _label(profile), load_profile(str(profile)).content_hash()
+    code, out, _ = run_cli("micro", "mmad", "m=16,k=16,n=16", "--hw", str(profile), "--json")
+    assert code == 0 and json.loads(out)["hw"] == label
+    code, out, _ = run_cli("micro", "mmad", "m=16,k=16,n=16", "--hw", str(profile))
+    assert code == 0 and f"hw: {label}\n" in out
+    csv = tmp_path / "m.csv"
+    csv.write_text("chip,op,dtype,m,k,n,elems,repeat,cycles,series\n910b1,vadd,fp16_fp16_fp16,,,,128,1,6.0,vector\n")
+    code, out, _ = run_cli("calibrate", "--hw", str(profile), "--measurements", str(csv), "--json")
+    assert code == 0 and json.loads(out)["hw"] == label
+    code, out, _ = run_cli("calibrate", "--hw", str(profile), "--measurements", str(csv), "-o",
+                           str(tmp_path / "f.yaml"), "--json")
+    assert code == 0 and json.loads(out)["hw"] == label
+    code, out, _ = run_cli("space", str(spec), "--json")
+    res = json.loads(out)
+    assert code == 0 and (res["hardware"], res["hardware_hash"], res["hardware_path"]) == (label, h, str(profile))
+    assert res["content_hash"] != h  # still the spec's
+    code, out, _ = run_cli("simulate", str(spec), "--shape", "n=4096")
+    assert code == 0 and out.startswith(f"weighted_sum vector fp16 {{'n': 4096}} on {label}: "), out
+    code, out, _ = run_cli("simulate", str(spec), "--shape", "n=4096", "--json")
+    assert code == 0 and (json.loads(out)["hw"], json.loads(out)["hw_hash"]) == (label, h)
+    code, out, _ = run_cli("simulate", str(spec), "--shape", "n=4096", "--set", "tile_len=3")
+    assert code == 0 and out.startswith("infeasible: ") and out.rstrip().endswith(f"(on {label})"), out
+    code, out, _ = run_cli("micro", "mmad", "m=16,k=16,n=16", "--json")
+    assert json.loads(out)["hw"] == "ascend910b2"  # the shipped profile: its plain name

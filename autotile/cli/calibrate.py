@@ -57,7 +57,7 @@ def run(args) -> int:
         except InputError as exc:
             raise exc.located(file=args.measurements) from None
         if args.json:
-            print_json({"hw": hw.name, "measurements": str(args.measurements), **left_out, **rep.to_json()})
+            print_json({"hw": hw.label, "measurements": str(args.measurements), **left_out, **rep.to_json()})
         else:
             for r in rep.rows:
                 flag = "  FAR OFF" if r.far_off else ""
@@ -88,7 +88,7 @@ def run(args) -> int:
     header = _header(hw.path, keep_calibrated=not fit.updates)  # nothing fitted: the old line still holds
     if fit.updates:
         # the input's header may name the measurements it was fitted to: say which file this is
-        header = (f"Fitted by `autotile calibrate` to {src}, {date}, from the profile {hw.name} ({Path(hw.path).name}):\n"
+        header = (f"Fitted by `autotile calibrate` to {src}, {date}, from the profile {hw.label} ({Path(hw.path).name}):\n"
                   "each constant marked calibrated names the measurements it was fitted to, and one marked\n"
                   "derived follows the constant it names; the others and the lines below are the input's.\n"
                   + "".join(f"{n}.\n" for n in C.check_chips(hw, rows, None, True, True)) + header)
@@ -97,7 +97,7 @@ def run(args) -> int:
     for w in fit.warnings:
         print(f"autotile: warning: {w}", file=sys.stderr)
     if args.json:
-        print_json({"hw": hw.name, "output": str(args.output), "measurements": str(args.measurements), **left_out,
+        print_json({"hw": hw.label, "output": str(args.output), "measurements": str(args.measurements), **left_out,
                     "before": fit.before.to_json(with_rows=False), "after": fit.after.to_json(),
                     "constants": {".".join(p): _val(v) for p, (v, _) in fit.updates.items()},
                     "warnings": list(fit.warnings),

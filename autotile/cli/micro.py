@@ -21,8 +21,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from autotile.sim.micro import micro
 
-    res = micro(args.op, parse_kv(args.params, what="micro parameters"), args.dtype, load_profile(args.hw))
-    out = res.to_json()
+    hw = load_profile(args.hw)
+    res = micro(args.op, parse_kv(args.params, what="micro parameters"), args.dtype, hw)
+    out = {**res.to_json(), "hw": hw.label}  # an edited copy is not the shipped chip it is named for
     if args.json:
         print_json(out)
         return 0

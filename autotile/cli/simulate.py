@@ -80,7 +80,8 @@ def run(args) -> int:
             space.shape, params, space.dtype, spec.hardware, unit=space.unit, options=spec.inputs,
             trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want), slow=slow)
         res, traces = out if want else (out, None)
-    data = res.to_json()
+    label = spec.hardware.label  # an edited copy of a bundled profile is not the shipped chip
+    data = {**res.to_json(), "hw": label, "hw_hash": spec.hardware.content_hash()}
     if want and res.feasible:  # an infeasible configuration has no schedule to show
         write_chrome_trace(args.trace, traces, spec.hardware,
                            {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
@@ -94,9 +95,9 @@ def run(args) -> int:
     if args.json:
         print_json(data)
     elif not data["feasible"]:
-        print(f"infeasible: {data['reason']}" + (f" (no trace written to {args.trace})" if want else ""))
+        print(f"infeasible: {data['reason']} (on {label}" + (f"; no trace written to {args.trace})" if want else ")"))
     else:
-        print(f"{spec.op.name} {space.unit} {space.dtype} {space.shape}: {res.cycles:,.0f} cycles, "
+        print(f"{spec.op.name} {space.unit} {space.dtype} {space.shape} on {label}: {res.cycles:,.0f} cycles, "
               f"{res.time_us:.2f} us, {res.pct_of_peak:.1f}% of peak, bound by {res.bound}")
         print("pipes: " + ", ".join(f"{k} {v['ratio']:.2f}" for k, v in res.pipes.items()))
         if want:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from autotile import words
 from autotile.cli.common import Once, check_dtype, given, parse_shape, print_json
 from autotile.errors import InputError
@@ -41,8 +43,10 @@ def run(args) -> int:
     if args.json:
         print_json({
             "op": spec.op.name,
-            "hardware": spec.hardware.name,
-            "content_hash": spec.content_hash(),
+            "hardware": spec.hardware.label,  # as the text's header names it
+            "hardware_hash": spec.hardware.content_hash(),
+            "hardware_path": spec.hardware.path and os.path.abspath(spec.hardware.path),  # as summary.json's
+            "content_hash": spec.content_hash(),  # the spec's
             "raw_size": first["raw_size"],
             "feasible_size": first["feasible_size"],
             "params": list(spec.param_names(first["unit"])),
