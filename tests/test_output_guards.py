@@ -152,3 +152,26 @@ def test_tune_checks_every_output_before_the_trials(run_cli, tmp_path, monkeypat
     assert code == 1 and err.count("\n") == 1 and blocker in err, err
     assert (out / "summary.json").read_text() == '{"old": 1}'
     assert not (out / "studies.journal").exists()
+
+
+@pytest.mark.parametrize("cmd", ["export", "import-kt", "simulate", "bench-search"])
+def test_an_output_file_named_as_a_folder_is_bad_input(run_cli, tmp_path, cmd):
+    """A folder where a file's name is expected is the user's mistake (exit 2, one line), found
+    before any work; export -o DIR loaded the table and then failed on the write (exit 1)."""
+    from tablekit import default_table
+
+    from autotile.tables.schema import write_table
+
+    out = tmp_path / "out"
+    out.mkdir()
+    spec = tmp_path / "ew.yaml"
+    spec.write_text(EW)
+    write_table(tmp_path / "table.json", default_table())
+    (tmp_path / "cache.json").write_text("{}")
+    argv = {"export": ["export", str(tmp_path / "table.json"), "-o", str(out)],
+            "import-kt": ["import-kt", str(tmp_path / "cache.json"), "-o", str(out)],
+            "simulate": ["simulate", str(spec), "--shape", "n=1024", "--trace", str(out)],
+            "bench-search": ["bench-search", str(spec), "-o", str(out), "--seeds", "1", "--budgets", "2", "--quiet"]}[cmd]
+    code, stdout, err = run_cli(*argv)
+    assert code == 2 and err.count("\n") == 1 and "is a folder: expected a file's name" in err, err
+    assert "Traceback" not in err and list(out.iterdir()) == []

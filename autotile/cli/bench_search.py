@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from autotile.atomic import refuse_input
+from autotile.atomic import check_output_file, refuse_input
 from autotile.cli.common import MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 
@@ -43,6 +43,8 @@ def run(args) -> int:
         raise InputError(f"--within: expected a fraction in [0, 1), got {args.within}")
     spec = load_spec(args.spec)
     refuse_input("-o", args.out, spec_inputs(spec))  # found before the benchmark, not after it
+    if args.out is not None:
+        check_output_file("-o", args.out)
     progress = None if args.quiet or args.json else _progress(args.seeds)
     out = bench(spec, samplers, budgets, args.seeds, args.within, progress=progress)
     if progress is not None:

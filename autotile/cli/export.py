@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotile.atomic import is_stdout, refuse_input
+from autotile.atomic import check_output_file, is_stdout, refuse_input
 from autotile.cli.common import given, nonempty
 from autotile.tune.outputs import refuse_owned
 
@@ -46,6 +46,8 @@ def run(args) -> int:
                  "write the export to another file")  # the atomic write would replace it
     if table.file is not None and Path(table.file).name == "table.json":  # the name tune writes
         refuse_owned("-o", args.output, Path(table.file).parent, "write the export to another file")
+    if not is_stdout(args.output):
+        check_output_file("-o", args.output)  # a folder is bad input (exit 2), found before the export
     for text in notices(table):
         print(f"autotile: warning: {text}", file=sys.stderr)
     if args.format in ("c", "ascendc"):

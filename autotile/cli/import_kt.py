@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autotile.atomic import check_output_file
 from autotile.cli.common import given, nonempty, print_json
 from autotile.words import count
 
@@ -19,6 +20,7 @@ def run(args) -> int:
     from autotile.tune.importkt import import_cache
 
     nonempty(args.out, "-o")
+    check_output_file("-o", args.out)  # a folder is bad input (exit 2), not a failed write
     spec = import_cache(args.cache, args.out)
     loaded = load_spec(args.out)  # the spec must load as written
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
-from autotile.atomic import refuse_input
+from autotile.atomic import check_output_file, refuse_input
 from autotile.cli.common import (
     Once,
     check_dtype,
@@ -49,6 +49,8 @@ def run(args) -> int:
     nonempty(args.trace, "--trace")
     spec = load_spec(args.spec)
     refuse_input("--trace", args.trace, spec_inputs(spec))  # the trace would replace the file it ran
+    if args.trace is not None:
+        check_output_file("--trace", args.trace)  # before the simulation, not after it
     shape = parse_shape(args.shape)
     check_dtype(spec, args.dtype)
     unit = args.unit or next(iter(spec.units_for(args.dtype or spec.dtypes[0])), None)  # None: the error says why
