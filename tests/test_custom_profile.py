@@ -215,5 +215,8 @@ def test_every_command_names_an_edited_copy_by_its_label(half_run, tmp_path, run
     assert code == 0 and (json.loads(out)["hw"], json.loads(out)["hw_hash"]) == (label, h)
     code, out, _ = run_cli("simulate", str(spec), "--shape", "n=4096", "--set", "tile_len=3")
     assert code == 0 and out.startswith("infeasible: ") and out.rstrip().endswith(f"(on {label})"), out
+    trace = tmp_path / "t.json"
+    code, out, _ = run_cli("simulate", str(spec), "--shape", "n=4096", "--trace", str(trace))
+    assert code == 0 and json.loads(trace.read_text())["otherData"]["hw"] == label
     code, out, _ = run_cli("micro", "mmad", "m=16,k=16,n=16", "--json")
     assert json.loads(out)["hw"] == "ascend910b2"  # the shipped profile: its plain name

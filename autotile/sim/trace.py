@@ -103,7 +103,7 @@ def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict
     doc = {
         "traceEvents": chrome_events(traces, hw, ids),
         "displayTimeUnit": "ns",
-        "otherData": {"hw": hw.name, "clock_ghz": hw.clock_ghz,
+        "otherData": {"hw": hw.label, "clock_ghz": hw.clock_ghz,
                       **{k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
                          for k, v in meta.items()},
                       **(coverage(traces) or {})},
