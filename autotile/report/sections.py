@@ -210,8 +210,8 @@ def _own_error_text(data: ReportData, ex: list[dict]) -> str:
         return ""
     worst, err = max(own, key=lambda x: x[1])
     who = "each" if len(own) == len(ex) else f"{len(own)} of them"
-    return (f", {who} against its own recorded error rather than the dtype's tolerance (a study that trades "
-            f"accuracy checks that its pick is as accurate as it measured, not that it is exact; the largest: "
+    return (f", {who} against its own recorded error or the dtype's tolerance, whichever allows more (a study "
+            f"that trades accuracy checks that its pick is as accurate as it measured, not that it is exact; the largest: "
             f"{result_label(worst)} at max abs {fmt.sci(err)})")
 
 
@@ -475,14 +475,14 @@ def verification(data: ReportData) -> Section:
             status += " (against its recorded error)"
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), status, checked, fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")),
-                     fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), str(len(r.get("rejected") or []))])
+                     fmt.sci(v.get("rtol")), fmt.sci(v.get("atol")), _claimed(v), str(len(r.get("rejected") or []))])
     failed = [r for r in data.results if failed_verification(r)]
     for r in failed:  # no table entry: its best-ranked candidate's errors stand for the study
         v = r["rejected"][0]
         checked = shape_label(v["shape"]) + (" (reduced)" if v.get("reduced") else "") if v.get("shape") else "-"
         rows.append([result_label(r), f"FAILED: all {len(r['rejected'])} candidates (no table entry)", checked,
                      fmt.sci(v.get("max_abs_error")), fmt.sci(v.get("max_rel_error")), fmt.sci(v.get("rtol")),
-                     fmt.sci(v.get("atol")), str(len(r["rejected"]))])
+                     fmt.sci(v.get("atol")), _claimed(v), str(len(r["rejected"]))])
     skipped = [r for r in data.exported if not r.get("verified") and _skipped(r)]
     if no_verify(data):
         intro = ("No configuration was verified: the run was tuned with --no-verify, so none ran in execute mode or "
@@ -503,24 +503,40 @@ def verification(data: ReportData) -> Section:
                  f"the gate goes down the ranking until one passes, executing at most {MAX_EXECUTED}, and rejects "
                  "unrun a candidate whose study recorded an error on the same inputs above what the tolerance allows.")
     if any(own_error(data, r) is not None for r in data.exported):
-        intro += (" A study that trades accuracy (an error objective or limit) holds each candidate to the max abs "
-                  "error it recorded for it instead (rtol 0, atol that error): such a pick passes when it is as "
-                  "accurate as the table says, not when it is within the dtype's tolerance; its row says "
+        intro += (" A study that trades accuracy (an error objective or limit) also allows each candidate the max "
+                  "abs error it recorded for it (the recorded error column): an element passes when |out - ref| <= "
+                  "max(atol + rtol x |ref|, that error), so such a pick passes when it is as accurate as the table "
+                  "says or within the dtype's tolerance" + _tail_text(data) + "; its row says "
                   "\"against its recorded error\".")
     if failed:
         intro += (f" {count(len(failed), 'study')} FAILED verification: every candidate the gate checked disagreed "
                   "with the reference, so the study has no table entry; its row gives the errors of its best-ranked "
                   "candidate" + (" (no configuration passed, so none is exported)." if not data.exported else "."))
-    blocks = [
-        Para(intro),
-        Table(["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "rejected"],
-              rows, "lllrrrrr"),
-    ]
+    header = ["study", "result", "checked on", "max abs error", "max rel error", "rtol", "atol", "recorded error",
+              "rejected"]
+    if all(row[7] == "-" for row in rows):  # no study traded accuracy: no column of dashes
+        header, rows = header[:7] + header[8:], [row[:7] + row[8:] for row in rows]
+    blocks = [Para(intro), Table(header, rows, "lll" + "r" * (len(header) - 3))]
     rej = [[result_label(r), fmt.params(x.get("params")), x.get("reason") or "-"]
            for r in data.exported for x in (r.get("rejected") or [])]
     if rej:
         blocks.append(Table(["study", "rejected configuration", "reason"], rej, caption="Rejected candidates"))
     return Section("Verification", blocks, "verification")
+
+
+def _claimed(v: dict) -> str:
+    """The recorded error a candidate was also allowed (``verify_one``'s ``claimed``), or "-"."""
+    return fmt.sci(v.get("claimed"))
+
+
+def _tail_text(data: ReportData) -> str:
+    """The clause on the tail allowance of an operator verified beyond its error's range (sigmoid), or ""."""
+    op = data.summary.get("op")
+    kernel = registry.implementation(op) if op in registry.OPS and registry.get(op).module else None
+    if getattr(kernel, "tail_inputs", None) is None:
+        return ""
+    return (f" (on the tail inputs beyond the range the error was recorded over, that error plus "
+            f"{fmt.sci(kernel.TAIL_ERROR)}, what saturating at the range's ends costs)")
 
 
 def reproduce(data: ReportData) -> Section:
