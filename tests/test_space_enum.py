@@ -176,6 +176,30 @@ def test_domain_follows_earlier_params(dependent):
     assert list(dependent.space(dependent.shapes[1]).domain("b", {"a": 4})) == []
 
 
+def test_domain_names_the_params_it_reads_that_are_missing(dependent):
+    """The docstring's and README's domain("base_k", {"base_m": 128, "db_l0a": 2}) raised a bare
+    KeyError 'db_l0b' from the expression evaluator."""
+    from autotile.errors import InputError
+
+    with pytest.raises(InputError, match=r"^missing params: a \(the domain of b reads them\)$"):
+        dependent.space(dependent.shapes[0]).domain("b", {})
+    space = load_spec(ROOT / "studies" / "matmul.yaml").space({"m": 1024, "n": 2048, "k": 512}, "fp16", "cube")
+    with pytest.raises(InputError, match=r"^missing params: db_l0b, base_n "):
+        space.domain("base_k", {"base_m": 128, "db_l0a": 2})
+    assert space.domain("base_k", {"db_l0a": 2, "db_l0b": 2, "base_m": 128, "base_n": 128}) == range(16, 129, 16)
+
+
+def test_the_readme_python_api_snippet_runs(monkeypatch):
+    """Every line of README's Python API block: it had a `...` placeholder, an undefined
+    ``params`` and an enumerate() of a 4e11-configuration space, past the 4,000,000-row limit."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("### Python API\n\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    env: dict = {}
+    exec(compile(block, "README.md", "exec"), env)
+    assert len(env["small"].enumerate()) > 0 and env["space"].check(env["params"]) is None
+
+
 def test_check_names_the_param_or_constraint_and_the_numbers(dependent):
     space = dependent.space(dependent.shapes[0])
     assert space.check({"a": 3, "b": 5, "c": 4, "d": 0, "e": 1}) == (

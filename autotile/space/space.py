@@ -109,20 +109,30 @@ class Space:
         """Allowed values of ``name`` given the values of the params above it in ``env``.
 
         Returns a ``range`` for integer steps and multiples, else a list; empty when the
-        bounds cannot be evaluated (the configuration is infeasible).
+        bounds cannot be evaluated (the configuration is infeasible). InputError naming them
+        when ``env`` lacks params the domain reads (a bare KeyError said only one name).
 
-        >>> space.domain("base_k", {"base_m": 128, "db_l0a": 2})  # doctest: +SKIP
+        >>> space.domain("base_k", {"db_l0a": 2, "db_l0b": 2, "base_m": 128, "base_n": 128})  # doctest: +SKIP
         range(16, 129, 16)
         """
+        p = self.param(name)
+        missing = [d for d in self._reads[name] if d not in env]
+        if missing:
+            raise InputError(f"missing params: {', '.join(missing)} (the domain of {name} reads them)")
         try:
-            return self.param(name).domain({**self._base_env, **env})
+            return p.domain({**self._base_env, **env})
         except EvalError:
             return []
+
+    @functools.cached_property
+    def _reads(self) -> dict:
+        """The params of this space each param's domain reads, by name."""
+        return {p.name: tuple(d for d in p.depends if d in self.names) for p in self.params}
 
     def domain_memo(self):
         """``domain`` remembered per param and values of the earlier params it reads: for many
         configurations drawn over one space (a domain reads few params, so values repeat)."""
-        reads = {p.name: tuple(d for d in p.depends if d in self.names) for p in self.params}
+        reads = self._reads
         memo: dict = {}
         missing = object()
 
