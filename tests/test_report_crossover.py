@@ -51,3 +51,31 @@ def test_on_chip_lines_are_labelled_as_one_core_beside_multi_core_circles():
     assert "one core" in plot.caption and "up to 48 cores" in plot.caption
     plain = plots.crossover(panel, "size n")
     assert "1 core" not in plain.svg and "core" not in plain.caption
+
+
+def test_one_tuned_size_gets_simulated_lines_and_says_it_was_one_size(hw):
+    """weighted_sum tuned at n = 4,096 only: the grid was that one size, so each unit's "line" was one
+    invisible point beside its circle, and the note said the fastest unit "does not change over the
+    sizes tuned or on the simulated grid" of one point (and the caption read "tiling on on a")."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from autotile.report.data import ReportData
+    from autotile.report.doc import Para, Plot, Table
+
+    assert perf._grid(4096, 4096) == [512, 1024, 2048, 4096, 8192, 16384, 32768]
+    assert perf._grid(16, 16)[0] == 16 and len(perf._grid(1 << 24, 1 << 24)) == perf.CROSSOVER_MIN_SPAN + 1
+    results = [{"shape": {"n": 4096}, "dtype": "fp16", "unit": u, "cycles": c, "chosen": u == "cube"}
+               for u, c in (("cube", 520.0), ("vector", 860.0))]
+    summary = {"op": "weighted_sum", "hw": hw.name, "results": results}
+    data = ReportData(out_dir=Path("."), summary=summary, hw=hw)
+    data.__dict__["recorded"] = (SimpleNamespace(inputs={"data": "gm"}), "")
+    blocks = perf.crossover(data).blocks
+    plot = next(b for b in blocks if isinstance(b, Plot))
+    assert "on on" not in plot.caption and plot.caption.startswith("Lines: each unit at its best tiling on a size grid")
+    table = next(b for b in blocks if isinstance(b, Table))  # the grid now reaches the cube -> vector change
+    assert [r[2:4] for r in table.rows] == [["cube → vector", "n = 15,617"]]
+    unsimulated = ReportData(out_dir=Path("."), summary=summary, hw=None)
+    note = [b.text for b in perf.crossover(unsimulated).blocks if isinstance(b, Para) and b.note]
+    assert note == ["One size was tuned (4,096 elements), so the tuned shapes show no crossover and none can be "
+                    "read here: tune several sizes to compare the units across them."]

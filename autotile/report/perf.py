@@ -11,6 +11,7 @@ from autotile.report.doc import Code, Para, Section, Table
 from autotile.yamlsrc import scalar_text
 
 CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
+CROSSOVER_MIN_SPAN = 6  # doublings the simulated grid spans at least, around the tuned sizes
 CROSSOVER_MAX_N = 1 << 24  # the simulated grid stops here: a grid search's time grows with n (~5 s per unit at 2**24)
 
 
@@ -157,8 +158,18 @@ def pipes(data: ReportData, traces: dict) -> Section | None:
 
 
 def _grid(lo: int, hi: int) -> list[int]:
-    """At most CROSSOVER_POINTS powers of two spanning [lo, hi]."""
+    """At most CROSSOVER_POINTS powers of two spanning [lo, hi], widened to CROSSOVER_MIN_SPAN
+    doublings around it (within 16 and CROSSOVER_MAX_N): one tuned size of 4,096 drew each unit's
+    "line" as one invisible point.
+
+    >>> _grid(4096, 4096)
+    [512, 1024, 2048, 4096, 8192, 16384, 32768]
+    """
     a, b = max(4, math.floor(math.log2(max(16, lo)))), math.ceil(math.log2(max(16, hi)))
+    top = int(math.log2(CROSSOVER_MAX_N))
+    short = max(0, CROSSOVER_MIN_SPAN - (b - a))
+    a, b = max(4, a - (short + 1) // 2), min(top, b + short // 2)
+    a, b = max(4, min(a, b - CROSSOVER_MIN_SPAN)), min(top, max(b, a + CROSSOVER_MIN_SPAN))
     step = max(1, math.ceil((b - a + 1) / CROSSOVER_POINTS))
     exps = list(range(a, b + 1, step))
     return [2 ** e for e in (exps if exps[-1] == b else exps + [b])]
@@ -268,9 +279,17 @@ def crossover(data: ReportData) -> Section | None:
     blocks = [Para(_crossover_intro(data, op, dims, on_chip, any(p[3] for p in panels), simulate, cores)),
               plots.crossover(panels, "size n (elements)" if one_d else f"size {' x '.join(dims)}",
                               one_core=on_chip and drawn, tuned_cores=cores)]
-    blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows else
-                  Para("The fastest unit does not change over the sizes tuned"
-                       + (" or on the simulated grid." if drawn else "."), note=True))
+    sizes = {math.prod(r["shape"].values()) for r in data.results if r.get("cycles") is not None}
+    span = sorted({n for p in panels for ns, _ in p[1].values() for n in ns})
+    on_grid = f"on the simulated grid (n = {span[0]:,} to {span[-1]:,})" if drawn else ""
+    if len(sizes) == 1:  # the circles stand at one size: no crossover can be read from them
+        said = (f"One size was tuned ({next(iter(sizes)):,} elements), so the tuned shapes show no crossover"
+                + (f"; the fastest unit does not change {on_grid}." if drawn else
+                   " and none can be read here: tune several sizes to compare the units across them."))
+    else:
+        said = "The fastest unit does not change over the sizes tuned" + (f" or {on_grid}." if drawn else ".")
+    blocks.append(Table(["dtype", "from", "fastest unit changes", "at", "what decides"], rows) if rows
+                  else Para(said, note=True))
     commands = _crossover_commands(data, op, units, rows, options) if one_d else []
     if commands:
         blocks += [Para("The same per-size search on its own range (n = 16 to 16,384, in each data framing "
@@ -300,8 +319,8 @@ def _crossover_intro(data: ReportData, op: str, dims: tuple, on_chip: bool, mark
     framing = "inputs already on chip" if on_chip else "inputs streamed from GM"
     framing = "".join(f"{k}={scalar_text(v)}, " for k, v in _options(data.spec).items()) + framing
     text = (f"Where each unit wins as the problem grows ({framing}, as in the run's spec). Lines: each unit at its "
-            "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two (the per-size "
-            "search autotile crossover runs"
+            "best tiling from a small exhaustive grid of tilings, at sizes spaced by powers of two over the tuned "
+            f"sizes, widened to at least a factor of {2 ** CROSSOVER_MIN_SPAN} (the per-size search autotile crossover runs"
             + (f"; {grid_restriction(op)}" if grid_restriction(op) else "") + "); circles: the tuned studies of this run"
             + ("; dashed lines: where the fastest unit changes on that grid, refined to the integer by the "
                "bisection autotile crossover does." if marked else "."))

@@ -322,7 +322,7 @@ def crossover(panels: list, xlabel: str, one_core: bool = False, tuned_cores: in
     marked = any(p[3] for p in panels)
     lines = any(p[1] for p in panels)
     unlike = lines and one_core and tuned_cores > 1
-    parts = ([f"Lines: each unit at its best tiling on {'one core, ' if one_core else ''}on a size grid (simulated)"]
+    parts = ([f"Lines: each unit at its best tiling{' on one core,' if one_core else ''} on a size grid (simulated)"]
              if lines else []) \
         + ["circles: each unit's tuned best per shape"
            + (f", on up to {tuned_cores} cores (a circle below its line shows what the other cores add)"
