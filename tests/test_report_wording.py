@@ -44,6 +44,14 @@ def test_a_roofline_of_int8_and_fp16_names_both_kinds(hw, tmp_path):
     assert _roofline(hw, tmp_path, "fp16")[0][1:4] == ["FLOP/byte", "achieved TFLOP/s", "roof TFLOP/s"]
 
 
+def test_ridge_points_keep_three_significant_digits(hw, tmp_path):
+    """The vector fp16 ridge, 7.58 FLOP/byte, read "8", and the scalar's 0.058 read "0"."""
+    results = [_mm("fp16", 60.0) | {"unit": u, "shape": {"n": 4096}} for u in ("vector", "scalar")]
+    data = ReportData(out_dir=tmp_path, summary={"op": "weighted_sum", "hw": "ascend910b2", "results": results}, hw=hw)
+    ridge = next(b.text for b in perf.roofline(data, {}).blocks if getattr(b, "text", "").startswith("Ridge points"))
+    assert ridge.startswith("Ridge points: vector fp16 at 7.59 FLOP/byte, scalar fp16 at 0.0576 FLOP/byte.")
+
+
 def test_counts_take_their_noun_in_the_right_number():
     from autotile.words import count
 

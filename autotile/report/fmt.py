@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and v != v)
@@ -90,6 +92,19 @@ def rate(kind: str) -> str:
 def sci(v) -> str:
     """Errors and tolerances: 3 significant digits."""
     return "-" if _missing(v) else f"{v:.3g}"
+
+
+def sig(v, digits: int = 3) -> str:
+    """At least ``digits`` significant digits, never in e-notation, with thousands separators:
+    ridge points (one of 7.58 FLOP/byte read "8" at no decimals).
+
+    >>> sig(7.58), sig(236.4), sig(1234.5), sig(0.01234)
+    ('7.58', '236', '1,234', '0.0123')
+    """
+    if _missing(v):
+        return "-"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(v)))) if v else 0
+    return f"{v:,.{places}f}"
 
 
 def budget(trials, timeout_s, configs: str = "configs") -> str:

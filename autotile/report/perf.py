@@ -84,7 +84,7 @@ def roofline(data: ReportData, traces: dict) -> Section | None:
                         + ([_output_bytes(in_l2[id(r)])] if any(in_l2.values()) else []))
         blocks.append(Table(["study", f"{kind}/byte", f"achieved {fmt.rate(kind)}", f"roof {fmt.rate(kind)}", "roof", "% of roof",
                              "simulated bound"] + (["output write"] if any(in_l2.values()) else []), rows, "lrrrlrll"))
-        blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {p / bw:,.0f} {k}/byte' for lab, p, k in roofs)}. "
+        blocks.append(Para(f"Ridge points: {', '.join(f'{lab} at {fmt.sig(p / bw)} {k}/byte' for lab, p, k in roofs)}. "
                            "The simulated bound names the busiest pipe of the slowest core (or of the vector cores "
                            "beside it, as a split-K matmul's); a matmul whose operand "
                            "panels hit L2 can be compute-bound while its HBM intensity alone would allow more.",
