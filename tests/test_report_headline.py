@@ -82,3 +82,22 @@ def test_heading_counts_the_planned_studies_after_an_interruption(tmp_path):
     summary |= {"not_run": [], "interrupted": False, "results": summary["results"][:9]}
     facts = dict(sections.facts(ReportData(out_dir=tmp_path, summary=summary, hw=None)))
     assert facts["operator"] == "weighted_sum: 1 shape x bf16, fp16, fp32 x cube, scalar, vector = 9 studies"
+
+
+def test_a_row_banded_on_bandwidth_but_bound_by_a_pipe_says_so(tmp_path, hw):
+    """resize upsampling read "room left (of bandwidth)" beside bound compute:vector: the reader was
+    sent to HBM where the vector pipe is what holds the kernel."""
+    res = [_row({"n": 1048576}, "vector", 5.4, 35.0, bound="compute:vector"),
+           _row({"n": 4096}, "vector", 0.2, 84.8, bound="memory:gm_ub")]
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "results": res}, hw=hw)
+    best = sections.best(data)
+    assert [row[7] for row in best.blocks[1].rows] == ["room left (of bandwidth; vector pipe bound)",
+                                                      "good (of bandwidth)"]
+    assert "the room left is in the pipe's work, not in bandwidth" in best.blocks[0].text
+    assert _util_line(data) == ("Best utilization: 84.8% of HBM bandwidth for n=4096 fp16 vector "
+                                "(good, its roofline is HBM bandwidth).")
+    data.summary["results"] = res[:1]
+    assert _util_line(data).endswith("(room left, its roofline is HBM bandwidth, but the vector pipe bounds it).")
+    res[0]["bound"] = "memory:gm_ub"
+    assert sections.best(data).blocks[1].rows[0][7] == "room left (of bandwidth)"
+    assert "pipe's work" not in sections.best(data).blocks[0].text

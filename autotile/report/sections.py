@@ -284,8 +284,18 @@ def _memory_roof(r: dict, data: ReportData) -> bool:
 def _utilization(r: dict, data: ReportData) -> str:
     """``80.4% of HBM bandwidth for n=1048576 fp32 vector (good, its roofline is HBM bandwidth)``."""
     b, on = _band(r, data)
+    pipe = _pipe_bound(r, on)
     return (f"{fmt.pct(_roof_pct(r, data))} of {'HBM bandwidth' if on == 'bandwidth' else 'peak'} for "
-            f"{result_label(r)} ({b}" + (", its roofline is HBM bandwidth)" if on == "bandwidth" else ")"))
+            f"{result_label(r)} ({b}" + (", its roofline is HBM bandwidth" if on == "bandwidth" else "")
+            + (f", but the {pipe} pipe bounds it)" if pipe else ")"))
+
+
+def _pipe_bound(r: dict, on: str) -> str | None:
+    """The compute pipe (``vector``) that bounds a row banded on bandwidth, else None: resize's
+    upsampling read "room left (of bandwidth)" though its simulated bound is compute:vector, so
+    the room is in the pipe's instructions, not in HBM."""
+    bound = r.get("bound") or ""
+    return bound.split(":", 1)[1] if on == "bandwidth" and bound.startswith("compute:") else None
 
 
 def _roof_pct(r: dict, data: ReportData) -> float | None:
@@ -312,7 +322,8 @@ def best(data: ReportData) -> Section:
         shape = shape_label(r["shape"]) + (" (interrupted)" if r.get("interrupted") else "")
         rows.append([shape, r["dtype"], r["unit"], fmt.cycles(r["cycles"]), fmt.us(r.get("time_us")),
                      fmt.pct(r.get("pct_of_peak")), fmt.pct(r.get("pct_of_bandwidth")),
-                     b + (" (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
+                     b + (f" (of bandwidth; {_pipe_bound(r, on)} pipe bound)" if _pipe_bound(r, on) else
+                          " (of bandwidth)" if on == "bandwidth" else ""), r.get("bound") or "-",
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
                     + [_error_cell(r, o) for o in errors]
                     + ["yes" + (" (to its own error)" if own_error(data, r) is not None else "") if r.get("verified")
@@ -332,6 +343,11 @@ def best(data: ReportData) -> Section:
                  "the simulated time. The band is the one the CANN seed talks use: above 90% excellent, 80-90% "
                  "good, 70-80% acceptable, below 70% room left. For a shape whose roofline is HBM bandwidth the "
                  "band is taken on % of bandwidth instead. ")
+        if any(_pipe_bound(r, _band(r, data)[1]) for r in data.exported):
+            intro += ("A row banded of bandwidth but bound by a compute pipe (\"vector pipe bound\") moves its bytes "
+                      "below what HBM allows because that pipe is busy most of the time (its instructions, more "
+                      "than the useful work % of peak counts): the room left is in the pipe's work, not in "
+                      "bandwidth. ")
     if any(r.get("interrupted") for r in data.exported):
         intro += ("A shape marked (interrupted) comes from a study the interruption stopped short of its budget: "
                   "resuming the run may find a better configuration. ")
