@@ -62,8 +62,8 @@ def input_dtype(op: str, inputs: tuple, dtype: str | None, dtypes: tuple[str, ..
     if dtype == "bf16":
         bad = sum(int(np.count_nonzero((dtype_emul.round_bf16(a) != a) & ~np.isnan(a))) for a in arrays)
         if bad:
-            raise InputError(f"expected float32 values rounded to bf16 for dtype 'bf16' (dtype_emul.round_to(x, "
-                             f"'bf16')), got {bad} that bf16 cannot hold", field="inputs")
+            raise InputError(f"expected float32 values rounded to bf16 for dtype 'bf16' (autotile.kernels."
+                             f"dtype_emul.round_to(x, 'bf16')), got {bad} that bf16 cannot hold", field="inputs")
     return dtype
 
 
