@@ -52,7 +52,16 @@ def test_unit_choice_shows_a_small_win_with_its_size(tmp_path):
     results = [_res("vector", 1213.0, chosen=True), _res("cube", 1217.0), _res("scalar", 90000.0)]
     data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "results": results}, hw=None)
     table = next(b for b in sections.units(data).blocks if hasattr(b, "rows"))
-    assert table.rows[0][-1] == "0.3% faster than the next unit"
+    assert table.rows[0][-1] == "1.0033x faster than the next unit"
+
+
+def test_unit_choice_gives_every_lead_in_one_format(tmp_path):
+    """The why column mixed "9.0% faster than the next unit" (below 1.1x) with "1.18x faster"."""
+    results = [_res("vector", 1000.0, chosen=True), _res("cube", 1090.0),
+               {**_res("vector", 1000.0, chosen=True), "shape": {"n": 8192}}, {**_res("cube", 1180.0), "shape": {"n": 8192}}]
+    data = ReportData(out_dir=tmp_path, summary={"op": "global_sum", "results": results}, hw=None)
+    table = next(b for b in sections.units(data).blocks if hasattr(b, "rows"))
+    assert [row[-1] for row in table.rows] == ["1.090x faster than the next unit", "1.18x faster than the next unit"]
 
 
 def test_portfolio_trials_axis_has_integer_ticks():

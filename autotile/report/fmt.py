@@ -26,21 +26,18 @@ def speedup(v) -> str:
 
 
 def faster(ratio: float) -> str:
-    """How much faster a ratio of cycles (other / this) is: a percentage below 1.1x, where "1.00x"
-    hid a 0.3% win (1213 against 1217 cycles).
+    """How much faster a ratio of cycles (other / this) is, always as a ratio, with the decimals
+    that give its excess over 1 two significant digits: "1.00x" hid a 0.3% win (1213 against 1217
+    cycles), and a column mixed "9.0% faster" with "1.18x faster".
 
-    >>> faster(1217 / 1213), faster(1.0), faster(1.345), faster(0.5)
-    ('0.3% faster', 'as fast (tie)', '1.34x faster', '2.00x slower')
+    >>> faster(1217 / 1213), faster(1.0), faster(1.09), faster(1.345), faster(0.5)
+    ('1.0033x faster', 'as fast (tie)', '1.090x faster', '1.34x faster', '2.00x slower')
     """
-    if ratio >= 1.1:
-        return f"{speedup(ratio)} faster"
-    if ratio <= 1 / 1.1:
-        return f"{speedup(1 / ratio)} slower"
-    d = 100 * (ratio - 1)
-    if d == 0:
+    if ratio == 1:
         return "as fast (tie)"
-    word = "faster" if d > 0 else "slower"
-    return f"{abs(d):.2g}% {word}" if abs(d) < 0.05 else f"{abs(d):.1f}% {word}"
+    r = ratio if ratio > 1 else 1 / ratio
+    places = max(2, 1 - math.floor(math.log10(r - 1)))
+    return f"{r:.{places}f}x {'faster' if ratio > 1 else 'slower'}"
 
 
 def traded(r: dict, objectives) -> list[tuple[str, float, float]]:
