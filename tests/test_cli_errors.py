@@ -156,3 +156,36 @@ def test_resize_nearest_with_align_corners_is_a_located_spec_error(tmp_path, cap
 def test_an_empty_hw_is_refused_not_the_default(capsys, argv):
     """``--hw ''`` was taken as the default profile (``name or DEFAULT``)."""
     _fails(capsys, argv, "expected a hardware profile name")
+
+
+def test_a_shape_whose_rois_count_mode_cannot_hold_is_refused_before_any_is_made(capsys, monkeypatch):
+    """2**31-1 ROIs made make_rois ask for 206 GB: a MemoryError traceback (under ulimit) or the OOM
+    killer. The limit is lowered here so the refusal is tested without a real huge allocation."""
+    from autotile.kernels import roi_align
+
+    monkeypatch.setattr(roi_align, "MAX_ROI_BYTES", 1000 * roi_align.ROI_BYTES)
+    shape = "n=1,c=16,h=50,w=50,rois={},pooled_h=7,pooled_w=7"
+    assert cli(["simulate", "roi_align", "--shape", shape.format(1000), "--json"]) == 0
+    capsys.readouterr()
+
+    def made(*a, **k):
+        raise AssertionError("ROIs generated for a shape over the limit")
+
+    monkeypatch.setattr(roi_align, "make_rois", made)
+    _fails(capsys, ["simulate", "roi_align", "--shape", shape.format(1001)],
+           "shape.rois: shape n=1,c=16,h=50,w=50,rois=1001,pooled_h=7,pooled_w=7 is too large to simulate: count "
+           "mode generates every ROI, 96,096 bytes for 1,001 (96 each), over its limit of 96,000 bytes (at most 1,000 ROIs)")
+
+
+def test_out_of_memory_is_one_line(capsys, monkeypatch):
+    """A MemoryError anywhere in a command (simulate, tune, verification) ends in one line, exit 1."""
+    from autotile.kernels import resize
+
+    def oom(*a, **k):
+        raise MemoryError("Unable to allocate 16.0 GiB for an array with shape (2147483647,) and data type float64")
+
+    monkeypatch.setattr(resize, "simulate", oom)
+    assert cli(["simulate", "resize", "--shape", "n=1,c=1,h_in=4,w_in=4,h_out=8,w_out=8"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == ("autotile: error: out of memory: Unable to allocate 16.0 GiB for an array with shape (2147483647,) "
+                   "and data type float64 (a smaller shape, or a machine with more memory, may run)")

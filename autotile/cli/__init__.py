@@ -1,7 +1,7 @@
 """The ``autotile`` command: argument parsing only; each command lives in its own module here.
 
-Exit codes: 0 success, 2 bad input (one line naming file, line, column and field), 1 anything else,
-130 interrupted by SIGINT (143 by SIGTERM).
+Exit codes: 0 success, 2 bad input (one line naming file, line, column and field), 1 anything else
+(out of memory, say: one line too), 130 interrupted by SIGINT (143 by SIGTERM).
 """
 
 from __future__ import annotations
@@ -63,6 +63,10 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except (OutputError, StorageError, RunError) as exc:
         print(f"autotile: error: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError as exc:  # a shape too large for this machine: said in one line, not a traceback
+        print(f"autotile: error: out of memory{': ' + str(exc) if str(exc) else ''} (a smaller shape, or a "
+              "machine with more memory, may run)", file=sys.stderr)
         return 1
     except RuntimeError as exc:
         if "no locator available" not in str(exc):

@@ -56,6 +56,12 @@ SAMPLE_SCALAR_OPS = 10  # y, x, range test, clamps, floors, four weights
 # generator's largest box without generating them, so a lookup of 2**31-1 ROIs answers at once;
 # with a fixed sampling ratio a check never generates them
 EXACT_ROIS = 1 << 16
+# count mode simulates every seeded ROI, so it holds them all: make_rois peaks at 96 bytes a ROI
+# (the [rois, 5] float64 boxes and the generator's columns, measured with tracemalloc); a shape
+# needing more than MAX_ROI_BYTES is refused before any is made (2**31-1 ROIs asked 206 GB and
+# ended in a MemoryError traceback), as verification refuses execute runs past ~1 GiB
+ROI_BYTES = 96
+MAX_ROI_BYTES = 1 << 30
 
 
 @njit(cache=True)
@@ -228,6 +234,16 @@ def _grid_max(rois, scale, sr, aligned, ph, pw):
     return m
 
 
+@njit(cache=True)
+def _samples(rois, scale, sr, aligned, ph, pw):
+    """Sampling points per bin, summed over ``rois`` (a Python loop took 1.5 s a million ROIs)."""
+    total = 0
+    for i in range(rois.shape[0]):
+        _, _, _, _, gh, gw = _roi_geometry(rois[i], scale, sr, aligned, ph, pw)
+        total += gh * gw
+    return total
+
+
 def _max_grid(shape, rois, o) -> int:
     """The largest sampling grid of the ROIs (one loop in Numba: a Python loop over 256 ROIs
     cost 1 ms per checked configuration)."""
@@ -335,10 +351,22 @@ def _run(shape, p, dtype, hw, o, rois, execute=False, feat=None, trace_capacity=
     return runs, out, [(1, E.recorded(st)) for st in states], hit, min(read, feat_bytes) + out_bytes
 
 
+def require_simulable(shape: dict) -> None:
+    """InputError unless count mode can hold the shape's seeded ROIs (``MAX_ROI_BYTES``)."""
+    need = shape["rois"] * ROI_BYTES
+    if need > MAX_ROI_BYTES:
+        dims = ",".join(f"{d}={shape[d]}" for d in DIMS)
+        raise InputError(f"shape {dims} is too large to simulate: count mode generates every ROI, "
+                         f"{need:,} bytes for {shape['rois']:,} ({ROI_BYTES} each), over its limit of "
+                         f"{MAX_ROI_BYTES:,} bytes (at most {MAX_ROI_BYTES // ROI_BYTES:,} ROIs)", field="shape.rois")
+
+
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
              options: dict | None = None, trace_capacity: int = 0, want_traces: bool = False):
-    """Count mode on the seeded ROIs of ``options``; returns a SimResult (and traces)."""
+    """Count mode on the seeded ROIs of ``options``; returns a SimResult (and traces). A shape
+    whose ROIs count mode cannot hold is an InputError (``require_simulable``)."""
     shape = {d: int(shape[d]) for d in DIMS}
+    require_simulable(shape)
     unit = unit or UNITS[0]
     try:
         if unit not in UNITS:
@@ -349,9 +377,8 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         return (res, []) if want_traces else res
     rois = make_rois(shape, o) if rois is None else rois
     runs, _, traces, hit, moved = _run(shape, p, dtype, hw, o, rois, trace_capacity=trace_capacity)
-    samples = sum(r[-1] * r[-2] for r in (_roi_geometry(b, float(o["spatial_scale"]), int(o["sampling_ratio"]),
-                                                       o["aligned"], shape["pooled_h"], shape["pooled_w"])
-                                          for b in rois))
+    samples = int(_samples(np.ascontiguousarray(rois, dtype=np.float64), float(o["spatial_scale"]),
+                           int(o["sampling_ratio"]), bool(o["aligned"]), shape["pooled_h"], shape["pooled_w"]))
     flops = 8.0 * samples * shape["pooled_h"] * shape["pooled_w"] * shape["c"]  # 4 multiply-adds per point
     res = assemble(op="roi_align", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype), must_move_bytes=float(moved),
