@@ -929,3 +929,27 @@ def test_scalar_offsets_rebuild_every_style():
             assert 1 <= col <= max(len(src), 1)
             if ch not in " \n":  # a folded break stands at the next line's text
                 assert src[col - 1] == ch or src[col - 1] == "\\" or ch == "'", (key, i, ch, line, col)
+
+
+@pytest.mark.parametrize("hw, top", [("ascend910b2", 55), ("ascend910", 63), ("ascend310p3", 62)])
+def test_a_sampling_ratio_no_tiling_holds_is_refused_where_it_stands(write_spec, hw, top):
+    """roi_align keeps every sampling point of a bin in UB: on the 910B2 every tiling overflowed
+    from 56 up (64 was admitted, each trial infeasible). The loader refuses such a ratio at
+    inputs.sampling_ratio; the largest it admits simulates at the smallest tiling."""
+    text = (ROOT / "studies" / "roi_align.yaml").read_text().replace("hardware: ascend910b2", f"hardware: {hw}")
+    spec = load_spec(write_spec(text.replace("sampling_ratio: 2,", f"sampling_ratio: {top},")))
+    mod = registry.implementation("roi_align")
+    for dtype, c in (("fp16", 8), ("fp32", 4)):
+        shape = {"n": 1, "c": c, "h": 16, "w": 16, "rois": 2, "pooled_h": 1, "pooled_w": 1}
+        p = {"tile_rois": 1, "tile_bins": 1, "tile_c": c, "buffer_num": 1, "cores": 1}
+        assert mod.simulate(shape, p, dtype, spec.hardware, options=spec.inputs).feasible, (dtype, hw)
+        r = mod.simulate({**shape, "c": 2 * c}, p, dtype, spec.hardware, options=spec.inputs)  # wider: no fit
+        assert not r.feasible and "UB overflow" in r.reason
+    path = write_spec(text.replace("sampling_ratio: 2,", f"sampling_ratio: {top + 1},"))
+    with pytest.raises(InputError) as exc:
+        load_spec(path)
+    need = (top + 1) ** 2 * 64 + 64
+    assert str(exc.value) == (
+        f"{path}:12:47: inputs.sampling_ratio: {top + 1} keeps {(top + 1) ** 2:,} sampling points a bin in UB: the "
+        f"smallest tiling (one ROI, bin and channel, single buffered) needs {need:,} bytes in fp16, more than {hw}'s "
+        f"ub_bytes {spec.hardware.ub_bytes:,}; at most {top} fits (with up to 8 channels; fewer with more)")

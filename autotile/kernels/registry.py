@@ -29,7 +29,9 @@ class Option:
     ``kind``: ``choice`` (one of ``choices``), ``bool``, ``int`` or ``number``; numbers lie in
     [``low``, ``high``] (``low`` itself excluded when ``low_open``) and are at most option
     ``at_most``'s value when that is set. ``only_with`` ``(option, values)``: a true value is
-    admitted only when that option holds one of ``values``.
+    admitted only when that option holds one of ``values``. ``fits``: ``module.function`` (in
+    ``autotile.kernels``, free of Numba) taking (value, profile, dtypes) and saying why no tiling
+    of the kernel holds the value on that profile, or None (roi_align's sampling_ratio in UB).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Option:
     low_open: bool = False
     at_most: str | None = None
     only_with: tuple[str, tuple] | None = None
+    fits: str = ""
 
     def expected(self) -> str:
         """What the option admits, as an error message says it."""
@@ -169,6 +172,16 @@ class OpInfo:
                                           f"{' or '.join(admits)} only), got true")
         return out
 
+    def check_fit(self, values: dict, hw, dtypes) -> None:
+        """OptionError naming the first of ``values`` (checked, completed) that no tiling holds on
+        profile ``hw`` in one of ``dtypes`` (an option's ``fits``)."""
+        for o in self.options:
+            if o.fits:
+                module, func = o.fits.rsplit(".", 1)
+                why = getattr(importlib.import_module(f"autotile.kernels.{module}"), func)(values[o.name], hw, dtypes)
+                if why is not None:
+                    raise OptionError(o.name, why)
+
     def needs(self, unit: str) -> tuple[str, ...]:
         """The params the kernel on ``unit`` reads (its ``default_params`` keys; the kernel
         modules take their lists from here): a spec that simulates it must declare each one
@@ -254,7 +267,7 @@ OPS: dict[str, OpInfo] = {
                # coordinates (feature side / scale), which must stay well inside float range
                (Option("spatial_scale", "number", 0.25, low=1e-6, high=1e6),
                 # -1 (torchvision's default) or 0: adaptive, ceil(roi side / pooled side) per bin
-                Option("sampling_ratio", "int", 2, low=-1, high=64),
+                Option("sampling_ratio", "int", 2, low=-1, high=64, fits="roi_align_ub.sampling_ratio_fits"),
                 Option("aligned", "bool", True),
                 Option("roi_seed", "int", 0, low=0, high=2**32 - 1),
                 Option("roi_min", "number", 0.05, low=0, high=1, low_open=True, at_most="roi_max"),

@@ -40,6 +40,7 @@ from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
+from autotile.kernels.roi_align_ub import ACC, ub_used
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, l2_hit_fraction, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
@@ -48,7 +49,6 @@ UNITS = ("vector",)
 DIMS = ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w")
 PARAMS = registry.get("roi_align").needs("vector")
 Q_IN, Q_OUT = 0, 1
-ACC = "fp32"  # the bins' sums, whatever the dtype
 V_DUP, V_AXPY, V_MULS, V_CONV = range(4)
 ROI_SCALAR_OPS = 12  # box scaling, offsets, sizes, bin sizes, grid, count
 SAMPLE_SCALAR_OPS = 10  # y, x, range test, clamps, floors, four weights
@@ -279,14 +279,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     nbins = shape["pooled_h"] * shape["pooled_w"]
     p["tile_rois"], p["tile_bins"], p["tile_c"] = (min(p["tile_rois"], shape["rois"]), min(p["tile_bins"], nbins),
                                                    min(p["tile_c"], shape["c"]))
-    nb = C.BYTES[dtype]
-    tr, tb, tc = p["tile_rois"], p["tile_bins"], p["tile_c"]
-    cblk = -(-tc * nb // 32) * 32
-    pair = (-(-2 * tc * nb // 32) * 32 * 2) if tc == shape["c"] else 4 * cblk
-    inb = tr * tb * grid * pair
-    outb = tr * tb * cblk
-    acc = 0 if dtype == ACC else tr * tb * C.align(tc * C.BYTES[ACC], 32)  # fp32 sums, converted into the out slot
-    used = p["buffer_num"] * (inb + outb) + acc
+    used = ub_used(grid, p["tile_rois"], p["tile_bins"], p["tile_c"], shape["c"], dtype, p["buffer_num"])
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes ({grid} sampling points per bin at "

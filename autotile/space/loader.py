@@ -205,14 +205,15 @@ class _Parser:
             params_at=self.doc.where(("params",), key=True),
             param_at=tuple((p.name, *self.doc.where(("params", p.name), key=True)) for p in params),
             expr_at=tuple((f, *at) for f, at in self.expr_at.items()),
-            inputs=self.inputs(op, top.get("inputs", {}), backend),
+            inputs=self.inputs(op, top.get("inputs", {}), backend, hw, dtypes),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
         )
 
-    def inputs(self, op: OpInfo, value, backend: str) -> dict:
+    def inputs(self, op: OpInfo, value, backend: str, hw: HardwareProfile, dtypes) -> dict:
         """``inputs:``: with the simulator, the op's options (``registry.Option``), each checked
         where it stands, so a bad one is refused here rather than making every configuration
-        infeasible; with replay, a free record of how the measurements were taken."""
+        infeasible (as one no tiling holds on the profile ``hw`` in one of ``dtypes``); with
+        replay, a free record of how the measurements were taken."""
         names = tuple(o.name for o in op.options)
         if not isinstance(value, dict):
             raise self.err(("inputs",), f"expected a mapping, got {_kind(value)}")
@@ -223,7 +224,7 @@ class _Parser:
                 takes = f" ({op.name} takes " + (", ".join(names) if names else "none") + ")"
                 raise self.err(("inputs", k), "unknown option" + suggest(k, names) + takes, key=True)
         try:
-            op.check_options(value)
+            op.check_fit(op.check_options(value), hw, dtypes)
         except OptionError as exc:
             raise self.err(("inputs", exc.key), str(exc)) from None
         return dict(value)
