@@ -104,3 +104,25 @@ def test_progress_does_not_count_a_study_that_measured_nothing_as_its_budget():
         "autotile: study 1/2 done: fp32/n=4096/vector, no config measured (16 trials, all infeasible)",
         "autotile: study 2/2 done: fp32/n=8192/vector, 3 configs measured"]
     assert (bar.done_before, bar.total) == (3, 3)  # the bar's total: what the studies could still measure
+
+
+def test_a_long_simulation_is_announced_on_stderr(capsys, monkeypatch):
+    """simulate of resize 1 x 1 to 1e6 x 1e6 ran 3 minutes without a word: a run estimated past
+    NOTE_S says so first. resize is estimated by its outputs (110 s of CPU for 1e12), not by the
+    product of all its dims, which charged 1000^2 to 30000^2 (0.12 s) six hours."""
+    from autotile.cli import run
+    from autotile.cli import simulate as sim
+    from autotile.models.sim_budget import estimate_seconds
+
+    big = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": 10**6, "w_out": 10**6}
+    assert estimate_seconds("resize", big, "fp16", "vector", {}) > sim.NOTE_S
+    assert estimate_seconds("resize", {**big, "h_in": 1000, "w_in": 1000, "h_out": 30000, "w_out": 30000},
+                            "fp16", "vector", {}) < 1
+    shape = "n=1,c=1,h_in=4,w_in=4,h_out=64,w_out=64"
+    assert run(["simulate", "resize", "--shape", shape]) == 0
+    assert capsys.readouterr().err == ""
+    est = estimate_seconds("resize", {**big, "h_out": 64, "w_out": 64}, "fp16", "vector", {})
+    monkeypatch.setattr(sim, "NOTE_S", est / 2)
+    assert run(["simulate", "resize", "--shape", shape]) == 0
+    assert capsys.readouterr().err == ("autotile: note: simulating resize at this shape may take about 0 s (a rough "
+                                       "estimate from its size); Ctrl-C stops it\n")

@@ -22,6 +22,7 @@ from autotile.errors import InputError
 HELP = "simulate one tiling of a spec's operator (default: the heuristic tiling)"
 TRACE_CAPACITY = 2_000_000  # operations per core class: a whole long schedule would take gigabytes
 SLOW_S = 0.5  # a simulation estimated longer runs in a child process that SIGINT stops at once
+NOTE_S = 10.0  # one estimated longer is announced on stderr first: it ran for minutes without a word
 
 
 def add_arguments(p) -> None:
@@ -77,10 +78,13 @@ def run(args) -> int:
     else:
         from autotile.models.sim_budget import estimate_seconds
 
-        slow = estimate_seconds(spec.op.name, space.shape, space.dtype, space.unit, params, spec.backend) > SLOW_S
+        est = estimate_seconds(spec.op.name, space.shape, space.dtype, space.unit, params, spec.backend)
+        if est > NOTE_S:
+            print(f"autotile: note: simulating {spec.op.name} at this shape may take {_duration(est)} (a rough "
+                  "estimate from its size); Ctrl-C stops it", file=sys.stderr, flush=True)
         out = interruptible(lambda: kernel.simulate(
             space.shape, params, space.dtype, spec.hardware, unit=space.unit, options=spec.inputs,
-            trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want), slow=slow)
+            trace_capacity=TRACE_CAPACITY if want else 0, want_traces=want), slow=est > SLOW_S)
         res, traces = out if want else (out, None)
     label = spec.hardware.label  # an edited copy of a bundled profile is not the shipped chip
     data = {**res.to_json(), "hw": label, "hw_hash": spec.hardware.content_hash()}
@@ -105,6 +109,14 @@ def run(args) -> int:
         if want:
             print(f"trace: {args.trace} (open in chrome://tracing or ui.perfetto.dev)")
     return 0  # an infeasible configuration is an answer (feasible: false, reason), not an error
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as a person reads a wait: about 40 s, 3 minutes, 5 hours, 12 days, 9 years."""
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"about {seconds / size:,.0f} {unit}"
+    return f"about {seconds:.0f} s"
 
 
 def _typed(param, value):
