@@ -156,6 +156,7 @@ TAMPER = {
     "names_wrong": lambda s: _tampered(s, names=["x"]),
     "names_empty": lambda s: _tampered(s, names=[]),
     "names_text": lambda s: _tampered(s, names="abc"),
+    "names_reversed": lambda s: _tampered(s, names=s.names[::-1]),  # loaded, and answered with columns swapped
     "ranges_list": lambda s: _tampered(s, ranges=[1, 2]),
     "ranges_short": lambda s: _tampered(s, ranges={"gm": {"n": [1]}}),
     "ranges_text": lambda s: _tampered(s, ranges={"gm": {"n": ["a", "b"]}}),
@@ -179,7 +180,7 @@ def test_a_tampered_selector_is_one_line_not_a_traceback(tmp_path, run_cli, hw, 
     assert f"{path}: unusable model file (" in err and "autotile train" in err
 
 
-@pytest.mark.parametrize("case", ["names_wrong", "arrays", "hw_incomplete", "trees_overflow", "trees_underflow"])
+@pytest.mark.parametrize("case", ["names_wrong", "names_reversed", "arrays", "hw_incomplete", "trees_overflow", "trees_underflow"])
 def test_lookup_skips_a_tampered_cost_model(tmp_path, run_cli, table, hw, case):
     """A cost model that is refused on load, or that loads but fails inside its prediction (a
     profile-constants map lacking what the matmul features read), is skipped with a warning."""

@@ -132,13 +132,19 @@ def error(state: dict, units: list[str]) -> dict:
 def check_names(names: list[str], op: str, exact: bool, cores: dict | None = None) -> None:
     """The feature names must be this version's for ``op``: all of them for a selector
     (``exact``, with its ``cores``), and at least its problem features for a cost regressor
-    (which adds params)."""
+    (which adds params); in sorted order, as ``fit`` writes them: the estimators take their
+    columns in that order, so a reordered list (same names) answered, wrongly."""
     want = shape_names(op, cores)
     missing = sorted(set(want) - set(names))
     extra = sorted(set(names) - set(want)) if exact else []
     if missing or extra:
         diff = ", ".join([f"lacks {', '.join(missing[:3])}"] * bool(missing) + [f"has {', '.join(extra[:3])}"] * bool(extra))
         raise ValueError(f"its features are not this version's ({diff})")
+    order = sorted(names)
+    if names != order:
+        i = next(i for i, (a, b) in enumerate(zip(names, order)) if a != b)
+        raise ValueError(f"its features are out of order (state.names[{i}] is {names[i]!r}, expected {order[i]!r}): "
+                         f"the estimators would read the wrong columns")
 
 
 def check_estimators(models: dict, units: list[str], n_features: int) -> None:
