@@ -51,3 +51,20 @@ def test_a_model_saved_without_heldout_errors_uses_the_default_threshold(tmp_pat
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=8192", "--models", str(tmp_path), "--json")
     c = json.loads(out)["confidence"]
     assert code == 0 and c["error_from"] == "default" and c["error_pct"] == round(100 * CLOSE_DEFAULT, 2)
+
+
+def test_a_pick_outside_the_training_sizes_is_a_close_call_flagged_extrapolated(tmp_path, run_cli, hw):
+    """weighted_sum on chip at n = 32,784 (trained to 16,384) picked the cube 493% ahead, close_call
+    false, where the simulator has it 13x slower: a margin the held-out error cannot vouch for.
+    Here the made-up lines put the cube far ahead at n = 100,000, past the training sizes (16..8,192)."""
+    _save("weighted_sum", UNITS, hw, tmp_path)
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=100000", "--models", str(tmp_path), "--json")
+    doc = json.loads(out)
+    c = doc["confidence"]
+    assert code == 0 and doc["warning"] and c["margin_pct"] > c["error_pct"]
+    assert c["extrapolated"] is True and c["close_call"] is True
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=100000", "--models", str(tmp_path))
+    assert code == 0 and out.splitlines()[1].strip().startswith("close call: extrapolated: ")
+    code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=8192", "--models", str(tmp_path), "--json")
+    c = json.loads(out)["confidence"]
+    assert code == 0 and c["extrapolated"] is False and c["close_call"] is False

@@ -52,7 +52,7 @@ def run(args) -> int:
     out = {"op": args.op, "shape": shape, "dtype": args.dtype, "data": args.data, "inputs": options, "unit": unit,
            "predicted_cycles": {u: round(c, 3) for u, c in sorted(cycles.items(), key=lambda item: item[1])},
            "excluded": {**sel.unrunnable(args.dtype, hw), **sel.unfit(shape, args.dtype, args.data, hw)},
-           "confidence": _confidence(sel.confidence(cycles, args.data)),
+           "confidence": _confidence(sel.confidence(cycles, args.data, shape)),
            "warning": None}
     far = sel.outside(shape, args.data)
     if far:
@@ -76,7 +76,7 @@ def _confidence(c: dict) -> dict:
         return None if x is None else round(100 * x, 2)
 
     return {"runner_up": c["runner_up"], "margin_pct": pct(c["margin"]), "error_pct": pct(c["error"]),
-            "error_from": c["error_from"], "close_call": c["close_call"]}
+            "error_from": c["error_from"], "close_call": c["close_call"], "extrapolated": c["extrapolated"]}
 
 
 def _sure(c: dict) -> str:
@@ -85,6 +85,10 @@ def _sure(c: dict) -> str:
         return "no other unit to compare"
     err = f"{c['error_pct']:.1f}%" + ("" if c["error_from"] == "held-out" else
                                       ", a default: the model records no held-out error")
+    if c["extrapolated"]:
+        return (f"close call: extrapolated: {c['margin_pct']:.1f}% ahead of {c['runner_up']} as predicted, but the "
+                f"shape lies outside the training shapes, where the model's error ({err} inside them) is unknown: "
+                f"{c['runner_up']} may be faster; simulate both to know")
     if c["close_call"]:
         return (f"close call: {c['margin_pct']:.1f}% ahead of {c['runner_up']}, within the model's error for the "
                 f"two ({err}): {c['runner_up']} may be faster")

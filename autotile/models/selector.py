@@ -151,21 +151,29 @@ class UnitSelector:
         return {u: {d: round(float(np.quantile(v, HELDOUT_QUANTILE)), 5) for d, v in sorted(per.items())}
                 for u, per in sorted(errs.items())}
 
-    def confidence(self, cycles: dict, data: str = "gm") -> dict:
+    def confidence(self, cycles: dict, data: str = "gm", shape: dict | None = None) -> dict:
         """How sure a pick among ``cycles`` ({unit: predicted cycles}) is: the runner-up, the margin
         (its cycles over the pick's, minus 1), the error it is weighed against (the two units'
         held-out errors at ``data`` added, else CLOSE_DEFAULT for a model saved without them) and
-        ``close_call``: the margin is within that error, so the runner-up may well be faster."""
+        ``close_call``: the margin is within that error, so the runner-up may well be faster.
+
+        ``extrapolated``: ``shape`` lies outside the training shapes (``outside``). The held-out
+        error says nothing there, and the margin can be wildly wrong (weighted_sum on chip at
+        n = 32,784: the Cube predicted 493% ahead, simulated 13x slower, past the size where its
+        trace form stops fitting), so such a pick is always a close call."""
+        far = shape is not None and self.outside(shape, data) is not None
         order = sorted(cycles, key=cycles.get)
         if len(order) < 2:
-            return {"runner_up": None, "margin": None, "error": None, "error_from": None, "close_call": False}
+            return {"runner_up": None, "margin": None, "error": None, "error_from": None, "close_call": False,
+                    "extrapolated": far}
         pick, second = order[:2]
         errs = [self.error.get(u, {}).get(data) for u in (pick, second)]
         known = all(e is not None for e in errs)
         error = sum(errs) if known else CLOSE_DEFAULT
         margin = cycles[second] / cycles[pick] - 1
         return {"runner_up": second, "margin": margin, "error": error,
-                "error_from": "held-out" if known else "default", "close_call": margin <= error}
+                "error_from": "held-out" if known else "default", "close_call": far or margin <= error,
+                "extrapolated": far}
 
     def _features(self, shape: dict, dtype: str, data: str) -> dict:
         return selector_features(shape_features(self.op, shape, dtype, data), shape, dtype, data, self.cores)
