@@ -103,6 +103,19 @@ def test_a_learned_crossover_outside_the_training_sizes_warns(models, run_cli):
     assert code == 0 and json.loads(out)["learned_warning"] is None
 
 
+def test_a_learned_crossover_names_the_sizes_it_extrapolates_on(models, run_cli):
+    """weighted_sum on chip --low 16384 --high 49136 gave learned_n 16,384 (the Cube ahead to 49,136)
+    from a model trained to 16,384, where the simulator has the Cube ahead only to 32,768; only a
+    range-wide warning said the model extrapolated, not that the learned n rests on it."""
+    code, out, err = run_cli("crossover", "weighted_sum", "--low", "1", "--high", "64", "--models", models, "--json")
+    assert code == 0, err
+    assert json.loads(out)["learned_extrapolated"] == {"learned_n": [[1, 15]], "learned_end_to_end_n": [[1, 15]]}
+    code, out, _ = run_cli("crossover", "weighted_sum", "--low", "1", "--high", "64", "--models", models)
+    assert code == 0 and out.splitlines()[0].count("(extrapolated on n=1..15)") == 2
+    code, out, _ = run_cli("crossover", "weighted_sum", "--low", "16", "--high", "64", "--models", models, "--json")
+    assert code == 0 and json.loads(out)["learned_extrapolated"] == {"learned_n": [], "learned_end_to_end_n": []}
+
+
 def test_decide_says_which_options_the_selector_assumes(models, run_cli):
     """decide elementwise answered for kind=add without saying so, and took no --inputs."""
     code, out, err = run_cli("decide", "elementwise", "--shape", "n=300", "--models", models, "--json")

@@ -108,6 +108,9 @@ def run(args) -> int:
                       f"there; the change, if any, is at or below it), 'ceiling' when the change falls in the "
                       f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
                       f"*_windows: the ranges [first, last] in which it is faster; "
+                      f"learned_extrapolated: per learned_n and learned_end_to_end_n, the ranges [first, last] of the sizes it rests on "
+                      f"that lie outside the model's training sizes, where the model extrapolates ([]: none; null: "
+                      f"not asked, or a model without its training ranges); "
                       f"on chip (simulated_*, learned_n) the search stops at on_chip_range's top, the largest n "
                       f"both units' buffers hold (on_chip_limits: each unit's; null range: none searched); "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
@@ -127,7 +130,9 @@ def run(args) -> int:
         def said(key: str) -> str:
             if key in tops and tops[key] is None:
                 return "nowhere (no size searched fits on chip)"
-            return _from(out[key], at_edge[key], tops.get(key) or hi)
+            far = out["learned_extrapolated"].get(key)
+            return _from(out[key], at_edge[key], tops.get(key) or hi) + (
+                f" (extrapolated on n={', '.join(f'{a:,}..{b:,}' for a, b in far)})" if far else "")
 
         def both(on_chip: str, gm: str, on_words: str = "data on chip", gm_words: str = "inputs in GM") -> str:
             """Both framings' figures, or the GM one alone for an op without the on-chip framing."""
@@ -239,12 +244,16 @@ def _learned(args, hw, framed: bool, on_top: int | None = None) -> dict:
     and an unusable one is also warned about on stderr, as lookup does: the simulated results
     never depend on the model. ``learned_warning``: the part of the range outside the sizes the
     model was trained on, as ``decide`` warns (None inside them). On chip the model is asked up to
-    ``on_top``, the sizes the simulated search covers (None: none)."""
+    ``on_top``, the sizes the simulated search covers (None: none). ``learned_extrapolated``: per
+    learned n, the parts of the range it rests on outside those sizes (``outside_spans``): a
+    learned n there is the model's extrapolation (weighted_sum on chip, n = 16,384..49,136: the
+    model, trained to 16,384, has the Cube ahead throughout, the simulator only to 32,768)."""
     from autotile.models import store
     from autotile.tables.model_hook import warn_stderr
 
     none = {"learned_n": None, "learned_end_to_end_n": None, "learned_windows": None,
-            "learned_end_to_end_windows": None, "learned_warning": None}
+            "learned_end_to_end_windows": None, "learned_warning": None,
+            "learned_extrapolated": {"learned_n": None, "learned_end_to_end_n": None}}
     why = untrained(args.op, args.options)
     if why:
         return {**none, "learned_note": why}
@@ -264,7 +273,9 @@ def _learned(args, hw, framed: bool, on_top: int | None = None) -> dict:
                 "learned_end_to_end_n": sel.crossover(args.dtype, data="gm", **kw),
                 "learned_windows": sel.crossover_windows(args.dtype, data="on_chip", **kw_on) if on else None,
                 "learned_end_to_end_windows": sel.crossover_windows(args.dtype, data="gm", **kw),
-                "learned_note": None, "learned_warning": _extrapolates(sel, args.low, args.high, framed, on_top)}
+                "learned_note": None, "learned_warning": _extrapolates(sel, args.low, args.high, framed, on_top),
+                "learned_extrapolated": {"learned_n": sel.outside_spans(args.low, on_top, "on_chip") if on else None,
+                                         "learned_end_to_end_n": sel.outside_spans(args.low, args.high, "gm")}}
     except InputError as exc:
         warn_stderr(f"{exc}; the learned crossover is skipped")
         return {**none, "learned_note": f"model skipped: {exc}"}

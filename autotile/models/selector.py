@@ -191,6 +191,21 @@ class UnitSelector:
         extrapolates), or None; None too for a model saved without its ranges."""
         return outside(self.ranges, shape, data)
 
+    def outside_spans(self, lo: int, hi: int, data: str = "gm") -> list[list[int]] | None:
+        """The parts [first, last] of n = ``lo..hi`` outside the training sizes of ``data``, where
+        an answer resting on them extrapolates ([]: none); None for a model saved without its ranges."""
+        if not self.ranges:
+            return None
+        span = self.ranges.get(data, {}).get("n")
+        if span is None:  # trained on none of ``data``
+            return [[lo, hi]]
+        out = []
+        if lo < span[0]:
+            out.append([lo, min(hi, span[0] - 1)])
+        if hi > span[1]:
+            out.append([max(lo, span[1] + 1), hi])
+        return out
+
     def predict_many(self, problems) -> list[dict]:
         """Predicted cycles per unit for each (shape, dtype, data) in ``problems``."""
         problems = list(problems)
