@@ -42,3 +42,23 @@ def test_explain_at_the_on_chip_limit_steps_back_instead_of_past_it():
     assert 0 < got["vector"]["cycles_per_element"] < got["scalar"]["cycles_per_element"] < 10
     got = X.explain("elementwise", "fp32", HW, True, 20000, "scalar", "vector")
     assert got["why"] == "scalar has no feasible tiling at n=20,000: its buffers hold the data up to n=16,384"
+
+
+def test_a_change_where_the_new_unit_leads_on_both_lines_is_put_down_to_the_step():
+    """weighted_sum fp16 on chip, Cube to Vector at n = 32,769: the Vector has the less fixed cost
+    and the slower growth (its line below the Cube's on both sides of n, so the lines cannot say
+    why the Cube wins below), yet the text said "vector grows more slowly". The Cube's trace form
+    stops fitting L0A there (176 -> 13,991 cycles). The Vector's fitted fixed cost, -0.8 cycles,
+    was printed as -1: the text says ~0 and names the intercept, the JSON keeps it."""
+    e = X.explain("weighted_sum", "fp16", HW, True, 32769, "cube", "vector")
+    v, c = e["vector"], e["cube"]
+    assert v["fixed_cycles"] < 0 < c["fixed_cycles"] and v["cycles_per_element"] < c["cycles_per_element"]
+    cube = [X.best("weighted_sum", "cube", n, "fp16", HW, True) for n in (32768, 32769)]
+    assert cube[0][1]["cube_form"] == "trace" and cube[1][1]["cube_form"] == "naive"
+    assert e["why"].startswith(f"cube's cost steps up at n=32,769: {cube[0][0]:,.1f} cycles at 32,768, "
+                               f"{cube[1][0]:,.1f} at 32,769 (+{cube[1][0] - cube[0][0]:,.1f}: cube_form=trace no "
+                               f"longer fits (")
+    assert "L0A holds" in e["why"] and "cube_form=naive is its best" in e["why"]
+    assert "grows more slowly (0.0320 against 0.4234" in e["why"] and "a step, not a trend" in e["why"]
+    assert f"less fixed cost (~0 against {c['fixed_cycles']:.0f} cycles; ~0: vector's line meets n = 0 at " \
+           f"{v['fixed_cycles']:.1f} cycles)" in e["why"]

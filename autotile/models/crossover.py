@@ -15,6 +15,7 @@ The op's options (a spec's ``inputs:``, e.g. elementwise's ``kind``) are passed 
 from __future__ import annotations
 
 import itertools
+import re
 
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
@@ -369,11 +370,10 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
     a, b = info[before], info[after]
     slopes = pair(b["cycles_per_element"], a["cycles_per_element"])
     if b["cycles_per_element"] < a["cycles_per_element"] and b["fixed_cycles"] >= a["fixed_cycles"]:
-        why = (f"{after} costs more up front ({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles) but "
-               f"grows more slowly ({slopes} cycles per element), so it pays off from n≈{n:,}")
-    elif b["cycles_per_element"] < a["cycles_per_element"]:
-        why = f"{after} grows more slowly ({slopes} cycles per element)"
-    else:  # the lines from n to 2n favour ``before`` below n too: the change is a step at n
+        why = (f"{after} costs more up front ({fixed_pair(b['fixed_cycles'], a['fixed_cycles'], after, before)}) "
+               f"but grows more slowly ({slopes} cycles per element), so it pays off from n≈{n:,}")
+    else:  # the lines favour one unit on both sides of n (``after`` with the less fixed cost and growth,
+        # weighted_sum on chip at n = 32,769): they cannot explain the change, a step at n does
         why = step(op, dtype, hw, on_chip, n, before, after, options, info)
     if a["cores"] != b["cores"]:
         why += f"; best tilings use {count(b['cores'], after + ' core')} against {count(a['cores'], before + ' core')}"
@@ -394,16 +394,33 @@ def pair(x: float, y: float, places: int = 3) -> str:
     return f"{x:.{places}f} against {y:.{places}f}"
 
 
+def fixed_pair(x: float, y: float, ux: str, uy: str) -> str:
+    """``x against y cycles`` of fixed cost, a negative one (a line's intercept below zero, which
+    ``explain``'s JSON keeps) shown as ~0 and named: a unit pays no negative cycles up front.
+
+    >>> fixed_pair(115.3, -0.8, "cube", "vector")
+    "115 against ~0 cycles; ~0: vector's line meets n = 0 at -0.8 cycles"
+    """
+    def show(v: float) -> str:
+        return f"{v:.0f}" if v >= 0 else "~0"
+
+    below = [f"{u}'s line meets n = 0 at {v:.1f} cycles" for u, v in ((ux, x), (uy, y)) if v < 0]
+    return f"{show(x)} against {show(y)} cycles" + (f"; ~0: {' and '.join(below)}" if below else "")
+
+
 def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str,
          options: dict | None, info: dict) -> str:
     """What turns the lead between n - 1 and n when fixed cost and growth from n to 2n do not (they
     favour ``after`` below n as well, or nowhere): the unit whose best cycles move most towards the
-    change there, by how much, and why when it is a cube past a whole number of fractals or a
-    change of core count.
+    change there, by how much, and why when its best tiling at n - 1 no longer fits at n, it is a
+    cube past a whole number of fractals, or its core count changes.
 
     weighted_sum bf16 in GM, n = 16,129: the Cube's cycles step from 944.8 to 953.8 as its trace form
     needs a 64th 16 x 16 fractal, past the Vector's 951.4, while the Vector has the less fixed cost
     but grows the faster (which would make it faster below 16,129 too, where the Cube wins).
+    weighted_sum fp16 on chip, n = 32,769: the Cube's trace form no longer fits L0A, and the naive
+    form takes 13,991 cycles against 176 at 32,768 (the Vector's line, below the Cube's on both
+    sides, was read as "grows more slowly").
     """
     prev = {u: best(op, u, n - 1, dtype, hw, on_chip, options) for u in (before, after)}
     now = {u: best(op, u, n, dtype, hw, on_chip, options) for u in (before, after)}
@@ -411,7 +428,10 @@ def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before
     u, other = (before, after) if up >= down else (after, before)
     was, got = prev[u][0], now[u][0]
     cause = ""
-    if u == "cube" and got > was and (n - 1) % FRACTAL == 0:
+    gone = _lost(op, u, n, dtype, hw, on_chip, options, prev[u][1], now[u][1]) if got > was else ""
+    if gone:
+        cause = gone
+    elif u == "cube" and got > was and (n - 1) % FRACTAL == 0:
         cause = f": {n - 1:,} is {(n - 1) // FRACTAL:,} whole 16 x 16 fractals, one element more needs another"
     elif prev[u][1].get("cores") != now[u][1].get("cores"):
         cause = f": its best tiling moves from {prev[u][1].get('cores')} to {now[u][1].get('cores')} cores"
@@ -420,13 +440,33 @@ def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before
     def than(x: float, y: float, more: str, less: str) -> str:
         return more if x > y else less if x < y else "as much"
 
-    return (f"{u}'s cost steps {'up' if got > was else 'down'} at n={n:,}: {was:.1f} cycles at {n - 1:,}, "
-            f"{got:.1f} at {n:,} ({got - was:+.1f}{cause}), {'past' if u == before else 'below'} {other}'s "
-            f"{now[other][0]:.1f}; a step, not a trend: from n to 2n {after} has "
+    return (f"{u}'s cost steps {'up' if got > was else 'down'} at n={n:,}: {was:,.1f} cycles at {n - 1:,}, "
+            f"{got:,.1f} at {n:,} ({got - was:+,.1f}{cause}), {'past' if u == before else 'below'} {other}'s "
+            f"{now[other][0]:,.1f}; a step, not a trend: from n to 2n {after} has "
             f"{than(b['fixed_cycles'], a['fixed_cycles'], 'more', 'less')} fixed cost "
-            f"({b['fixed_cycles']:.0f} against {a['fixed_cycles']:.0f} cycles) and grows "
-            f"{'as fast' if b['cycles_per_element'] == a['cycles_per_element'] else 'faster'} "
+            f"({fixed_pair(b['fixed_cycles'], a['fixed_cycles'], after, before)}) and grows "
+            f"{than(b['cycles_per_element'], a['cycles_per_element'], 'faster', 'more slowly').replace('as much', 'as fast')} "
             f"({b['cycles_per_element']:.4f} against {a['cycles_per_element']:.4f} cycles per element)")
+
+
+def _lost(op: str, unit: str, n: int, dtype: str, hw: HardwareProfile, on_chip: bool, options: dict | None,
+          was: dict, now: dict) -> str:
+    """Why ``unit``'s best tiling at n - 1 (``was``) is not its best at n (``now``) when it no
+    longer fits there: ": cube_form=trace no longer fits (...)" when no grid tiling of its
+    categorical choices fits at n, else ": its best tiling at n - 1 no longer fits (...)"; "" while
+    it fits (the best moved for cost, not room)."""
+    mod = registry.implementation(op)
+    opts = _options(op, options, on_chip)
+    r = mod.simulate({"n": n}, was, dtype, hw, unit=unit, options=opts) if was else None
+    if r is None or r.feasible:
+        return ""
+    reason = re.sub(r" \(inputs: .*\)$", "", r.reason)  # the kernel's hint at other inputs says nothing here
+    cats = [k for k in CATEGORICAL.get(op, {}).get(unit, {}) if was.get(k) != now.get(k)]
+    same = [p for p in candidate_params(op, unit, n, hw, on_chip) if all(p[k] == was[k] for k in cats)]
+    if cats and not any(mod.simulate({"n": n}, p, dtype, hw, unit=unit, options=opts).feasible for p in same):
+        form = ", ".join(f"{k}={was[k]}" for k in cats)
+        return f": {form} no longer fits ({reason}), {', '.join(f'{k}={now.get(k)}' for k in cats)} is its best"
+    return f": its best tiling at {n - 1:,} no longer fits ({reason})"
 
 
 def edges(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, spans: list[list[int]], small_unit: str,
