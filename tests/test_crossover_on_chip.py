@@ -60,5 +60,6 @@ def test_a_change_where_the_new_unit_leads_on_both_lines_is_put_down_to_the_step
                                f"longer fits (")
     assert "L0A holds" in e["why"] and "cube_form=naive is its best" in e["why"]
     assert "grows more slowly (0.0320 against 0.4234" in e["why"] and "a step, not a trend" in e["why"]
+    assert "from n to 2n (vector: from n/2 to n, its data at 2n does not fit) vector has" in e["why"]
     assert f"less fixed cost (~0 against {c['fixed_cycles']:.0f} cycles; ~0: vector's line meets n = 0 at " \
            f"{v['fixed_cycles']:.1f} cycles)" in e["why"]

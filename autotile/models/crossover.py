@@ -345,12 +345,12 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
             options: dict | None = None) -> dict:
     """What decides a change of the fastest unit at size ``n`` (``before`` wins below, ``after`` from n).
 
-    Each unit at its best tiling at n and at 2n: the growth per element between the two and the
+    Each unit at its best tiling at n and at 2n (n/2 where 2n does not fit on chip): the growth per element between the two and the
     fixed part it implies (cycles(n) - growth * n), with the best tiling's core count and the
     result's bound. The sentence names the side that pays off.
     """
     mod = registry.implementation(op)
-    info = {}
+    info, halved = {}, []
     for u in (before, after):
         c1, p1 = best(op, u, n, dtype, hw, on_chip, options)
         if c1 == float("inf"):  # no tiling of u holds n (on chip, past its buffers)
@@ -363,6 +363,7 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
         if c2 == float("inf") and n > 1:  # 2n past the on-chip limit: the step below n instead
             m = n // 2
             c2, _ = best(op, u, m, dtype, hw, on_chip, options)
+            halved.append(u)
         slope = (c2 - c1) / (m - n)
         bound = mod.simulate({"n": n}, p1, dtype, hw, unit=u, options=_options(op, options, on_chip)).bound if p1 else ""
         info[u] = {"cycles": round(c1, 1), "fixed_cycles": round(c1 - slope * n, 1),
@@ -374,7 +375,7 @@ def explain(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, bef
                f"but grows more slowly ({slopes} cycles per element), so it pays off from n≈{n:,}")
     else:  # the lines favour one unit on both sides of n (``after`` with the less fixed cost and growth,
         # weighted_sum on chip at n = 32,769): they cannot explain the change, a step at n does
-        why = step(op, dtype, hw, on_chip, n, before, after, options, info)
+        why = step(op, dtype, hw, on_chip, n, before, after, options, info, halved)
     if a["cores"] != b["cores"]:
         why += f"; best tilings use {count(b['cores'], after + ' core')} against {count(a['cores'], before + ' core')}"
     return {"n": n, "from": before, "to": after, "why": why, before: a, after: b}
@@ -409,7 +410,7 @@ def fixed_pair(x: float, y: float, ux: str, uy: str) -> str:
 
 
 def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before: str, after: str,
-         options: dict | None, info: dict) -> str:
+         options: dict | None, info: dict, halved=()) -> str:
     """What turns the lead between n - 1 and n when fixed cost and growth from n to 2n do not (they
     favour ``after`` below n as well, or nowhere): the unit whose best cycles move most towards the
     change there, by how much, and why when its best tiling at n - 1 no longer fits at n, it is a
@@ -436,13 +437,15 @@ def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before
     elif prev[u][1].get("cores") != now[u][1].get("cores"):
         cause = f": its best tiling moves from {prev[u][1].get('cores')} to {now[u][1].get('cores')} cores"
     a, b = info[before], info[after]
+    lines = (f" ({' and '.join(halved)}: from n/2 to n, {'its' if len(halved) == 1 else 'their'} data at 2n "
+             f"does not fit)" if halved else "")
 
     def than(x: float, y: float, more: str, less: str) -> str:
         return more if x > y else less if x < y else "as much"
 
     return (f"{u}'s cost steps {'up' if got > was else 'down'} at n={n:,}: {was:,.1f} cycles at {n - 1:,}, "
             f"{got:,.1f} at {n:,} ({got - was:+,.1f}{cause}), {'past' if u == before else 'below'} {other}'s "
-            f"{now[other][0]:,.1f}; a step, not a trend: from n to 2n {after} has "
+            f"{now[other][0]:,.1f}; a step, not a trend: from n to 2n{lines} {after} has "
             f"{than(b['fixed_cycles'], a['fixed_cycles'], 'more', 'less')} fixed cost "
             f"({fixed_pair(b['fixed_cycles'], a['fixed_cycles'], after, before)}) and grows "
             f"{than(b['cycles_per_element'], a['cycles_per_element'], 'faster', 'more slowly').replace('as much', 'as fast')} "
