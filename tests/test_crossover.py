@@ -381,7 +381,7 @@ def test_a_change_the_lines_do_not_explain_is_put_down_to_the_step():
     """weighted_sum bf16 in GM, Cube to Vector at n = 16,129: from n to 2n the Vector has the less
     fixed cost and grows the faster, which would make it faster at every smaller n, yet the Cube
     wins below; the explanation named the fixed cost. What decides is the Cube's 64th fractal."""
-    from autotile.models.crossover import explain
+    from autotile.models.what_decides import explain
 
     e = explain("weighted_sum", "bf16", HW, False, 16129, "cube", "vector")
     v, c = e["vector"], e["cube"]
@@ -398,6 +398,7 @@ def test_a_change_the_lines_do_not_explain_is_put_down_to_the_step():
 def test_a_step_down_names_the_unit_that_drops_and_its_new_core_count(monkeypatch):
     """The other side of a step: the unit that wins from n got cheaper there (more cores from n on)."""
     import autotile.models.crossover as cx
+    from autotile.models import what_decides
 
     def fake(op, unit, n, *a):
         if unit == "vector":
@@ -405,6 +406,6 @@ def test_a_step_down_names_the_unit_that_drops_and_its_new_core_count(monkeypatc
         return 120 + 0.1 * n - (40 if n >= 300 else 0), {"cores": 2 if n >= 300 else 1}
 
     monkeypatch.setattr(cx, "best", fake)
-    why = cx.explain("weighted_sum", "fp16", HW, True, 300, "vector", "cube")["why"]
+    why = what_decides.explain("weighted_sum", "fp16", HW, True, 300, "vector", "cube")["why"]
     assert why.startswith("cube's cost steps down at n=300: 149.9 cycles at 299, 110.0 at 300 (-39.9: its best "
                           "tiling moves from 1 to 2 cores), below vector's 130.0; a step, not a trend")

@@ -6,6 +6,7 @@ import json
 
 from autotile.hardware import load_profile
 from autotile.models import crossover as X
+from autotile.models import what_decides
 
 HW = load_profile()
 
@@ -38,9 +39,9 @@ def test_cli_crossover_says_where_the_framing_holds(run_cli, monkeypatch):
 
 def test_explain_at_the_on_chip_limit_steps_back_instead_of_past_it():
     """At the limit, 2n no longer fits: the growth came out infinite; past it a unit has no tiling."""
-    got = X.explain("elementwise", "fp32", HW, True, 16384, "scalar", "vector")
+    got = what_decides.explain("elementwise", "fp32", HW, True, 16384, "scalar", "vector")
     assert 0 < got["vector"]["cycles_per_element"] < got["scalar"]["cycles_per_element"] < 10
-    got = X.explain("elementwise", "fp32", HW, True, 20000, "scalar", "vector")
+    got = what_decides.explain("elementwise", "fp32", HW, True, 20000, "scalar", "vector")
     assert got["why"] == "scalar has no feasible tiling at n=20,000: its buffers hold the data up to n=16,384"
 
 
@@ -50,7 +51,7 @@ def test_a_change_where_the_new_unit_leads_on_both_lines_is_put_down_to_the_step
     why the Cube wins below), yet the text said "vector grows more slowly". The Cube's trace form
     stops fitting L0A there (176 -> 13,991 cycles). The Vector's fitted fixed cost, -0.8 cycles,
     was printed as -1: the text says ~0 and names the intercept, the JSON keeps it."""
-    e = X.explain("weighted_sum", "fp16", HW, True, 32769, "cube", "vector")
+    e = what_decides.explain("weighted_sum", "fp16", HW, True, 32769, "cube", "vector")
     v, c = e["vector"], e["cube"]
     assert v["fixed_cycles"] < 0 < c["fixed_cycles"] and v["cycles_per_element"] < c["cycles_per_element"]
     cube = [X.best("weighted_sum", "cube", n, "fp16", HW, True) for n in (32768, 32769)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from autotile.models.crossover import pair
+from autotile.models.what_decides import pair
 from autotile.report import perf, plots
 
 

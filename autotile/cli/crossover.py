@@ -33,7 +33,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from autotile.models.crossover import crossover, edges
+    from autotile.models.crossover import crossover
+    from autotile.models.what_decides import edges
 
     try:
         info = registry.get(args.op)

@@ -233,6 +233,7 @@ def crossover(data: ReportData) -> Section | None:
         return None
     from autotile.kernels import registry
     from autotile.models import crossover as cx
+    from autotile.models import what_decides
 
     op = data.summary["op"]
     dims = registry.get(op).dims
@@ -259,7 +260,7 @@ def crossover(data: ReportData) -> Section | None:
                      for a, b, ua, ub in _changes(ns, sim)]
             for i, (n, ua, ub) in enumerate(found):
                 marks.append((n, f"{ua}→{ub} at n={n:,}"))
-                why = cx.explain(op, dtype, data.hw, on_chip, n, ua, ub, options)["why"]
+                why = what_decides.explain(op, dtype, data.hw, on_chip, n, ua, ub, options)["why"]
                 last = i == len(found) - 1  # ub stays faster to the grid's top: the crossover the command states
                 rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n = {n:,}",
                              why + (_close_call(known, n, ua, ub) if last else "")])
