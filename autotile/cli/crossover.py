@@ -83,7 +83,7 @@ def run(args) -> int:
                "end_to_end_n_unaligned": e2e_u["edge"],
                **{k: range_edge(learned[k], lo, tops.get(k) or hi) for k in ("learned_n", "learned_end_to_end_n")}}
     fits = _fit_note(args, lo, hi, on) if framed else None
-    out = {"op": args.op, "dtype": args.dtype, "hw": hw.name, "units": [args.small_unit, args.large_unit],
+    out = {"op": args.op, "dtype": args.dtype, "hw": hw.label, "hw_hash": hw.content_hash(), "units": [args.small_unit, args.large_unit],
            "inputs": options,
            "simulated_n": on["n"], "end_to_end_n": e2e["n"],
            "simulated_windows": on["windows"], "end_to_end_windows": e2e["windows"], "what_decides": why,

@@ -63,7 +63,7 @@ def run(args) -> int:
     training.check_outputs(ops, hw, args.out, cost=cost_ops)
     t0 = time.monotonic()
     summary = training.train(ops, hw, args.out, cost=cost_ops, rebuild=args.rebuild, log=log, jobs=args.jobs)
-    out = {"hw": hw.name, "profile_hash": hw.content_hash(), "ops": summary,
+    out = {"hw": hw.label, "profile_hash": hw.content_hash(), "ops": summary,
            "seconds": round(time.monotonic() - t0, 2), "model_seconds": round(training.total_seconds(summary), 2)}
     if training.interrupted(summary):
         return _interrupted(summary, out, args.json)
