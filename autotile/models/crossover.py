@@ -210,7 +210,8 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     so the framing describes nothing there. ``top`` is the largest n searched (None when even
     ``lo`` does not fit: nothing is searched), ``limits`` each unit's ``on_chip_limit`` ({} in GM).
 
-    >>> # crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
+    >>> crossover("weighted_sum", "fp16", load_profile())["n"]  # doctest: +SKIP
+    1153
     """
     limits: dict = {}
     if on_chip:

@@ -30,11 +30,11 @@ def comment(text) -> str:
 
 
 def c_string(text) -> str:
-    """``text`` as a C string literal: printable ASCII kept (but ``"``, ``\\`` and ``?``, which
+    r"""``text`` as a C string literal: printable ASCII kept (but ``"``, ``\`` and ``?``, which
     could start a trigraph, escaped), every other byte of its UTF-8 as a three-digit octal escape.
 
-    >>> c_string('a"b??=')
-    '"a\\"b\\?\\?="'
+    >>> print(c_string('a"b??=\\ é'))
+    "a\"b\?\?=\\ \303\251"
     """
     out = []
     for b in str(text).encode("utf-8", "surrogatepass"):
