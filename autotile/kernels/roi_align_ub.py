@@ -51,7 +51,7 @@ def sampling_ratio_fits(value: int, hw, dtypes) -> str | None:
         if value > 0 and need > hw.ub_bytes:
             top = largest_sampling_ratio(hw.ub_bytes, dtype)
             return (f"{value} keeps {value * value:,} sampling points a bin in UB: the smallest tiling (one ROI, "
-                    f"bin and channel, single buffered) needs {need:,} bytes in {dtype}, more than {hw.name}'s "
+                    f"bin and channel, single buffered) needs {need:,} bytes in {dtype}, more than {hw.reference}'s "
                     f"ub_bytes {hw.ub_bytes:,}; at most {top} fits (with up to {16 // get_dtype(dtype).bytes} "
                     "channels; fewer with more)")
     return None
