@@ -21,7 +21,8 @@ def add_arguments(p) -> None:
                    "shapes no tuned tiling fits. Without it no model is read, as for a kernel reading the table")
     p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params, verified, "
                    "cycles, cycles_from} (verified: the table entry passed the verification gate; false for a model "
-                   "or default answer; cycles: the answer's at this shape when known, cycles_from: table, simulator "
+                   "or default answer; values: the entry's recorded error objectives, e.g. max_abs_error, and "
+                   "verified_within: the max abs error the gate allowed it, when its study traded accuracy; cycles: the answer's at this shape when known, cycles_from: table, simulator "
                    "or model (predicted), else both null), and how, and a warning when the shape is outside the "
                    "model's training shapes or the model's best was not faster than the default tiling")
 
@@ -52,6 +53,11 @@ def run(args) -> int:
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
     if m.cycles is not None:
         print(f"  {CYCLES_TEXT[m.cycles_from].format(m.cycles)}")
+    if m.entry is not None and (acc := table.entries[m.entry].accuracy()):
+        at = "" if m.match == "exact" else f" at {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}"
+        print(f"  {acc} (the table entry's, recorded by its study{at})")
+    if m.entry is not None and m.verified_within is not None:
+        print(f"  {table.entries[m.entry].held_to()}")
     if m.how:
         print(f"  chosen as {m.how}")
     if m.warning:

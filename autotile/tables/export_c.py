@@ -236,8 +236,9 @@ def _entries(table: Table, n: Names, params, regions) -> list[str]:
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")
-        out.append(f"    /* {comment(f'{shape} {e.dtype} {e.unit}')}: {perf}, "
-                   f"{'verified' if e.verified else 'NOT verified'} */")
+        ver = e.held_to() or ("verified" if e.verified else "NOT verified")
+        acc = f", {e.accuracy()}" if e.accuracy() else ""
+        out.append(f"    /* {comment(f'{shape} {e.dtype} {e.unit}')}: {perf}{comment(acc)}, {ver} */")
         vals = []
         for p in params:
             if p.name not in e.params:

@@ -71,11 +71,19 @@ class Match:
     # default step simulated (or the model predicted); ``cycles_from`` says which of CYCLES_FROM
     cycles: float | None = field(default=None, compare=False)
     cycles_from: str | None = field(default=None, compare=False)
+    # the entry's recorded objective values beside cycles ({"max_abs_error": 0.021}) and the max abs
+    # error the gate allowed it (its recorded error, not the dtype's tolerance), when the table has them
+    values: dict | None = field(default=None, compare=False)
+    verified_within: float | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
                "match": self.match, "unit": self.unit, "params": self.params, "verified": self.verified,
                "cycles": self.cycles, "cycles_from": self.cycles_from}
+        if self.values is not None:  # only an entry of a study that trades accuracy has them
+            out["values"] = self.values
+        if self.verified_within is not None:
+            out["verified_within"] = self.verified_within
         if self.how:
             out["how"] = self.how
         if self.warning:
@@ -168,7 +176,8 @@ class Lookup:
             known = best_d == 0.0 and e.cycles is not None  # a nearest entry's cycles are another shape's
             return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
                          dict(e.shape), best, best_d, verified=e.verified, cycles=e.cycles if known else None,
-                         cycles_from="table" if known else None)
+                         cycles_from="table" if known else None, values=e.values,
+                         verified_within=e.verified_within if e.verified else None)
         return None
 
     def _query(self, shape: dict, dtype: str | None) -> tuple[dict, str]:

@@ -7,12 +7,16 @@ A table is JSON::
      "spec": {"path", "hash", "content": {...spec.to_dict()...}}, "spec_hash",
      "autotile_version", "simulator", "created", "dims": ["m", "n", "k"],
      "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
-                  "verified", "study", "trial"}, ...],
+                  "verified", "study", "trial", "values"?, "verified_within"?}, ...],
      "interrupted": {"not_run": 2, "cut_short": 1}}   # only in a table of an interrupted run
 
 One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
 % of peak, the verified flag (false: tuned with ``--no-verify``, or replayed; a tiling that failed
-verification never enters) and the study and trial it came from. ``simulator`` is the
+verification never enters) and the study and trial it came from. A study that trades accuracy
+(an objective or limit beside cycles and time, such as ``max_abs_error``) also records the entry's
+``values`` of those (``{"max_abs_error": 0.021}``), and ``verified_within`` the max abs error the
+gate allowed it beyond the dtype's tolerance (its recorded error); both absent otherwise, and from
+tables made before they were recorded. ``simulator`` is the
 fingerprint of the kernels and cost model that predicted the cycles (null for replay, absent
 from tables made before it was recorded). ``interrupted`` marks the table of a run stopped
 (SIGINT, SIGTERM) before every study reached its budget: how many studies never ran and how many
@@ -57,12 +61,34 @@ class Entry:
     verified: bool = False
     study: str | None = None
     trial: int | None = None
+    # the study's other objective and limit values for this tiling ({"max_abs_error": 0.021}), or
+    # None: a lossy variant's accuracy, which a kernel developer must see beside its cycles
+    values: dict | None = None
+    # the max abs error the gate allowed beyond the dtype's tolerance (the error the study
+    # recorded for the tiling), or None: verified then means "as accurate as recorded", not exact
+    verified_within: float | None = None
 
     def to_json(self) -> dict:
-        return {"shape": dict(self.shape), "dtype": self.dtype, "unit": self.unit,
-                "params": dict(self.params), "cycles": self.cycles, "time_us": self.time_us,
-                "pct_of_peak": self.pct_of_peak, "verified": self.verified, "study": self.study,
-                "trial": self.trial}
+        out = {"shape": dict(self.shape), "dtype": self.dtype, "unit": self.unit,
+               "params": dict(self.params), "cycles": self.cycles, "time_us": self.time_us,
+               "pct_of_peak": self.pct_of_peak, "verified": self.verified, "study": self.study,
+               "trial": self.trial}
+        if self.values is not None:  # absent, as in tables made before they were recorded
+            out["values"] = dict(self.values)
+        if self.verified_within is not None:
+            out["verified_within"] = self.verified_within
+        return out
+
+    def accuracy(self) -> str:
+        """``max_abs_error 0.021`` (the recorded values, 3 significant digits), or ""."""
+        return ", ".join(f"{k} {v:.3g}" for k, v in (self.values or {}).items())
+
+    def held_to(self) -> str:
+        """How the gate held a verified entry that trades accuracy, or "": ``verified within its
+        recorded max abs error 0.021, not the fp16 tolerance``."""
+        if not self.verified or self.verified_within is None:
+            return ""
+        return f"verified within its recorded max abs error {self.verified_within:.3g}, not the {self.dtype} tolerance"
 
 
 @dataclass(frozen=True)
@@ -121,7 +147,8 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
             shape={d: r["shape"][d] for d in spec.op.dims}, dtype=r["dtype"], unit=r["unit"],
             params=dict(r["params"]), cycles=r.get("cycles"), time_us=r.get("time_us"),
             pct_of_peak=r.get("pct_of_peak"), verified=bool(r.get("verified")),
-            study=r.get("study"), trial=r.get("trial")).to_json())
+            study=r.get("study"), trial=r.get("trial"), values=traded_values(spec, r),
+            verified_within=verified_within(r)).to_json())
     doc = {
         "schema": SCHEMA,
         "op": spec.op.name,
@@ -140,6 +167,27 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
         doc["interrupted"] = {"not_run": len(summary.get("not_run") or ()),
                               "cut_short": sum(1 for r in summary["results"] if r.get("interrupted"))}
     return doc
+
+
+def traded_values(spec, r: dict) -> dict | None:
+    """The values a result recorded for the spec's objectives and limits beside cycles and time
+    (``{"max_abs_error": 0.021}``), in the spec's order, or None when it has none."""
+    names = [m for m in (*spec.objectives, *dict(spec.limits)) if m not in ("cycles", "time_us")]
+    got = {m: (r.get("values") or {}).get(m) for m in dict.fromkeys(names)}
+    got = {m: v for m, v in got.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+           and math.isfinite(v)}
+    return got or None
+
+
+def verified_within(r: dict) -> float | None:
+    """The max abs error the gate allowed a verified result beyond the dtype's tolerance (the
+    error its study recorded: ``claimed``), or None when the tolerance decided (no recorded error,
+    or one no larger than ``atol``, which every element is allowed anyway)."""
+    v = r.get("verification") or {}
+    claimed = v.get("claimed")
+    if not r.get("verified") or not isinstance(claimed, (int, float)) or not math.isfinite(claimed):
+        return None
+    return float(claimed) if claimed > (v.get("atol") or 0.0) else None
 
 
 def write_table(path: str | Path, table: dict | Table) -> Path:
@@ -321,7 +369,26 @@ def _entry(c: _Check, e, field, dims) -> Entry:
         verified=c.get(e, "verified", field, bool, "true or false"),
         study=c.get(e, "study", field, str, "a study name", optional=True),
         trial=c.get(e, "trial", field, int, "a trial number", optional=True),
+        values=_values(c, e, field),
+        verified_within=_within(c, e, field),
     )
+
+
+def _values(c: _Check, e: dict, field: str) -> dict | None:
+    """An entry's recorded objective values: a mapping of names to finite numbers, or null."""
+    values = c.get(e, "values", field, dict, "a mapping of objective values or null", optional=True)
+    for k, v in (values or {}).items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise c.fail(f"{field}.values.{k}", f"expected a finite number, got {_show(v)}")
+    return values
+
+
+def _within(c: _Check, e: dict, field: str) -> float | None:
+    """The max abs error the gate allowed an entry (0 or more), or null."""
+    v = c.get(e, "verified_within", field, (int, float), "a max abs error (0 or more) or null", optional=True)
+    if v is not None and v < 0:
+        raise c.fail(f"{field}.verified_within", f"expected a max abs error (0 or more), got {_show(v)}")
+    return v
 
 
 # what % of peak may exceed 100 by in tune's own arithmetic (the simulator's shares round)

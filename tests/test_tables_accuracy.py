@@ -1,0 +1,134 @@
+"""A lossy variant's accuracy reaches the table, ``lookup`` and the headers: a sigmoid study that
+trades accuracy (objective [cycles, max_abs_error]) picked ``variant=poly`` at max_abs_error 0.021,
+and the table, ``lookup`` and the C header's comment said only "515 cycles ..., verified"."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autotile.cli import run as cli
+from autotile.errors import InputError
+from autotile.space import load_spec
+from autotile.tables.export import render
+from autotile.tables.schema import build_table, load_table, write_table
+
+STUDY = Path(__file__).resolve().parent.parent / "studies" / "sigmoid.yaml"
+ERR = 0.02099609375
+
+
+def _spec(tmp_path: Path, objective: str = "[cycles, max_abs_error]"):
+    """studies/sigmoid.yaml cut to fp16 n=1024 on the scalar unit (the QA finding's study)."""
+    text = STUDY.read_text()
+    for key, value in (("dtypes", "[fp16]"), ("units", "[scalar]"), ("shapes", "[{n: 1024}]"),
+                       ("objective", objective)):
+        text = re.sub(rf"^{key}:.*$", f"{key}: {value}", text, flags=re.M)
+    path = tmp_path / "sigmoid.yaml"
+    path.write_text(text)
+    return load_spec(path)
+
+
+def _table(tmp_path: Path, err: float | None = ERR, variant: str = "poly", **spec_kw) -> Path:
+    """A table of one entry as tune builds it from a summary whose pick recorded ``err``."""
+    spec = _spec(tmp_path, **spec_kw)
+    space = spec.space({"n": 1024}, "fp16", "scalar")
+    params = {**space.default_tiling(), "variant": variant}
+    assert space.check(params) is None
+    r = {"shape": {"n": 1024}, "dtype": "fp16", "unit": "scalar", "params": params, "cycles": 514.9,
+         "time_us": 0.286, "pct_of_peak": 16.6, "verified": True, "study": "sigmoid/fp16", "trial": 7,
+         "chosen": True}
+    if err is not None:  # the study measured the error; the gate held the pick to it (claimed)
+        r["values"] = {"cycles": 514.9, "time_us": 0.286, "max_abs_error": err, "max_rel_error": 61.2}
+        r["verification"] = {"passed": True, "max_abs_error": err, "rtol": 0.00146484375,
+                             "atol": 6.103515625e-05, "claimed": err}
+    doc = build_table(spec, {"results": [r]}, created="2026-01-01T00:00:00+00:00")
+    return write_table(tmp_path / "table.json", doc)
+
+
+def test_the_table_records_the_entrys_error_and_what_the_gate_held_it_to(tmp_path):
+    path = _table(tmp_path)
+    e = json.loads(path.read_text())["entries"][0]
+    # the study's objectives beside time only: max_rel_error was measured but is no objective
+    assert e["values"] == {"max_abs_error": ERR} and e["verified_within"] == ERR
+    t = load_table(path)
+    assert t.entries[0].values == {"max_abs_error": ERR} and t.entries[0].verified_within == ERR
+    assert t.entries[0].to_json() == e  # round trip
+
+
+def test_an_older_table_without_the_fields_still_loads(tmp_path):
+    doc = json.loads(_table(tmp_path).read_text())
+    for e in doc["entries"]:
+        del e["values"], e["verified_within"]
+    t = load_table(doc)
+    assert t.entries[0].values is None and t.entries[0].verified_within is None
+    assert "values" not in t.entries[0].to_json() and "verified_within" not in t.entries[0].to_json()
+    out = tmp_path / "old.json"
+    out.write_text(json.dumps(doc))
+    assert cli(["lookup", str(out), "--shape", "n=1024"]) == 0
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("values", {"max_abs_error": "big"}, "entries[0].values.max_abs_error: expected a finite number"),
+    ("values", [0.1], "entries[0].values: expected a mapping of objective values or null"),
+    ("verified_within", -1.0, "entries[0].verified_within: expected a max abs error (0 or more)"),
+])
+def test_bad_fields_are_one_line_errors(tmp_path, key, value, expected, capsys):
+    doc = json.loads(_table(tmp_path).read_text())
+    doc["entries"][0][key] = value
+    with pytest.raises(InputError, match=re.escape(expected)):
+        load_table(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc, indent=1))
+    assert cli(["lookup", str(bad), "--shape", "n=1024"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and "\n" not in err and "Traceback" not in err
+
+
+def test_lookup_says_the_error_and_that_the_gate_held_the_entry_to_it(tmp_path, capsys):
+    path = _table(tmp_path)
+    assert cli(["lookup", str(path), "--shape", "n=1024"]) == 0
+    out = capsys.readouterr().out
+    assert "max_abs_error 0.021 (the table entry's, recorded by its study)" in out
+    assert "verified within its recorded max abs error 0.021, not the fp16 tolerance" in out
+    assert cli(["lookup", str(path), "--shape", "n=1024", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["values"] == {"max_abs_error": ERR} and got["verified_within"] == ERR
+
+
+@pytest.mark.parametrize("fmt", ["c", "ascendc"])
+def test_the_headers_entry_comment_gives_the_error(tmp_path, fmt):
+    text = render(_table(tmp_path), fmt)
+    line = next(x for x in text.splitlines() if "/* n=1024 fp16 scalar:" in x)
+    assert "515 cycles, 16.6% of peak, max_abs_error 0.021, verified within its recorded max abs error " \
+           "0.021, not the fp16 tolerance */" in line
+
+
+def test_the_json_export_keeps_the_fields(tmp_path):
+    got = json.loads(render(_table(tmp_path), "json"))["entries"][0]
+    assert got["values"] == {"max_abs_error": ERR} and got["verified_within"] == ERR
+
+
+def test_an_exact_pick_reads_naturally(tmp_path, capsys):
+    # error 0: the tolerance decided, so no "verified within"; its 0 error is stated plainly
+    path = _table(tmp_path, err=0.0, variant="exact")
+    e = load_table(path).entries[0]
+    assert e.values == {"max_abs_error": 0.0} and e.verified_within is None
+    assert cli(["lookup", str(path), "--shape", "n=1024"]) == 0
+    out = capsys.readouterr().out
+    assert "max_abs_error 0 (the table entry's" in out and "verified within" not in out
+    line = next(x for x in render(path, "c").splitlines() if "/* n=1024 fp16 scalar:" in x)
+    assert line.endswith("16.6% of peak, max_abs_error 0, verified */")
+
+
+def test_a_study_that_trades_no_accuracy_stays_quiet(tmp_path, capsys):
+    path = _table(tmp_path, err=None, variant="exact", objective="cycles")
+    e = json.loads(path.read_text())["entries"][0]
+    assert "values" not in e and "verified_within" not in e
+    assert cli(["lookup", str(path), "--shape", "n=1024"]) == 0
+    out = capsys.readouterr().out
+    assert "max_abs_error" not in out and "verified within" not in out
+    line = next(x for x in render(path, "c").splitlines() if "/* n=1024 fp16 scalar:" in x)
+    assert line.endswith("16.6% of peak, verified */")
