@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -89,6 +90,11 @@ class Match:
         if self.warning:
             out["warning"] = self.warning
         return out
+
+
+def positive_int(v) -> bool:
+    """Whether ``v`` is an integer above 0: a Python or NumPy one (``numbers.Integral``), no bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0
 
 
 def distance(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -181,15 +187,25 @@ class Lookup:
         return None
 
     def _query(self, shape: dict, dtype: str | None) -> tuple[dict, str]:
+        """``shape`` in dim order with Python ints (NumPy integers accepted: a shape read off an
+        array's ``.shape`` or ``.size`` holds them) and the dtype, or an InputError naming the
+        missing, unknown or bad dims."""
         dims = self.table.dims
-        if not isinstance(shape, dict) or set(shape) != set(dims) or any(
-                isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in shape.values()):
-            raise InputError(f"shape: expected positive integers for {', '.join(dims)}, got {shape}")
+        if not isinstance(shape, dict):
+            raise InputError(f"shape: expected a mapping of {', '.join(dims)} to positive integers, got {shape!r}")
+        missing, extra = [d for d in dims if d not in shape], [str(k) for k in shape if k not in dims]
+        if missing or extra:
+            said = ([f"missing {', '.join(missing)}"] if missing else []) + \
+                   ([f"unknown {', '.join(extra)}"] if extra else [])
+            raise InputError(f"shape: {'; '.join(said)} (a {self.table.op} table's dims: {', '.join(dims)})")
+        bad = [f"{d}={shape[d]!r}" for d in dims if not positive_int(shape[d])]
+        if bad:
+            raise InputError(f"shape: expected positive integers for {', '.join(dims)}, got {', '.join(bad)}")
         dtype = dtype or self.table.dtypes[0]
         if dtype not in self.table.dtypes:  # the spec's: another dtype of the op was never tuned
             raise InputError(f"dtype: expected one of the table's dtypes {', '.join(self.table.dtypes)}, "
                              f"got {dtype!r}")
-        return {d: shape[d] for d in dims}, dtype
+        return {d: int(shape[d]) for d in dims}, dtype
 
     def _from_model(self, shape, dtype, skipped) -> Match | None:
         answer = self.model(self.table.op, dict(shape), dtype)
