@@ -448,19 +448,24 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same tiles computing the output (rounded like the Vector would)."""
-    x, sizes = C.input_array(inputs[0], "x", 4), C.input_array(inputs[1], "sizes", 1)
-    if sizes.shape != (2,) or not np.all(np.mod(sizes, 1) == 0):
-        raise InputError(f"expected two whole output sizes (h_out, w_out), got {sizes.tolist()}", field="sizes")
-    mode, layout, ac = opts(options)
-    shape = _shape_of(x, sizes, layout)
+    shape = shape_of(inputs, options=options)
     p, _, mo = check(shape, params, dtype, hw, options)
-    _, dst, _, _ = _run(shape, p, dtype, hw, mo, execute=True, src=np.ascontiguousarray(x, dtype=np.float64))
+    x = np.ascontiguousarray(inputs[0], dtype=np.float64)
+    _, dst, _, _ = _run(shape, p, dtype, hw, mo, execute=True, src=x)
     return dtype_emul.round_to(dst, dtype)
 
 
-def _shape_of(x, sizes, layout) -> dict:
-    n, a, b, c = x.shape
-    c, h, w = (c, a, b) if layout == "NHWC" else (a, b, c)
+def shape_of(inputs: tuple, options: dict | None = None) -> dict:
+    """The shape of ``(x, sizes)``: x ``[n, c, h_in, w_in]`` (``[n, h_in, w_in, c]`` when the
+    options' layout is NHWC), sizes ``[h_out, w_out]``; an InputError naming the input that does
+    not fit (execute indexes them in Numba, which checks no bounds)."""
+    if len(inputs) != 2:
+        raise InputError(f"expected two inputs, x and sizes [h_out, w_out], got {len(inputs)}", field="inputs")
+    x, sizes = C.input_array(inputs[0], "x", 4), C.input_array(inputs[1], "sizes", 1)
+    if sizes.shape != (2,) or not np.all(np.mod(sizes, 1) == 0):
+        raise InputError(f"expected two whole output sizes (h_out, w_out), got {sizes.tolist()}", field="sizes")
+    n, a, b, c = (int(v) for v in x.shape)
+    c, h, w = (c, a, b) if opts(options)[1] == "NHWC" else (a, b, c)
     return {"n": n, "c": c, "h_in": h, "w_in": w, "h_out": int(sizes[0]), "w_out": int(sizes[1])}
 
 

@@ -384,6 +384,9 @@ def check_inputs(inputs: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c]`` features, ``[rois, 5]`` boxes whose batch index is a whole number in [0, n) (the kernel
     and the reference index the features with it unchecked: 1e6 crashed, -1 read the last
     image), two positive pooled sizes. Non-finite coordinates are torchvision's: no points."""
+    if len(inputs) != 3:
+        raise InputError(f"expected three inputs, features [n, h, w, c], rois [rois, 5] and pooled "
+                         f"[pooled_h, pooled_w], got {len(inputs)}", field="inputs")
     feat, rois, pooled = inputs
     feat = C.input_array(feat, "features", 4)
     rois = C.input_array(rois, "rois", 2)
@@ -406,13 +409,20 @@ def check_inputs(inputs: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
     """Execute mode: the same tiles computing ``[rois, pooled_h, pooled_w, c]``."""
-    feat, rois, pooled = check_inputs(inputs)
-    n, h, w, c = feat.shape
-    shape = {"n": n, "c": c, "h": h, "w": w, "rois": rois.shape[0], "pooled_h": int(pooled[0]),
-             "pooled_w": int(pooled[1])}
+    feat, rois, _ = check_inputs(inputs)
+    shape = shape_of(inputs)
     p, _, o, rois = check(shape, params, dtype, hw, options, rois)
     _, out, _, _, _ = _run(shape, p, dtype, hw, o, rois, execute=True, feat=np.ascontiguousarray(feat, dtype=np.float64))
     return dtype_emul.round_to(out, dtype)
+
+
+def shape_of(inputs: tuple, options: dict | None = None) -> dict:
+    """The shape of ``(features, rois, pooled)`` (``check_inputs``): all of it, the pooled
+    sizes from the third input; ``options`` change none of it."""
+    feat, rois, pooled = check_inputs(inputs)
+    n, h, w, c = (int(v) for v in feat.shape)
+    return {"n": n, "c": c, "h": h, "w": w, "rois": int(rois.shape[0]), "pooled_h": int(pooled[0]),
+            "pooled_w": int(pooled[1])}
 
 
 @np.errstate(invalid="ignore", over="ignore")  # NaN and inf coordinates sample nothing

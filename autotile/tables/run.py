@@ -9,24 +9,50 @@ of another type computed int8 data in fp16 (inf where int32 holds 640000).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
 
 from autotile.errors import InputError
 from autotile.kernels import dtype_emul, registry
-from autotile.tables.lookup import Lookup, Match
+from autotile.tables.lookup import Lookup, Match, positive_int
 
 
-def shape_of(op: str, inputs: tuple) -> dict:
-    """The op's shape dict from its input arrays (``kernel.shape_of`` when the kernel has one)."""
+def shape_of(op: str, inputs: tuple, options: dict | None = None) -> dict:
+    """The op's shape dict from its input arrays: ``kernel.shape_of`` when the kernel has one
+    (given the table's ``options`` where it takes them: resize's layout orders x's dims), else
+    a 1-D op's n, the first input's size."""
+    found = _found(op, inputs, options)
+    if not found:
+        raise InputError(f"{op}: cannot tell the shape from the inputs; pass shape=")
+    return found
+
+
+def _found(op: str, inputs: tuple, options: dict | None) -> dict:
+    """``shape_of``'s dims, or {} for an op whose kernel cannot read them off its inputs."""
     kernel = registry.implementation(op)
     if hasattr(kernel, "shape_of"):
-        return kernel.shape_of(inputs)
-    dims = registry.get(op).dims
-    if dims == ("n",):
+        if "options" in inspect.signature(kernel.shape_of).parameters:
+            return kernel.shape_of(tuple(inputs), options=options)
+        return kernel.shape_of(tuple(inputs))
+    if registry.get(op).dims == ("n",):
         return {"n": int(np.asarray(inputs[0]).size)}
-    raise InputError(f"{op}: cannot tell the shape from the inputs; pass shape=")
+    return {}
+
+
+def agreed(given: dict, found: dict) -> dict:
+    """``given`` (``run_with_table``'s shape=) where it agrees with the inputs' ``found`` dims,
+    else an InputError naming the first dim they disagree on: a lookup of another shape than
+    the arrays' answered another entry's tiling (``exact`` for the wrong shape). A dim the
+    inputs do not determine is taken from ``given``; its missing or bad values are the lookup's
+    to name."""
+    if not isinstance(given, dict):
+        return given
+    for d, v in found.items():
+        if d in given and positive_int(given[d]) and int(given[d]) != v:
+            raise InputError(f"shape= gives {d}={given[d]}, but the inputs have {d}={v}", field=f"shape.{d}")
+    return given
 
 
 # the NumPy type an input of each dtype is stored as (bf16: float32 values rounded to bf16)
@@ -70,7 +96,8 @@ def input_dtype(op: str, inputs: tuple, dtype: str | None, dtypes: tuple[str, ..
 def run_with_table(op: str, inputs: tuple, table, dtype: str | None = None, *, shape: dict | None = None,
                    model: Callable | None = None) -> tuple[np.ndarray, Match]:
     """Run ``op`` on ``inputs`` with the tiling ``table`` gives; returns (output, match). ``dtype``
-    defaults to the inputs' (``input_dtype``).
+    defaults to the inputs' (``input_dtype``), the shape to theirs (``shape_of``); a ``shape``
+    given must name every dim and agree with the inputs (``agreed``), or it is an InputError.
 
     >>> out, m = run_with_table("matmul", (a, b), "results/matmul")  # doctest: +SKIP
     >>> m.match  # doctest: +SKIP
@@ -79,9 +106,14 @@ def run_with_table(op: str, inputs: tuple, table, dtype: str | None = None, *, s
     look = table if isinstance(table, Lookup) else Lookup(table, model)
     if look.table.op != op:
         raise InputError(f"the table is for {look.table.op}, not {op}", file=look.table.file)
-    shape = shape or shape_of(op, inputs)
-    m = look.find(shape, input_dtype(op, inputs, dtype, look.table.dtypes))
     spec = look.table.spec
+    options = dict(spec.inputs or {})
+    dtype = input_dtype(op, inputs, dtype, look.table.dtypes)
+    if shape is None:
+        shape = shape_of(op, inputs, options)
+    else:
+        shape = agreed(shape, _found(op, inputs, options))
+    m = look.find(shape, dtype)
     out = registry.implementation(op).execute(inputs, m.params, m.dtype, spec.hardware, unit=m.unit,
-                                              options=dict(spec.inputs or {}))
+                                              options=options)
     return out, m
