@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from autotile.cli import run as cli
 from tests.conftest import CSV
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fails(capsys, argv, needle):
@@ -162,8 +165,9 @@ def test_a_shape_whose_rois_count_mode_cannot_hold_is_refused_before_any_is_made
     """2**31-1 ROIs made make_rois ask for 206 GB: a MemoryError traceback (under ulimit) or the OOM
     killer. The limit is lowered here so the refusal is tested without a real huge allocation."""
     from autotile.kernels import roi_align
+    from autotile.kernels.roi_align_ub import ROI_BYTES
 
-    monkeypatch.setattr(roi_align, "MAX_ROI_BYTES", 1000 * roi_align.ROI_BYTES)
+    monkeypatch.setattr(roi_align, "MAX_ROI_BYTES", 1000 * ROI_BYTES)
     shape = "n=1,c=16,h=50,w=50,rois={},pooled_h=7,pooled_w=7"
     assert cli(["simulate", "roi_align", "--shape", shape.format(1000), "--json"]) == 0
     capsys.readouterr()
@@ -175,6 +179,27 @@ def test_a_shape_whose_rois_count_mode_cannot_hold_is_refused_before_any_is_made
     _fails(capsys, ["simulate", "roi_align", "--shape", shape.format(1001)],
            "shape.rois: shape n=1,c=16,h=50,w=50,rois=1001,pooled_h=7,pooled_w=7 is too large to simulate: count "
            "mode generates every ROI, 96,096 bytes for 1,001 (96 each), over its limit of 96,000 bytes (at most 1,000 ROIs)")
+
+
+def test_a_spec_shape_of_too_many_rois_is_located_and_simulate_announces_no_wait(capsys, tmp_path):
+    """tune gave the ROI limit's refusal with no file, line or column, and space called the shape
+    feasible; simulate first said the run "may take about 7 minutes", then refused it at once."""
+    from autotile.kernels.roi_align_ub import MAX_ROI_BYTES, ROI_BYTES
+
+    top = MAX_ROI_BYTES // ROI_BYTES
+    spec = (ROOT / "studies" / "roi_align.yaml").read_text()
+    start = spec.index("shapes:")
+    end = spec.index("\n", spec.index("\n", start) + 1)
+    bad = tmp_path / "rb.yaml"
+    bad.write_text(spec[:start] + f"shapes:\n  - {{n: 1, c: 8, h: 64, w: 64, rois: {top + 1}, pooled_h: 7, pooled_w: 7}}"
+                   + spec[end:])
+    for cmd in (["tune", str(bad), "--out", str(tmp_path / "out")], ["space", str(bad)]):
+        err = _fails(capsys, cmd, f"shapes[0].rois: shape n=1,c=8,h=64,w=64,rois={top + 1},")
+        assert err.startswith(f"autotile: error: {bad}:") and f"(at most {top:,} ROIs)" in err
+    assert not (tmp_path / "out").exists()
+    shape = f"n=1,c=8,h=64,w=64,rois={top + 1},pooled_h=7,pooled_w=7"
+    err = _fails(capsys, ["simulate", "roi_align", "--shape", shape], "shape.rois: shape " + shape)
+    assert "note" not in err
 
 
 def test_out_of_memory_is_one_line(capsys, monkeypatch):

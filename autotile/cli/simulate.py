@@ -56,6 +56,8 @@ def run(args) -> int:
     check_dtype(spec, args.dtype)
     unit = args.unit or next(iter(spec.units_for(args.dtype or spec.dtypes[0])), None)  # None: the error says why
     space = spec.space(shape, args.dtype, unit)
+    if (bad := spec.op.shape_problem(space.shape)) is not None:  # before the time note: it will not run
+        raise InputError(bad[1], field=f"shape.{bad[0]}")
     space.require_evaluable()
     spec.require_kernel_params(space.unit)
     try:

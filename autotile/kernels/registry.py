@@ -142,6 +142,16 @@ class OpInfo:
     cores: tuple[tuple[str, CoreSplit], ...] = ()  # (unit, how its kernel spreads over cores); absent: one core
     # how many leading inputs hold values of the dtype (None: all; the rest are sizes, boxes, ...)
     value_inputs: int | None = None
+    # ``module.function`` (in autotile.kernels, free of Numba) taking a shape and returning (dim,
+    # why) when no configuration of it can be simulated, else None: roi_align's ROIs in memory
+    shape_check: str = ""
+
+    def shape_problem(self, shape: dict) -> tuple[str, str] | None:
+        """(dim, why) when the simulator cannot run ``shape`` at all (``shape_check``), else None."""
+        if not self.shape_check:
+            return None
+        module, func = self.shape_check.rsplit(".", 1)
+        return getattr(importlib.import_module(f"autotile.kernels.{module}"), func)(shape)
 
     def core_split(self, unit: str) -> CoreSplit | None:
         """How the kernel on ``unit`` spreads its work over cores (None: it runs on one core)."""
@@ -275,7 +285,8 @@ OPS: dict[str, OpInfo] = {
                # runs of whole tiles (roi_align._ntiles)
                cores=(("vector", CoreSplit("cores", ((("rois",), "tile_rois"), (("pooled_h", "pooled_w"), "tile_bins"),
                                                      (("c",), "tile_c")))),),
-               value_inputs=1),  # the features; the ROIs are coordinates, the pooled sizes integers
+               value_inputs=1,  # the features; the ROIs are coordinates, the pooled sizes integers
+               shape_check="roi_align_ub.shape_problem"),
         OpInfo("replay", (), ("default",), ("fp32", "fp16", "bf16", "int8"),
                "", "any kernel with recorded measurements (backend: replay); dims from the shapes",
                # a spec param named cores is taken as the cores the measured kernel ran on

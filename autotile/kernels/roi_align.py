@@ -40,7 +40,7 @@ from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
-from autotile.kernels.roi_align_ub import ACC, ub_used
+from autotile.kernels.roi_align_ub import ACC, MAX_ROI_BYTES, rois_problem, ub_used
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, l2_hit_fraction, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
@@ -56,12 +56,6 @@ SAMPLE_SCALAR_OPS = 10  # y, x, range test, clamps, floors, four weights
 # generator's largest box without generating them, so a lookup of 2**31-1 ROIs answers at once;
 # with a fixed sampling ratio a check never generates them
 EXACT_ROIS = 1 << 16
-# count mode simulates every seeded ROI, so it holds them all: make_rois peaks at 96 bytes a ROI
-# (the [rois, 5] float64 boxes and the generator's columns, measured with tracemalloc); a shape
-# needing more than MAX_ROI_BYTES is refused before any is made (2**31-1 ROIs asked 206 GB and
-# ended in a MemoryError traceback), as verification refuses execute runs past ~1 GiB
-ROI_BYTES = 96
-MAX_ROI_BYTES = 1 << 30
 
 
 @njit(cache=True)
@@ -346,12 +340,9 @@ def _run(shape, p, dtype, hw, o, rois, execute=False, feat=None, trace_capacity=
 
 def require_simulable(shape: dict) -> None:
     """InputError unless count mode can hold the shape's seeded ROIs (``MAX_ROI_BYTES``)."""
-    need = shape["rois"] * ROI_BYTES
-    if need > MAX_ROI_BYTES:
-        dims = ",".join(f"{d}={shape[d]}" for d in DIMS)
-        raise InputError(f"shape {dims} is too large to simulate: count mode generates every ROI, "
-                         f"{need:,} bytes for {shape['rois']:,} ({ROI_BYTES} each), over its limit of "
-                         f"{MAX_ROI_BYTES:,} bytes (at most {MAX_ROI_BYTES // ROI_BYTES:,} ROIs)", field="shape.rois")
+    why = rois_problem({d: shape[d] for d in DIMS}, MAX_ROI_BYTES)
+    if why is not None:
+        raise InputError(why, field="shape.rois")
 
 
 def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,

@@ -1,9 +1,15 @@
-"""roi_align's UB sizing, free of Numba: the kernel's check and the spec loader share it.
+"""roi_align's sizing limits, free of Numba: the kernel's checks and the spec loader share them.
 
 The kernel keeps every sampling point of a bin in UB (its 2 x 2 neighbourhood), so a large fixed
 ``sampling_ratio`` outgrows UB whatever the tiling: on the 910B2 (192 KiB) from 56 up even one
 ROI, bin and channel single buffered overflows, and every configuration of such a spec was
 infeasible. The loader refuses that ratio where it stands (``sampling_ratio_fits``).
+
+Count mode simulates every seeded ROI, so it holds them all: ``make_rois`` peaks at 96 bytes a ROI
+(the [rois, 5] float64 boxes and the generator's columns, measured with tracemalloc). A shape
+needing more than ``MAX_ROI_BYTES`` is refused before any is made (2**31-1 ROIs asked 206 GB and
+ended in a MemoryError traceback), as verification refuses execute runs past ~1 GiB; the loader
+refuses such a shape in a spec where it stands (``shape_problem``).
 """
 
 from __future__ import annotations
@@ -11,6 +17,25 @@ from __future__ import annotations
 from autotile.dtypes import get as get_dtype
 
 ACC = "fp32"  # the bins' sums, whatever the dtype
+ROI_BYTES = 96
+MAX_ROI_BYTES = 1 << 30
+
+
+def rois_problem(shape: dict, limit: int = MAX_ROI_BYTES) -> str | None:
+    """Why count mode cannot hold the seeded ROIs of ``shape`` within ``limit`` bytes, or None."""
+    need = shape["rois"] * ROI_BYTES
+    if need <= limit:
+        return None
+    dims = ",".join(f"{d}={v}" for d, v in shape.items())
+    return (f"shape {dims} is too large to simulate: count mode generates every ROI, {need:,} bytes for "
+            f"{shape['rois']:,} ({ROI_BYTES} each), over its limit of {limit:,} bytes (at most "
+            f"{limit // ROI_BYTES:,} ROIs)")
+
+
+def shape_problem(shape: dict) -> tuple[str, str] | None:
+    """(dim, why) when no configuration of ``shape`` can be simulated, else None (OpInfo's ``shape_check``)."""
+    why = rois_problem(shape)
+    return None if why is None else ("rois", why)
 
 
 def _align32(n: int) -> int:

@@ -284,6 +284,10 @@ class _Parser:
                 self.mapping(ipath, item, op.dims + ("grid",), op.dims)
                 combos = [tuple(self.positive_int(ipath + (d,), item[d], MAX_DIM) for d in op.dims)]
             for combo in combos:
+                if (bad := op.shape_problem(dict(zip(op.dims, combo)))) is not None:
+                    dim, why = bad
+                    raise self.err(ipath + (("grid", dim) if isinstance(item, dict) and "grid" in item else (dim,)),
+                                   why)
                 out[combo] = None
                 if len(out) > MAX_SHAPES:
                     raise self.err(ipath, f"more than {MAX_SHAPES} shapes")
