@@ -910,8 +910,9 @@ SERVED_C = {"single_core_k": "p->single_core_k >= e->shape[k] && p->base_k > 0"
                              " ? ((x[k] - 1) / p->base_k + 1) * p->base_k : p->single_core_k"}
 
 
-def shape_of(inputs: tuple) -> dict:
-    """``{m, n, k}`` of A (M x K) and B (K x N)."""
+def shape_of(inputs: tuple, options: dict | None = None) -> dict:
+    """``{m, n, k}`` of A (M x K) and B (K x N); ``options`` change none of it (every kernel's
+    ``shape_of`` takes them: resize's layout orders its dims)."""
     return matmul_vector.shape_of(inputs)
 
 

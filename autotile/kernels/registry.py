@@ -125,6 +125,13 @@ class CoreSplit:
         return -(-items // run)
 
 
+def _hook(path: str):
+    """The function ``module.function`` names in ``autotile.kernels`` (an option's ``fits``, an
+    op's ``shape_check``): imported when first asked, so the registry stays free of Numba."""
+    module, func = path.rsplit(".", 1)
+    return getattr(importlib.import_module(f"autotile.kernels.{module}"), func)
+
+
 @dataclass(frozen=True)
 class OpInfo:
     """What a spec may say about an operator."""
@@ -148,10 +155,7 @@ class OpInfo:
 
     def shape_problem(self, shape: dict) -> tuple[str, str] | None:
         """(dim, why) when the simulator cannot run ``shape`` at all (``shape_check``), else None."""
-        if not self.shape_check:
-            return None
-        module, func = self.shape_check.rsplit(".", 1)
-        return getattr(importlib.import_module(f"autotile.kernels.{module}"), func)(shape)
+        return _hook(self.shape_check)(shape) if self.shape_check else None
 
     def core_split(self, unit: str) -> CoreSplit | None:
         """How the kernel on ``unit`` spreads its work over cores (None: it runs on one core)."""
@@ -187,8 +191,7 @@ class OpInfo:
         profile ``hw`` in one of ``dtypes`` (an option's ``fits``)."""
         for o in self.options:
             if o.fits:
-                module, func = o.fits.rsplit(".", 1)
-                why = getattr(importlib.import_module(f"autotile.kernels.{module}"), func)(values[o.name], hw, dtypes)
+                why = _hook(o.fits)(values[o.name], hw, dtypes)
                 if why is not None:
                     raise OptionError(o.name, why)
 

@@ -9,7 +9,6 @@ of another type computed int8 data in fp16 (inf where int32 holds 640000).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -33,9 +32,7 @@ def _found(op: str, inputs: tuple, options: dict | None) -> dict:
     """``shape_of``'s dims, or {} for an op whose kernel cannot read them off its inputs."""
     kernel = registry.implementation(op)
     if hasattr(kernel, "shape_of"):
-        if "options" in inspect.signature(kernel.shape_of).parameters:
-            return kernel.shape_of(tuple(inputs), options=options)
-        return kernel.shape_of(tuple(inputs))
+        return kernel.shape_of(tuple(inputs), options=options)
     if registry.get(op).dims == ("n",):
         return {"n": int(np.asarray(inputs[0]).size)}
     return {}
