@@ -115,13 +115,13 @@ def test_a_long_simulation_is_announced_on_stderr(capsys, monkeypatch):
     from autotile.models.sim_budget import estimate_seconds
 
     big = {"n": 1, "c": 1, "h_in": 1, "w_in": 1, "h_out": 10**6, "w_out": 10**6}
-    assert estimate_seconds("resize", big, "fp16", "vector", {}) > sim.NOTE_S
+    assert estimate_seconds("resize", big, "fp16", "vector", {}, options={}) > sim.NOTE_S
     assert estimate_seconds("resize", {**big, "h_in": 1000, "w_in": 1000, "h_out": 30000, "w_out": 30000},
-                            "fp16", "vector", {}) < 1
+                            "fp16", "vector", {}, options={}) < 1
     shape = "n=1,c=1,h_in=4,w_in=4,h_out=64,w_out=64"
     assert run(["simulate", "resize", "--shape", shape]) == 0
     assert capsys.readouterr().err == ""
-    est = estimate_seconds("resize", {**big, "h_out": 64, "w_out": 64}, "fp16", "vector", {})
+    est = estimate_seconds("resize", {**big, "h_out": 64, "w_out": 64}, "fp16", "vector", {}, options={})
     monkeypatch.setattr(sim, "NOTE_S", est / 2)
     assert run(["simulate", "resize", "--shape", shape]) == 0
     assert capsys.readouterr().err == ("autotile: note: simulating resize at this shape may take about 0 s (a rough "

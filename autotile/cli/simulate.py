@@ -80,7 +80,8 @@ def run(args) -> int:
     else:
         from autotile.models.sim_budget import estimate_seconds
 
-        est = estimate_seconds(spec.op.name, space.shape, space.dtype, space.unit, params, spec.backend)
+        est = estimate_seconds(spec.op.name, space.shape, space.dtype, space.unit, params, spec.backend,
+                               spec.inputs or {})
         if est > NOTE_S:
             print(f"autotile: note: simulating {spec.op.name} at this shape may take {_duration(est)} (a rough "
                   "estimate from its size); Ctrl-C stops it", file=sys.stderr, flush=True)

@@ -150,7 +150,8 @@ class OpInfo:
     # how many leading inputs hold values of the dtype (None: all; the rest are sizes, boxes, ...)
     value_inputs: int | None = None
     # ``module.function`` (in autotile.kernels, free of Numba) taking a shape and returning (dim,
-    # why) when no configuration of it can be simulated, else None: roi_align's ROIs in memory
+    # why) when no configuration of it can be simulated, else None: roi_align's ROIs, resize's
+    # index tables in memory
     shape_check: str = ""
 
     def shape_problem(self, shape: dict) -> tuple[str, str] | None:
@@ -270,7 +271,8 @@ OPS: dict[str, OpInfo] = {
                # runs of whole output tiles (resize._ntiles)
                cores=(("vector", CoreSplit("cores", ((("n",), None), (("c",), "tile_c"), (("h_out",), "tile_h"),
                                                      (("w_out",), "tile_w")))),),
-               value_inputs=1),  # x; sizes is two integers
+               value_inputs=1,  # x; sizes is two integers
+               shape_check="resize_sizing.shape_problem"),
         OpInfo("roi_align", ("n", "c", "h", "w", "rois", "pooled_h", "pooled_w"), ("vector",),
                ("fp32", "fp16"), "roi_align", "ROI Align with average pooling",
                (("vector", ("tile_rois", "tile_bins", "tile_c", "buffer_num", "cores")),),

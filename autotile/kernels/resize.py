@@ -414,6 +414,32 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     return runs, dst, traces, need_read + need_write
 
 
+def count_work(shape: dict, params: dict, dtype: str, options: dict | None = None) -> dict:
+    """What count mode's run time follows (``sim_budget`` rates it): ``tiles``; ``copies`` (the
+    DataCopies of source rows, by runs of rows, apart per column where the tile ``gathers_columns``,
+    and of outputs); ``row_ops`` (bilinear's vector ops issued per row, and in NHWC per pixel);
+    ``tables`` (output rows and columns indexed on the host) and ``marks`` (source rows cleared
+    per core). Closed forms from ``core``'s loop, near it rather than exact: a run of rows is
+    taken as a tile's when the rows are dense and as each row's when the source skips rows."""
+    mode, layout, _ = opts(options)
+    p = C.ints(params, PARAMS)
+    n, c, h_in, h_out, w_out = (int(shape[d]) for d in ("n", "c", "h_in", "h_out", "w_out"))
+    th, tw, tc = min(p["tile_h"], h_out), min(p["tile_w"], w_out), min(p["tile_c"], c)
+    nct, nht, nwt = -(-c // tc), -(-h_out // th), -(-w_out // tw)
+    tiles = n * nct * nht * nwt
+    bil = mode == "bilinear"
+    per_row = w_out if gathers_columns(shape, tc, C.BYTES[dtype], mode, layout) else nwt  # copies a source row
+    runs = h_out if h_in >= 2 * h_out else nht
+    if layout == "NCHW":
+        copies, row_ops = n * c * (runs * per_row + nht * nwt), 2 * n * c * h_out * nwt if bil else 0
+    else:
+        rows = runs if tc == c else min(h_out * (2 if bil else 1), nht * h_in)
+        copies = n * nct * rows * per_row + (tiles if tc == c else n * h_out * nwt * nct)
+        row_ops = n * nct * h_out * (w_out + 2 * nwt) if bil else 0
+    return {"tiles": tiles, "copies": copies, "row_ops": row_ops, "tables": h_out + int(shape["w_out"]),
+            "marks": h_in * max(1, min(p["cores"], tiles)), "bilinear": bil}
+
+
 def must_move(shape: dict, tables: tuple, nb: int) -> tuple[float, float]:
     """(read, write) bytes the op cannot avoid moving: the source pixels its output samples
     (distinct sampled rows x distinct sampled columns, per plane) and the output."""

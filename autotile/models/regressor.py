@@ -12,6 +12,7 @@ table lookup for an untuned shape): the model's few best predictions, simulated,
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -303,11 +304,12 @@ def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify
 
     ev = make_evaluator(space)
     scored, skipped, t0 = [], [], time.monotonic()
+    opts = space.spec.inputs or {}
     base_cycles, base_why = None, None
     if base is not None:
-        est = sim_budget.estimate_seconds(op, space.shape, dtype, space.unit, base, space.spec.backend)
+        est = sim_budget.estimate_seconds(op, space.shape, dtype, space.unit, base, space.spec.backend, opts)
         if est > budget:
-            base_why = f"simulating it would take ~{est:.3g} s, over the {budget:g} s budget"
+            base_why = sim_budget.too_long(est, budget)
         else:
             out = ev.score(base)
             if out.feasible and "cycles" in out.values:
@@ -315,14 +317,15 @@ def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify
             else:
                 base_why = "it was not feasible on the simulator"
     for i, (p, _) in enumerate(best):
-        est = sim_budget.estimate_seconds(op, space.shape, dtype, space.unit, p, space.spec.backend)
+        est = sim_budget.estimate_seconds(op, space.shape, dtype, space.unit, p, space.spec.backend, opts)
         if time.monotonic() - t0 + est > budget:
             skipped.append(est)
             continue
         out = ev.score(p)
         if out.feasible and "cycles" in out.values:
             scored.append((out.values["cycles"], i))
-    over = f"~{min(skipped):.3g} s each or more, over the {budget:g} s budget" if skipped else ""
+    over = (("too large to simulate" if math.isinf(min(skipped)) else
+             f"~{min(skipped):.3g} s each or more, over the {budget:g} s budget") if skipped else "")
     top = f"the model's top {n_top}"
     if scored and (base_cycles is None or min(scored)[0] < base_cycles):
         how = f"the fastest on the simulator of {top}"
@@ -340,7 +343,8 @@ def pick_params(op: str, shape: dict, dtype: str, candidates_or_space, *, verify
                    else f"none of {top} was feasible on the simulator")
         return Pick(base, f"the default tiling, {base_cycles:,.0f} cycles on the simulator; {why}", base_cycles,
                     default=True, verified=True)
-    why = f"simulating them would take {over}" if skipped else "none was feasible on the simulator"
+    why = ("the shape is too large to simulate" if skipped and math.isinf(min(skipped))
+           else f"simulating them would take {over}" if skipped else "none was feasible on the simulator")
     return _unscored(kw["model"], space, base, best, f"the model's best predicted of its top {n_top}, not "
                      f"verified ({why})",
                      kw.get("data", "gm"))

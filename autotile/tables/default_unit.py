@@ -49,7 +49,8 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
             else f"; the defaults of {_names(infeasible)} are infeasible here")
     if len(feasible) == 1:
         return UnitChoice(*feasible[0], how=f"the only feasible default of {units}{none}")
-    est = sum(sim_budget.estimate_seconds(look.table.op, shape, dtype, u, p, spec.backend) for u, p in feasible)
+    est = sum(sim_budget.estimate_seconds(look.table.op, shape, dtype, u, p, spec.backend, spec.inputs or {})
+              for u, p in feasible)
     if est <= sim_budget.BUDGET_S:
         ran = [(_cycles(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
         sims = [(c, i) for c, i in ran if c is not None]
@@ -63,7 +64,7 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
                                                           f"(cycles: {each}){none}")
         why = "none of them ran on the simulator"
     else:
-        why = f"simulating them would take ~{est:.3g} s, over the {sim_budget.BUDGET_S:g} s budget"
+        why = sim_budget.too_long(est, sim_budget.BUDGET_S, "them")
     return _unsimulated(look, shape, dtype, feasible, f"the defaults were not simulated ({why}){none}")
 
 
