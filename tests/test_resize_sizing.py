@@ -125,3 +125,22 @@ def test_a_lookup_of_a_huge_shape_answers_without_simulating(run_cli, tmp_path, 
     assert code == 0, err
     got = json.loads(out)
     assert got["cycles_from"] == "model" and "(the shape is too large to simulate)" in got["how"]
+
+
+def test_a_default_answer_simulates_within_the_budget_and_never_past_the_limit(run_cli, tmp_path, monkeypatch):
+    """A one-unit table's default answer gives its simulated cycles where the estimate allows (a
+    resize table's lookup of 2^31-1 rows once simulated it, estimated at 0.45 s, and the process
+    ran out of memory: the default answer's cycles were then withdrawn)."""
+    path = write_table(tmp_path / "table.json", default_table(SPEC))
+    small = "n=1,c=3,h_in=50,w_in=60,h_out=70,w_out=80"
+    code, out, _ = run_cli("lookup", str(path), "--shape", small, "--json")
+    got = json.loads(out)
+    assert (code, got["match"], got["cycles_from"]) == (0, "default", "simulator") and got["cycles"] > 0
+
+    def simulated(*a, **k):
+        raise AssertionError("a shape over the limit was simulated")
+
+    monkeypatch.setattr(resize, "simulate", simulated)
+    code, out, _ = run_cli("lookup", str(path), "--shape", ",".join(f"{d}={v}" for d, v in HUGE.items()), "--json")
+    got = json.loads(out)
+    assert (code, got["match"], got["cycles"], got["cycles_from"]) == (0, "default", None, None)

@@ -80,13 +80,14 @@ def test_over_the_budget_without_entries_the_specs_order_answers(doc, monkeypatc
     assert got.how.startswith("the spec's first unit with a feasible default; the defaults were not simulated")
 
 
-def test_a_single_unit_table_simulates_nothing(monkeypatch):
-    """One unit: nothing to choose, so the default step stays free of simulations."""
+def test_a_single_unit_table_past_the_budget_simulates_nothing(monkeypatch):
+    """One unit: nothing to choose; its default is simulated for its cycles only within the budget."""
     from autotile.tables import default_unit
 
     monkeypatch.setattr(default_unit, "_cycles", lambda *a: pytest.fail("simulated"))
+    monkeypatch.setattr(sim_budget, "estimate_seconds", lambda *a: 10 * sim_budget.BUDGET_S)
     got = Lookup(default_table()).find({"m": 20000, "n": 24, "k": 40})
-    assert (got.match, got.how, got.cycles) == ("default", None, None)
+    assert (got.match, got.how, got.cycles, got.cycles_from) == ("default", None, None, None)
 
 
 def test_the_c_header_says_its_caller_chooses_the_unit(doc):
@@ -97,3 +98,18 @@ def test_the_c_header_says_its_caller_chooses_the_unit(doc):
     note = "this header has no simulator, so the caller chooses the unit"
     assert note in export_c.render(load_table(doc))
     assert note not in export_c.render(load_table(default_table()))
+
+
+def test_a_one_unit_tables_default_answer_gives_its_simulated_cycles():
+    """A matmul table of the cube alone answered its default with cycles null and no source, where
+    a table of several units gives each default's simulated cycles (README: every answer gives its
+    cycles when known)."""
+    from tablekit import SMALL_SPEC
+
+    look = Lookup(default_table(SMALL_SPEC))
+    assert look.table.spec.units == ("cube",)
+    shape = {"m": 7, "n": 300, "k": 50}
+    got = look.find(shape, "fp16")
+    space = look.table.spec.space(shape, "fp16", "cube")
+    want = make_evaluator(space).score(got.params).values["cycles"]
+    assert got.match == "default" and got.cycles_from == "simulator" and got.cycles == pytest.approx(want)

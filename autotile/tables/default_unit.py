@@ -1,4 +1,5 @@
-"""The lookup's default step in a table of several units: whose default tiling it answers.
+"""The lookup's default step in a table of several units: whose default tiling it answers (in a
+table of one unit, its default, simulated within the same budget for the cycles it answers).
 
 Each unit's default heuristic tiling that is feasible for the shape is simulated (count mode,
 one simulation per unit: milliseconds for a 1-D op of 1e8 elements) and the fewest cycles win,
@@ -42,8 +43,11 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
     ``look`` (a ``Lookup``) answers; ``infeasible``: the spec's units without a feasible default."""
     spec = look.table.spec
     computing = spec.units_for(dtype)
-    if len(computing) == 1:
-        return UnitChoice(*feasible[0])
+    if len(computing) == 1:  # nothing to choose; its cycles still, as every answer gives them when known
+        unit, params = feasible[0]
+        est = sim_budget.estimate_seconds(look.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
+        return UnitChoice(unit, params, cycles=_cycles(look, shape, dtype, unit, params)
+                          if est <= sim_budget.BUDGET_S else None)
     units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
