@@ -74,3 +74,44 @@ def test_bf16_vector_peak_is_the_fp32_rate_it_computes_at(name):
     assert hw.vector_compute_dtype("bf16") == "fp32"
     assert hw.peak_flops("vector", "bf16") == hw.peak_flops("vector", "fp32")
     assert hw.peak_flops("vector", "bf16") < hw.peak_flops("vector", "fp16")
+
+
+SCALAR_KERNELS = [("sigmoid", {"variant": v}, {}) for v in ("exact", "poly", "lut_nearest", "lut_linear")] \
+    + [("elementwise", {}, {"kind": k}) for k in ("add", "mul", "relu")] \
+    + [("weighted_sum", {}, {}), ("global_sum", {}, {})]
+
+
+@pytest.mark.parametrize("op,extra,option", SCALAR_KERNELS)
+@pytest.mark.parametrize("on_chip", [False, True])
+def test_scalar_kernels_stay_under_peak_when_compares_and_memory_ops_are_cheap(op, extra, option, on_chip):
+    """The scalar peak was one add or multiply a cycle: with compares at 0.25 cycles and loads and
+    stores at 0.1, the table sigmoid (two compares, a multiply and an add) reached 129.9% of it and
+    a relu (one compare) 400%. The peak is now the cheapest ALU op's rate, which bounds them all."""
+    from dataclasses import replace
+
+    base = load_profile()
+    hw = replace(base, scalar={**base.scalar, "cmp": 0.25, "load": 0.1, "store": 0.1})
+    info = registry.get(op)
+    mod = registry.implementation(op)
+    ran = 0
+    for dtype in info.dtypes:
+        for n in (4096, 65536):
+            params = {**mod.default_params({"n": n}, dtype, hw, "scalar"), **extra}
+            for cores, tile in ((hw.vector_cores, 1024), (1, 4096), (8, 256)):
+                p = {**params, "cores": cores, "tile_len": tile}
+                res = mod.simulate({"n": n}, p, dtype, hw, unit="scalar", options=_options(op, option, on_chip))
+                if res.feasible:  # on chip, 65,536 elements do not fit one core's UB
+                    ran += 1
+                    assert 0 < res.pct_of_peak <= 100.0 + 1e-9, (dtype, n, p, res.pct_of_peak)
+    assert ran >= 3 * len(info.dtypes)
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_scalar_peak_is_the_cheapest_alu_op(name):
+    """Loads and stores issue beside the ALU, so they do not set the peak; div and exp count."""
+    from dataclasses import replace
+
+    hw = PROFILES[name]
+    cheap = replace(hw, scalar={**hw.scalar, "load": 0.01, "store": 0.01, "div": 0.5})
+    per_core_cycle = cheap.peak_flops("scalar", "fp32") / (hw.vector_cores * hw.clock_ghz * 1e9)
+    assert per_core_cycle == pytest.approx(2.0)

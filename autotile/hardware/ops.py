@@ -23,6 +23,8 @@ KERNEL_VECTOR_OPS = ("vadd", "vmul", "vmla", "vcadd", "vexp", "vconv", "vdup", "
                      "vmaxs", "vmins", "vrec", "vrelu", "vgather", "vcopy")
 SCALAR_OPS = ("add", "mul", "div", "exp", "ln", "cmp", "load", "store")
 KERNEL_SCALAR_OPS = ("add", "mul", "div", "exp", "cmp", "load", "store")
+# UB loads and stores: they issue beside ALU work (``kernels._common.scalar_per_elem``)
+SCALAR_MEMORY_OPS = ("load", "store")
 SIGNATURE_DTYPES = ("fp32", "fp16", "bf16", "int8", "uint8", "int16", "int32")
 
 

@@ -18,6 +18,7 @@ from autotile.errors import InputError
 from autotile.hardware.ops import (
     KERNEL_SCALAR_OPS,
     KERNEL_VECTOR_OPS,
+    SCALAR_MEMORY_OPS,
     SCALAR_OPS,
     VECTOR_OPS,
     signature_problem,
@@ -147,7 +148,10 @@ class HardwareProfile:
         VADDS or VMULS repeat, ~1 cycle; a VMLA takes 6, so a peak taken from it was a third of
         what simple instructions reach), in the dtype the arithmetic runs in
         (``vector_compute_dtype``): bf16 reaches the fp32 rate, 64 lanes a repeat, not twice
-        fp16's. The scalar peak is one add or multiply per cycle and core.
+        fp16's. The scalar peak is one ALU op a cycle and core at the cheapest ALU op a kernel
+        issues (``scalar_alu_cycles``): every scalar kernel issues at least one ALU op for each
+        useful FLOP it is credited, and its loads and stores issue beside them. A peak of one add
+        or multiply a cycle let a table sigmoid of compares priced at 0.25 reach 130% of it.
         """
         if unit == "cube":
             return 2.0 * self.cube.macs_per_cycle[dtype] * self.cube_cores * self.clock_ghz * 1e9
@@ -159,9 +163,15 @@ class HardwareProfile:
             per_lane = max(rates) if rates else 2.0  # no arithmetic costed for this dtype: one multiply-add a cycle
             return per_lane * lanes * self.vector_cores * self.clock_ghz * 1e9
         if unit == "scalar":
-            cyc = min(self.scalar.get("add", 1.0), self.scalar.get("mul", 1.0))
-            return 1.0 / cyc * self.vector_cores * self.clock_ghz * 1e9
+            return 1.0 / self.scalar_alu_cycles * self.vector_cores * self.clock_ghz * 1e9
         raise KeyError(f"unknown unit {unit!r}")
+
+    @property
+    def scalar_alu_cycles(self) -> float:
+        """Cycles of the cheapest scalar ALU op the kernels issue (``KERNEL_SCALAR_OPS`` less the
+        loads and stores, which issue beside ALU work): the scalar peak's rate."""
+        costs = [self.scalar[op] for op in KERNEL_SCALAR_OPS if op not in SCALAR_MEMORY_OPS and op in self.scalar]
+        return min(costs) if costs else 1.0
 
     @property
     def hbm_bytes_per_second(self) -> float:

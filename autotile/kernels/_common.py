@@ -16,7 +16,7 @@ from numba import njit
 from autotile.dtypes import get as get_dtype
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
-from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS
+from autotile.hardware.ops import KERNEL_SCALAR_OPS, KERNEL_VECTOR_OPS, SCALAR_MEMORY_OPS
 from autotile.hardware.profile import profile_error
 from autotile.kernels import registry
 from autotile.sim import engine as E
@@ -203,17 +203,14 @@ def _known(name: str, needed: tuple, what: str) -> None:
         raise AssertionError(f"kernel asks for {what} {name!r}: add it to autotile/hardware/ops.py")
 
 
-MEMORY_OPS = ("load", "store")
-
-
 def scalar_per_elem(hw: HardwareProfile, ops) -> float:
     """Cycles per element of a scalar loop body ``ops`` ((name, count) pairs).
 
     UB loads and stores issue beside ALU work (the profile's load/store note), so the body costs
     the busier of the two slots: max(sum of load/store cycles, sum of ALU cycles).
     """
-    mem = sum(scalar_cost(hw, op) * k for op, k in ops if op in MEMORY_OPS)
-    alu = sum(scalar_cost(hw, op) * k for op, k in ops if op not in MEMORY_OPS)
+    mem = sum(scalar_cost(hw, op) * k for op, k in ops if op in SCALAR_MEMORY_OPS)
+    alu = sum(scalar_cost(hw, op) * k for op, k in ops if op not in SCALAR_MEMORY_OPS)
     return max(mem, alu)
 
 
