@@ -55,7 +55,8 @@ def roofline(data: ReportData, traces: dict) -> Section | None:
                  "they sample) and its output written once, unless the output is a single value or stays in L2 "
                  "until the kernel ends. A matmul whose operands and output fit L2 together keeps its output "
                  "there for the kernel's duration and writes it back to HBM after it, so only A and B, read once, "
-                 "are counted; the table marks those rows. % of HBM bandwidth uses the same bytes. Achieved "
+                 "are counted; one whose output overflows L2 counts the part L2 cannot keep beside A and B. The "
+                 "table marks those rows. % of HBM bandwidth uses the same bytes. Achieved "
                  "FLOP/s is the useful work over the simulated time. A point under the sloped HBM roof is limited by bandwidth at best, one under "
                  "the flat roof by compute; the ratio to the roof at its intensity is the headroom left.")
     if not data.exported:  # an intro alone reads as a rendering fault
@@ -105,10 +106,12 @@ def _integer_note(kind: str) -> str:
     return text
 
 
-def _output_bytes(in_l2: bool | None) -> str:
+def _output_bytes(in_l2: bool | str | None) -> str:
     """The roofline table's word on whether a row's output write is among its bytes."""
     if in_l2 is None:
         return "unknown (not re-simulated)"
+    if in_l2 == "partly":
+        return "partly counted: what overflows L2"
     return "not counted: stays in L2 during the kernel" if in_l2 else "counted"
 
 

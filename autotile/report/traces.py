@@ -31,7 +31,8 @@ def shown_classes(core_classes: list) -> list[int]:
 def write_traces(data: ReportData) -> dict[str, dict]:
     """Simulate each exported configuration with tracing; slug -> {path, cycles, truncated (with
     complete_until_cycle: the trace holds every operation that starts before it), writes_in_l2 (its
-    output stays in L2 for the kernel's duration)} or {error}."""
+    output stays in L2 for the kernel's duration: True, "partly" when part of it overflows L2,
+    False)} or {error}."""
     out: dict[str, dict] = {}
     if data.hw is None or registry.get(data.summary["op"]).generic:
         return out  # no profile, or replayed measurements: no kernel to trace
@@ -60,13 +61,21 @@ def write_traces(data: ReportData) -> dict[str, dict]:
             traces = [traces[i] for i in keep]
         write_chrome_trace(data.out_dir / rel, traces, data.hw, meta, ids=keep)
         cut = coverage(traces)  # what the capacity left out, counted by the simulation
-        out[name] = {"path": rel, "cycles": res.cycles, "writes_in_l2": "l2_write_back" in res.bytes,
+        out[name] = {"path": rel, "cycles": res.cycles, "writes_in_l2": writes_in_l2(res.bytes),
                      "truncated": cut is not None}
         if len(keep) < len(res.core_classes):
             out[name]["classes"] = [len(keep), len(res.core_classes)]
         if cut is not None:
             out[name]["complete_until_cycle"] = cut["complete_until_cycle"]
     return out
+
+
+def writes_in_l2(byts: dict) -> bool | str:
+    """Whether a result's output stays in L2 during the kernel: True, "partly" (L2 keeps some of
+    it and the rest goes to HBM) or False."""
+    if "l2_write_back" not in byts:
+        return False
+    return "partly" if byts.get("hbm_write", 0.0) > 0 else True
 
 
 def prune_traces(out_dir: Path, traces: dict) -> list[Path]:

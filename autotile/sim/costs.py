@@ -25,15 +25,17 @@ from autotile.sim.l2 import l2_share, read_rate
 
 def gm_rates(hw: HardwareProfile, active_cores: float, l2_hit: float, write_share: float | None = None,
              hbm_load: float = 1.0, l2_readers: float | None = None,
-             writes_in_l2: bool = False) -> tuple[float, float]:
+             writes_in_l2: float = 0.0) -> tuple[float, float]:
     """(read, write) bytes per cycle one core can get from GM when ``active_cores`` stream.
 
     A read hits L2 with probability ``l2_hit`` and otherwise goes to HBM, whose bandwidth the
     active cores share evenly; all ``l2_readers`` (default ``active_cores``) share L2's, whose
     ``l2_read_bytes_per_cycle`` is a core's share when every cube core reads. A miss passes
     both, so a hit is never slower than a miss (``l2.read_rate``). Writes go to HBM through L2,
-    at most at the L2 write rate; ``writes_in_l2`` (the kernel's output stays in L2 and is
-    written back after it) gives them the L2 write rate whatever HBM's share.
+    at most at the L2 write rate; ``writes_in_l2`` is the share of them L2 keeps until after the
+    kernel (True or 1: the whole output stays there), which go at the L2 write rate whatever
+    HBM's share: a write costs that share's time at the L2 rate plus the rest's at HBM's, so the
+    rate moves smoothly from one to the other as an output overflows L2.
     ``write_share`` (the fraction of the kernel's HBM traffic that is writes) splits each core's
     HBM share between reads and writes that stream together (``hbm_split``, with ``hbm_load``);
     ``None`` gives each direction the whole share (kernels whose reads and writes do not stream
@@ -43,8 +45,18 @@ def gm_rates(hw: HardwareProfile, active_cores: float, l2_hit: float, write_shar
     split = hbm_split(write_share, hbm_load)
     readers = active_cores if l2_readers is None else l2_readers
     read = read_rate(core * split.read, l2_share(hw.l2_read_bytes_per_cycle, hw.cube_cores, readers), l2_hit)
-    write = hw.l2_write_bytes_per_cycle if writes_in_l2 else min(core * split.write, hw.l2_write_bytes_per_cycle)
-    return read, write
+    return read, write_rate(hw.l2_write_bytes_per_cycle, min(core * split.write, hw.l2_write_bytes_per_cycle),
+                            float(writes_in_l2))
+
+
+def write_rate(l2: float, hbm: float, kept: float) -> float:
+    """Bytes per cycle of writes a share ``kept`` of which stays in L2 (written at ``l2``) and the
+    rest goes on to HBM (at ``hbm``): the harmonic blend, exactly ``l2`` at 1 and ``hbm`` at 0."""
+    if kept >= 1.0:
+        return l2
+    if kept <= 0.0:
+        return hbm
+    return 1.0 / (kept / l2 + (1.0 - kept) / hbm)
 
 
 @dataclass(frozen=True)
@@ -91,15 +103,16 @@ _CACHE: dict = {}
 
 def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_hit: float = 0.0,
                 write_share: float | None = None, hbm_load: float = 1.0,
-                l2_readers: float | None = None, writes_in_l2: bool = False) -> np.ndarray:
+                l2_readers: float | None = None, writes_in_l2: float = 0.0) -> np.ndarray:
     """The engine's cost array for one core of ``hw`` running a ``dtype`` kernel (read-only).
 
-    ``active_cores`` share HBM, ``l2_readers`` (default the same) L2; ``writes_in_l2``: the
-    writes stay in L2 (see ``gm_rates``).
+    ``active_cores`` share HBM, ``l2_readers`` (default the same) L2; ``writes_in_l2``: the share
+    of the writes that stays in L2 (see ``gm_rates``).
 
     Memoized: the tuner asks for the same few vectors thousands of times per second.
     """
-    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load, l2_readers, writes_in_l2)
+    key = (id(hw), dtype, active_cores, round(l2_hit, 9), write_share, hbm_load, l2_readers,
+           round(float(writes_in_l2), 9))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is hw:
         return hit[1]
@@ -113,7 +126,7 @@ def cost_vector(hw: HardwareProfile, dtype: str, *, active_cores: float = 1, l2_
 
 def _build(hw: HardwareProfile, dtype: str, active_cores: float, l2_hit: float,
            write_share: float | None, hbm_load: float, l2_readers: float | None,
-           writes_in_l2: bool) -> np.ndarray:
+           writes_in_l2: float) -> np.ndarray:
     c = np.zeros(E.NCOST)
     read, write = gm_rates(hw, active_cores, l2_hit, write_share, hbm_load, l2_readers, writes_in_l2)
     for i, path in enumerate(E.PATH_NAMES):

@@ -78,14 +78,15 @@ _GM_WRITE = [i for i, p in enumerate(E.PATH_NAMES) if p.endswith("_gm")]
 
 def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[CoreRun],
              useful_flops: float, peak_flops: float, must_move_bytes: float | None,
-             l2_hit: float, buffers: dict, writes_in_l2: bool = False) -> SimResult:
+             l2_hit: float, buffers: dict, hbm_write: float | None = None) -> SimResult:
     """Combine core classes: the chip finishes when its slowest core does.
 
     The per-pipe figures are those of the slowest (critical) core of the unit, as msprof shows
     per block, over the kernel's cycles; msprof's aiv_* ratios come from the slowest vector
     cores working ``beside`` a cube unit's, when there are any. Bytes are summed over all cores.
-    ``writes_in_l2``: the GM writes stay in L2 for the kernel's duration (written back after
-    it), so they are not HBM traffic here.
+    ``hbm_write``: the bytes of the GM writes that reach HBM during the kernel (None: all of
+    them); L2 keeps the rest until it ends (``l2_write_back``, written back after it), so they
+    are not HBM traffic here.
     """
     own = [r for r in runs if not r.beside]
     crit = max(own, key=lambda r: r.cycles)
@@ -104,13 +105,14 @@ def assemble(*, op, unit, dtype, shape, params, hw: HardwareProfile, runs: list[
             path_total[i] += b * c
     gm_read = sum(path_total[i] for i in _GM_READ)
     gm_write = sum(path_total[i] for i in _GM_WRITE)
+    hbm = gm_write if hbm_write is None else min(gm_write, float(hbm_write))
     byts = {
         "gm_read": gm_read,
         "gm_write": gm_write,
         "l2_hit": float(gm_read * l2_hit),
         "hbm_read": float(gm_read * (1.0 - l2_hit)),
-        "hbm_write": 0.0 if writes_in_l2 else gm_write,
-        **({"l2_write_back": gm_write} if writes_in_l2 else {}),
+        "hbm_write": hbm,
+        **({"l2_write_back": gm_write - hbm} if gm_write > hbm else {}),
         **{p: float(path_total[i]) for i, p in enumerate(E.PATH_NAMES) if path_total[i] > 0},
     }
     pct_bw = None
