@@ -415,3 +415,66 @@ def test_the_bundled_spec_goes_below_16_columns_only_where_columns_lie_apart():
     assert far.check(p) is None and R.simulate(far.shape, p, "fp32", HW).feasible
     near = spec.space({"n": 1, "c": 64, "h_in": 256, "w_in": 256, "h_out": 128, "w_out": 128}, "fp32", "vector")
     assert near.domain("tile_w", {"tile_h": 1})[0] == 16
+
+
+GAPPY = {"n": 1, "c": 64, "h_in": 7, "w_in": 33, "h_out": 3, "w_out": 11}
+GAPPY_TILES = {"tile_h": 4, "tile_w": 16, "tile_c": 8, "buffer_num": 1, "cores": 1}
+
+
+@pytest.mark.parametrize("h_in", [5, 7, 13, 24])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_more_output_rows_never_cost_fewer_cycles(h_in, dtype):
+    """Each run of source rows was a DataCopy however few rows lay between two runs: 7 x 33 to
+    3 x 11 (64 fp32 channels, bilinear) took 129 copies and 11,824 cycles, to 4 x 11 65 copies
+    and 10,241. A run now streams through a small gap (``row_gap``), so under a fixed tiling a
+    downsampling to more rows costs no fewer cycles. (h_out = h_in reads each row once.)"""
+    cycles = [R.simulate({**GAPPY, "h_in": h_in, "h_out": ho}, GAPPY_TILES, dtype, HW).cycles
+              for ho in range(1, h_in)]
+    assert all(a <= b for a, b in zip(cycles, cycles[1:])), cycles
+
+
+def test_rows_one_apart_are_streamed_through_and_far_apart_ones_copied_apart(monkeypatch):
+    """3x downsampling skips one 96-column row (384 B fp32) between output rows: one DataCopy a
+    tile reads a third more bytes in fewer cycles. 480 x 640 to 224 x 224 skips a 2,560 B row
+    now and then: more than a DataCopy's issue streams, so those rows stay apart."""
+    down = {"n": 1, "c": 64, "h_in": 96, "w_in": 96, "h_out": 32, "w_out": 32}
+    p = R.default_params(down, "fp32", HW)
+    merged = R.simulate(down, p, "fp32", HW)
+    study = {"n": 2, "c": 3, "h_in": 480, "w_in": 640, "h_out": 224, "w_out": 224}
+    assert R.row_gap(down, p["tile_w"], p["tile_c"], 4, "bilinear", "NCHW", False) >= 1
+    assert R.row_gap(study, 224, 1, 4, "bilinear", "NCHW", False) == 0
+    monkeypatch.setattr(R, "row_gap", lambda *a: 0)
+    apart = R.simulate(down, p, "fp32", HW)
+    assert merged.bytes["gm_read"] > 1.2 * apart.bytes["gm_read"] and merged.cycles < 0.9 * apart.cycles
+
+
+@settings(max_examples=40, deadline=None)
+@given(hi=st.integers(2, 300), ho=st.integers(1, 60), wi=st.integers(1, 3000), wo=st.integers(1, 40),
+       th=st.integers(1, 16), tw=st.integers(1, 64), c=st.integers(1, 20), tc=st.integers(1, 20),
+       mode=st.sampled_from(R.MODES), layout=st.sampled_from(R.LAYOUTS), ac=st.booleans(),
+       dtype=st.sampled_from(["fp32", "fp16"]))
+def test_merged_runs_of_rows_bring_in_no_more_rows_than_ub_counts(hi, ho, wi, wo, th, tw, c, tc, mode, layout, ac,
+                                                                 dtype):
+    """The UB check counts ``source_rows`` a tile: every tile's copied rows, the skipped ones a
+    merged run brings in too, fit in it."""
+    shape = {"n": 1, "c": c, "h_in": hi, "w_in": wi, "h_out": ho, "w_out": wo}
+    ac = ac and mode == "bilinear"
+    th, tw, tc, nb = min(th, ho), min(tw, wo), min(tc, c), 4 if dtype == "fp32" else 2
+    h0, h1, _, _, _, _ = R._tables(shape, mode, ac)
+    gap = R.row_gap(shape, tw, tc, nb, mode, layout, ac)
+    bound = R.source_rows(shape, th, tw, tc, nb, mode, layout, ac)
+    mark = np.zeros(hi, dtype=np.int64)
+    for k, r0 in enumerate(range(0, ho, th)):
+        rows, runs = R._row_runs(h0, h1, r0, min(th, ho - r0), mark, k + 1, gap)
+        assert rows <= bound and 1 <= runs <= rows
+
+
+def test_the_bundled_spec_counts_the_rows_a_merged_run_brings_in():
+    from autotile.space import load_spec
+
+    space = load_spec(str(ROOT / "studies" / "resize.yaml")).space(GAPPY, "fp32", "vector")
+    for th in (1, 2, 3):
+        p = {**GAPPY_TILES, "tile_h": th}
+        r = R.simulate(GAPPY, p, "fp32", HW)
+        assert R.row_gap(GAPPY, 11, 8, 4, "bilinear", "NCHW", False) > 0
+        assert space.evaluate(p)["ub_used"] == r.buffers["ub"]["used"]

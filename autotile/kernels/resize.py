@@ -54,7 +54,7 @@ MODES, LAYOUTS = _OPTIONS["mode"].choices, _OPTIONS["layout"].choices
 Q_IN, Q_OUT = 0, 1
 V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
 ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
-IP_LEN = 15
+IP_LEN = 16
 
 
 F32 = np.float32
@@ -95,8 +95,10 @@ def _linear_source(out_size: int, in_size: int, align_corners: bool) -> np.ndarr
 
 
 @njit(cache=True)
-def _row_runs(h0, h1, r0, rh, mark, stamp):
-    """(distinct source rows, runs of consecutive ones) the output rows r0..r0+rh-1 read."""
+def _row_runs(h0, h1, r0, rh, mark, stamp, gap):
+    """(source rows copied, DataCopies' runs of them) for the output rows r0..r0+rh-1: the
+    distinct rows they read, in runs of consecutive ones; two runs at most ``gap`` rows apart
+    are one run that brings the skipped rows in too (``row_gap``)."""
     lo = h0[r0]
     hi = h1[r0 + rh - 1]
     for r in range(r0, r0 + rh):
@@ -106,14 +108,17 @@ def _row_runs(h0, h1, r0, rh, mark, stamp):
         hi = max(hi, h1[r])
     rows = 0
     runs = 0
-    prev = False
+    skipped = 0  # unread rows since the last run
     for s in range(lo, hi + 1):
-        on = mark[s] == stamp
-        if on:
-            rows += 1
-            if not prev:
-                runs += 1
-        prev = on
+        if mark[s] != stamp:
+            skipped += 1
+            continue
+        if runs == 0 or skipped > gap:
+            runs += 1
+        elif skipped > 0:
+            rows += skipped  # streamed through rather than issuing another DataCopy
+        rows += 1
+        skipped = 0
     return rows, runs
 
 
@@ -150,6 +155,7 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     C_, Ho, Wo = ip[1], ip[4], ip[5]
     th, tw, tc, depth, nb, lanes, bil, nhwc = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11], ip[12], ip[13]
     apart = ip[14] == 1  # each output column's source window copied apart
+    gap = ip[15]  # source rows a run of rows streams through rather than issue another copy
     E.set_queue(st, Q_IN, depth)
     E.set_queue(st, Q_OUT, depth)
     nct = (C_ + tc - 1) // tc
@@ -174,7 +180,7 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
             b = ti // (nwt * nht * nct)
         r0, x0, c0 = ht * th, wt * tw, ct * tc
         rh, cw, cc = min(th, Ho - r0), min(tw, Wo - x0), min(tc, C_ - c0)
-        rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1)
+        rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1, gap)
         per_pixel = nhwc == 1 and cc < C_  # a burst a source pixel (part of its channels)
         pix = _al32(cc * nb) if per_pixel else (C_ * nb if nhwc else nb)
         row_bytes, per_row = _source_row(w0, w1, x0, cw, apart, pix, per_pixel)
@@ -286,7 +292,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     """Validate; returns (params clamped to the shape, buffers, (mode, layout, align_corners)).
 
     UB holds ``buffer_num`` slots of the source rows (``source_row_bytes``: ``span_bound``
-    columns, or each column's window; 2 rows per output row for bilinear) and of the output
+    columns, or each column's window; ``source_rows`` of them) and of the output
     tile, every row's burst padded to 32 B, the gathered points (4 for bilinear) and the two
     index/weight tables over the tile's columns (``tables_bytes``; sized by the whole width,
     every tiling was infeasible from w_out ~ 24,576)."""
@@ -297,7 +303,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
                                              min(p["tile_c"], shape["c"]))
     nb = C.BYTES[dtype]
     th, tw, tc, Cn = p["tile_h"], p["tile_w"], p["tile_c"], shape["c"]
-    rows = min(shape["h_in"], (2 if mode == "bilinear" else 1) * th)
+    rows = source_rows(shape, th, tw, tc, nb, mode, layout, ac)
     inb = (tc if layout == "NCHW" else 1) * rows * source_row_bytes(shape, tw, tc, nb, mode, layout, ac)
     if layout == "NCHW":
         outb = tc * th * _al(tw * nb)
@@ -355,6 +361,31 @@ def source_row_bytes(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: 
     return span * pix if per_pixel else _al(span * pix)
 
 
+def row_gap(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: str, ac: bool) -> int:
+    """Unread source rows a tile's copy of a run of rows streams through rather than issue
+    another DataCopy, the columns' rule (``GATHER_GAP_BYTES``) for rows: their bytes, a row's
+    ``source_row_bytes`` per DataCopy it takes (NCHW per channel), at most GATHER_GAP_BYTES.
+    0 where rows are copied one by one anyway (NHWC with part of C). Without it, 64 channels of
+    7 x 33 to 3 x 11 (fp32 bilinear, 4 x 16 x 8 tiles) took 129 copies and more cycles than
+    4 x 11 did (11,824 against 10,241); 3x downsampling 96 x 96 skips a row in three."""
+    if layout == "NHWC" and tc < shape["c"]:
+        return 0
+    per_row = tw if gathers_columns(shape, tc, nb, mode, layout) else 1  # DataCopies a row takes
+    return GATHER_GAP_BYTES * per_row // source_row_bytes(shape, tw, tc, nb, mode, layout, ac)
+
+
+def source_rows(shape: dict, th: int, tw: int, tc: int, nb: int, mode: str, layout: str, ac: bool) -> int:
+    """Source rows a tile of ``th`` output rows copies at most: the distinct ones it reads (2 per
+    output row for bilinear, 1 for nearest, ``D``), and where runs of them are merged
+    (``row_gap``: ``g`` rows) the skipped ones too, at most ``g`` between two of the D rows and
+    never past the rows the tile spans (``span_bound`` of the rows), or ``h_in``."""
+    d = min(shape["h_in"], (2 if mode == "bilinear" else 1) * th)
+    g = row_gap(shape, tw, tc, nb, mode, layout, ac)
+    if g == 0:
+        return d
+    return max(d, min(span_bound(shape["h_in"], shape["h_out"], th, mode, ac), d + (d - 1) * g))
+
+
 def tables_bytes(w_out: int, tw: int, buffer_num: int) -> int:
     """UB of the index/weight tables (two 4-byte entries per column): the whole width once when
     a tile of ``tw`` columns spans it, else the tile's columns in each of the ``buffer_num`` slots."""
@@ -382,7 +413,8 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     ip = np.array([shape["n"], shape["c"], shape["h_in"], shape["w_in"], shape["h_out"], shape["w_out"],
                    p["tile_h"], p["tile_w"], p["tile_c"], p["buffer_num"], nb, C.lanes(dtype, hw),
                    int(mode == "bilinear"), int(nhwc),
-                   int(gathers_columns(shape, p["tile_c"], nb, mode, layout))], dtype=np.int64)
+                   int(gathers_columns(shape, p["tile_c"], nb, mode, layout)),
+                   row_gap(shape, p["tile_w"], p["tile_c"], nb, mode, layout, ac)], dtype=np.int64)
     if src is None:
         src = np.zeros((1, 1, 1, 1))
     oshape = ((shape["n"], shape["h_out"], shape["w_out"], shape["c"]) if nhwc else
@@ -420,8 +452,9 @@ def count_work(shape: dict, params: dict, dtype: str, options: dict | None = Non
     and of outputs); ``row_ops`` (bilinear's vector ops issued per row, and in NHWC per pixel);
     ``tables`` (output rows and columns indexed on the host) and ``marks`` (source rows cleared
     per core). Closed forms from ``core``'s loop, near it rather than exact: a run of rows is
-    taken as a tile's when the rows are dense and as each row's when the source skips rows."""
-    mode, layout, _ = opts(options)
+    taken as a tile's when the rows are dense or the source skips at most ``row_gap`` rows
+    between output rows, and as each row's when it skips more."""
+    mode, layout, ac = opts(options)
     p = C.ints(params, PARAMS)
     n, c, h_in, h_out, w_out = (int(shape[d]) for d in ("n", "c", "h_in", "h_out", "w_out"))
     th, tw, tc = min(p["tile_h"], h_out), min(p["tile_w"], w_out), min(p["tile_c"], c)
@@ -429,7 +462,8 @@ def count_work(shape: dict, params: dict, dtype: str, options: dict | None = Non
     tiles = n * nct * nht * nwt
     bil = mode == "bilinear"
     per_row = w_out if gathers_columns(shape, tc, C.BYTES[dtype], mode, layout) else nwt  # copies a source row
-    runs = h_out if h_in >= 2 * h_out else nht
+    skipped = h_in // h_out - (2 if bil else 1)  # unread source rows between two output rows
+    runs = h_out if skipped > row_gap(shape, tw, tc, C.BYTES[dtype], mode, layout, ac) and skipped > 0 else nht
     if layout == "NCHW":
         copies, row_ops = n * c * (runs * per_row + nht * nwt), 2 * n * c * h_out * nwt if bil else 0
     else:
