@@ -327,12 +327,12 @@ def test_a_wide_output_fits_ub_with_the_tiles_own_index_tables():
 
 @pytest.mark.parametrize("tw,tiles,table", [(64, 1, 2 * 256), (16, 4, 2 * 64)])
 def test_each_tile_loads_its_columns_of_the_tables(tw, tiles, table):
-    """An unchanged 4 x 64 plane (a copy): every tile reads its 4 rows, and the tables of its
+    """2 x 64 rows doubled to 4 x 64: every tile reads its 2 source rows, and the tables of its
     columns, 2 x 4 B each (32 B aligned): once for a tile as wide as the output, else per tile."""
-    shape = {"n": 1, "c": 1, "h_in": 4, "w_in": 64, "h_out": 4, "w_out": 64}
+    shape = {"n": 1, "c": 1, "h_in": 2, "w_in": 64, "h_out": 4, "w_out": 64}
     p = {"tile_h": 4, "tile_w": tw, "tile_c": 1, "buffer_num": 2, "cores": 1}
     r = R.simulate(shape, p, "fp16", HW, options={"mode": "nearest"})
-    assert r.bytes["gm_read"] == tiles * (4 * tw * 2 + table)
+    assert r.bytes["gm_read"] == tiles * (2 * tw * 2 + table)
 
 
 @settings(max_examples=8, deadline=None)
@@ -478,3 +478,43 @@ def test_the_bundled_spec_counts_the_rows_a_merged_run_brings_in():
         r = R.simulate(GAPPY, p, "fp32", HW)
         assert R.row_gap(GAPPY, 11, 8, 4, "bilinear", "NCHW", False) > 0
         assert space.evaluate(p)["ub_used"] == r.buffers["ub"]["used"]
+
+
+SAME = {"n": 1, "c": 64, "h_in": 64, "w_in": 48, "h_out": 64, "w_out": 48}
+
+
+@pytest.mark.parametrize("layout", R.LAYOUTS)
+@pytest.mark.parametrize("mode", R.MODES)
+def test_an_unchanged_size_is_a_copy(mode, layout):
+    """PyTorch copies when the size is unchanged; the kernel ran the bilinear gather and weighting
+    on the Vector (256 x 256 x 64 fp16: 36,903 cycles, vector bound, credited 7 FLOPs an output).
+    Now each tile goes in and back out of one slot: no vector or scalar work, no index tables
+    read, no FLOPs; the source read once and the output written once."""
+    opts = {"mode": mode, "layout": layout}
+    p = R.default_params(SAME, "fp16", HW, options=opts)
+    r = R.simulate(SAME, p, "fp16", HW, options=opts)
+    plane = 64 * 64 * 48 * 2
+    assert r.feasible and r.pipes["v"]["busy_cycles"] == 0 and r.pipes["s"]["busy_cycles"] == 0
+    assert r.pct_of_peak == 0 and r.bytes["gm_read"] == plane and r.bytes["gm_write"] == plane
+    changed = R.simulate({**SAME, "h_in": 63}, p, "fp16", HW, options=opts)
+    assert r.cycles < changed.cycles
+
+
+@pytest.mark.parametrize("layout", R.LAYOUTS)
+@pytest.mark.parametrize("mode,ac", [("nearest", False), ("bilinear", False), ("bilinear", True)])
+def test_execute_of_an_unchanged_size_copies_the_input(mode, ac, layout):
+    opts = {"mode": mode, "layout": layout, "align_corners": ac}
+    shape = {**SAME, "c": 3}
+    p = {"tile_h": 5, "tile_w": 16, "tile_c": 2, "buffer_num": 2, "cores": 4}
+    inputs = R.make_inputs(shape, "fp16", seed=1, options=opts)
+    got = R.execute(inputs, p, "fp16", HW, options=opts)
+    assert np.array_equal(got, inputs[0]) and np.array_equal(got, R.reference(inputs, "fp16", options=opts))
+
+
+def test_the_bundled_spec_counts_an_unchanged_size_as_a_copy():
+    from autotile.space import load_spec
+
+    space = load_spec(str(ROOT / "studies" / "resize.yaml")).space(SAME, "fp16", "vector")
+    p = {"tile_h": 8, "tile_w": 48, "tile_c": 4, "buffer_num": 2, "cores": 16}
+    r = R.simulate(SAME, p, "fp16", HW)
+    assert r.buffers["ub"]["used"] == 2 * 2 * 4 * 8 * 96 == space.evaluate(p)["ub_used"]

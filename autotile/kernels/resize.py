@@ -54,7 +54,7 @@ MODES, LAYOUTS = _OPTIONS["mode"].choices, _OPTIONS["layout"].choices
 Q_IN, Q_OUT = 0, 1
 V_GATHER, V_COPY, V_MUL, V_MULS, V_ADD = range(5)
 ROW_SCALAR_OPS = 4  # per output row: source index, floor, two weights
-IP_LEN = 16
+IP_LEN = 17
 
 
 F32 = np.float32
@@ -156,7 +156,8 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     th, tw, tc, depth, nb, lanes, bil, nhwc = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11], ip[12], ip[13]
     apart = ip[14] == 1  # each output column's source window copied apart
     gap = ip[15]  # source rows a run of rows streams through rather than issue another copy
-    E.set_queue(st, Q_IN, depth)
+    same = ip[16] == 1  # an unchanged size: each tile goes back out of its input slot
+    E.set_queue(st, Q_IN, 2 * depth if same else depth)  # a copy binds the output's slots in too
     E.set_queue(st, Q_OUT, depth)
     nct = (C_ + tc - 1) // tc
     nht = (Ho + th - 1) // th
@@ -165,7 +166,7 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     npts = 4 if bil else 1
     resident = nwt == 1  # every tile needs every column: the tables are loaded once
     tables_ready = 0.0
-    if resident and t1 > t0:
+    if resident and t1 > t0 and not same:
         tables_ready = E.copy(st, cost, E.GM_UB, float(2 * ((Wo * 4 + 31) // 32) * 32), 0.0)
     for ti in range(t0, t1):
         if nhwc:
@@ -197,32 +198,38 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
         # copy in: one DataCopy per run of rows (and column, copied apart)
         slot, free = E.alloc(st, Q_IN)
         ready = max(free, tables_ready)
-        if not resident:  # this tile's columns of the two tables, in its input slot
+        if not resident and not same:  # this tile's columns of the two tables, in its input slot
             ready = max(ready, E.copy(st, cost, E.GM_UB, float(2 * ((cw * 4 + 31) // 32) * 32), free))
         for _ in range(ncopy):
             ready = max(ready, E.copy(st, cost, E.GM_UB, float(nbytes / ncopy), free))
-        # row indices and weights on the S pipe
-        ready = max(ready, E.scalar(st, cost, ROW_SCALAR_OPS * rh, cost[E.C_SCALAR], free))
-        oslot, ofree = E.alloc(st, Q_OUT)
-        ready = max(ready, ofree)
-        n_el = cc * rh * cw
-        block = nhwc and (cc * nb) % 32 == 0
-        t = C.vrun(st, cost, vcost, V_COPY if block else V_GATHER, npts * n_el, lanes, ready)
-        if bil:
-            if nhwc:
-                for _ in range(rh * cw):  # horizontal weight per pixel
-                    t = C.vrun(st, cost, vcost, V_MULS, npts * cc, lanes, t)
-            else:
-                t = C.vrun(st, cost, vcost, V_MUL, npts * n_el, lanes, t)
-            t = C.vrun(st, cost, vcost, V_ADD, 2 * n_el, lanes, t)
-            for _ in range(2 * rh * (1 if nhwc else cc)):  # vertical weight per row
-                t = C.vrun(st, cost, vcost, V_MULS, n_el // (rh * (1 if nhwc else cc)), lanes, t)
-            t = C.vrun(st, cost, vcost, V_ADD, n_el, lanes, t)
-        E.release(st, Q_IN, slot, t)
-        done = t
-        for _ in range(ocopy):
-            done = max(done, E.copy(st, cost, E.UB_GM, float(obytes / ocopy), t))
-        E.release(st, Q_OUT, oslot, st.pipe_free[E.MTE3])
+        if same:  # a copy: no indices, weights or vector work, no output slot
+            t = ready
+            for _ in range(ocopy):
+                E.copy(st, cost, E.UB_GM, float(obytes / ocopy), ready)
+            E.release(st, Q_IN, slot, st.pipe_free[E.MTE3])
+        else:
+            # row indices and weights on the S pipe
+            ready = max(ready, E.scalar(st, cost, ROW_SCALAR_OPS * rh, cost[E.C_SCALAR], free))
+            oslot, ofree = E.alloc(st, Q_OUT)
+            ready = max(ready, ofree)
+            n_el = cc * rh * cw
+            block = nhwc and (cc * nb) % 32 == 0
+            t = C.vrun(st, cost, vcost, V_COPY if block else V_GATHER, npts * n_el, lanes, ready)
+            if bil:
+                if nhwc:
+                    for _ in range(rh * cw):  # horizontal weight per pixel
+                        t = C.vrun(st, cost, vcost, V_MULS, npts * cc, lanes, t)
+                else:
+                    t = C.vrun(st, cost, vcost, V_MUL, npts * n_el, lanes, t)
+                t = C.vrun(st, cost, vcost, V_ADD, 2 * n_el, lanes, t)
+                for _ in range(2 * rh * (1 if nhwc else cc)):  # vertical weight per row
+                    t = C.vrun(st, cost, vcost, V_MULS, n_el // (rh * (1 if nhwc else cc)), lanes, t)
+                t = C.vrun(st, cost, vcost, V_ADD, n_el, lanes, t)
+            E.release(st, Q_IN, slot, t)
+            done = t
+            for _ in range(ocopy):
+                done = max(done, E.copy(st, cost, E.UB_GM, float(obytes / ocopy), t))
+            E.release(st, Q_OUT, oslot, st.pipe_free[E.MTE3])
         if execute:
             for ch in range(c0, c0 + cc):
                 for r in range(r0, r0 + rh):
@@ -264,6 +271,14 @@ def _tables(shape, mode, ac):
     return h0, h1, hl, w0, w1, wl
 
 
+def unchanged(shape: dict) -> bool:
+    """Whether the output has the input's size: PyTorch then copies (``src_index`` is the
+    identity, weights 0), so the kernel moves each tile in and back out of the same slot, in a
+    queue of 2 x ``buffer_num`` slots, with no vector work (it ran the full bilinear gather and
+    weighting: 256 x 256 x 64 fp16, 36,903 cycles, vector bound)."""
+    return shape["h_in"] == shape["h_out"] and shape["w_in"] == shape["w_out"]
+
+
 def span_bound(w_in: int, w_out: int, tw: int, mode: str, align_corners: bool) -> int:
     """Source columns a tile of ``tw`` output columns reads at most (``i1`` of its last column
     minus ``i0`` of its first, plus one): the closed form UB is sized by where a tile copies the
@@ -295,7 +310,9 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     columns, or each column's window; ``source_rows`` of them) and of the output
     tile, every row's burst padded to 32 B, the gathered points (4 for bilinear) and the two
     index/weight tables over the tile's columns (``tables_bytes``; sized by the whole width,
-    every tiling was infeasible from w_out ~ 24,576)."""
+    every tiling was infeasible from w_out ~ 24,576). An ``unchanged`` size (a copy) holds
+    2 x ``buffer_num`` slots of a tile in one queue (in and out bound: a tile goes back out of
+    the slot it came in), the input and output slots an interpolation's tile takes."""
     C.check_shape(shape, DIMS)
     mode, layout, ac = opts(options)
     p = C.ints(params, PARAMS)
@@ -313,6 +330,8 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
         outb = th * tw * _al(tc * nb)
     work = 4 * _al(tc * th * tw * nb) if mode == "bilinear" else _al(tc * th * tw * nb)
     used = p["buffer_num"] * (inb + outb) + work + tables_bytes(shape["w_out"], tw, p["buffer_num"])
+    if unchanged(shape):  # a copy: in and out slots bound into one queue, the same bytes a tile
+        used = 2 * p["buffer_num"] * inb
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes (source rows, output tile, "
@@ -376,10 +395,10 @@ def row_gap(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: str, ac: 
 
 def source_rows(shape: dict, th: int, tw: int, tc: int, nb: int, mode: str, layout: str, ac: bool) -> int:
     """Source rows a tile of ``th`` output rows copies at most: the distinct ones it reads (2 per
-    output row for bilinear, 1 for nearest, ``D``), and where runs of them are merged
+    output row for bilinear, 1 for nearest or an unchanged height, ``D``), and where runs of them are merged
     (``row_gap``: ``g`` rows) the skipped ones too, at most ``g`` between two of the D rows and
     never past the rows the tile spans (``span_bound`` of the rows), or ``h_in``."""
-    d = min(shape["h_in"], (2 if mode == "bilinear" else 1) * th)
+    d = min(shape["h_in"], (2 if mode == "bilinear" and shape["h_in"] != shape["h_out"] else 1) * th)
     g = row_gap(shape, tw, tc, nb, mode, layout, ac)
     if g == 0:
         return d
@@ -412,9 +431,10 @@ def _run(shape, p, dtype, hw, mo, execute=False, src=None, trace_capacity=0):
     active = -(-T // per)
     ip = np.array([shape["n"], shape["c"], shape["h_in"], shape["w_in"], shape["h_out"], shape["w_out"],
                    p["tile_h"], p["tile_w"], p["tile_c"], p["buffer_num"], nb, C.lanes(dtype, hw),
-                   int(mode == "bilinear"), int(nhwc),
+                   int(mode == "bilinear" and not unchanged(shape)), int(nhwc),
                    int(gathers_columns(shape, p["tile_c"], nb, mode, layout)),
-                   row_gap(shape, p["tile_w"], p["tile_c"], nb, mode, layout, ac)], dtype=np.int64)
+                   row_gap(shape, p["tile_w"], p["tile_c"], nb, mode, layout, ac), int(unchanged(shape))],
+                  dtype=np.int64)
     if src is None:
         src = np.zeros((1, 1, 1, 1))
     oshape = ((shape["n"], shape["h_out"], shape["w_out"], shape["c"]) if nhwc else
@@ -498,7 +518,7 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
         return (res, []) if want_traces else res
     runs, _, traces, moved = _run(shape, p, dtype, hw, mo, trace_capacity=trace_capacity)
     outs = shape["n"] * shape["c"] * shape["h_out"] * shape["w_out"]
-    flops = outs * (7.0 if mo[0] == "bilinear" else 0.0)  # 4 mul, 3 add per bilinear output
+    flops = outs * (7.0 if mo[0] == "bilinear" and not unchanged(shape) else 0.0)  # 4 mul, 3 add an output
     res = assemble(op="resize", unit=unit, dtype=dtype, shape=shape, params=params, hw=hw, runs=runs,
                    useful_flops=flops, peak_flops=hw.peak_flops("vector", dtype), must_move_bytes=float(moved),
                    l2_hit=0.0, buffers=bufs)
