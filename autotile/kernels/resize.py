@@ -98,7 +98,7 @@ def _linear_source(out_size: int, in_size: int, align_corners: bool) -> np.ndarr
 def _row_runs(h0, h1, r0, rh, mark, stamp, gap):
     """(source rows copied, DataCopies' runs of them) for the output rows r0..r0+rh-1: the
     distinct rows they read, in runs of consecutive ones; two runs at most ``gap`` rows apart
-    are one run that brings the skipped rows in too (``row_gap``)."""
+    are one run that brings the skipped rows in too (``row_gap``, ``core``)."""
     lo = h0[r0]
     hi = h1[r0 + rh - 1]
     for r in range(r0, r0 + rh):
@@ -155,7 +155,8 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
     C_, Ho, Wo = ip[1], ip[4], ip[5]
     th, tw, tc, depth, nb, lanes, bil, nhwc = ip[6], ip[7], ip[8], ip[9], ip[10], ip[11], ip[12], ip[13]
     apart = ip[14] == 1  # each output column's source window copied apart
-    gap = ip[15]  # source rows a run of rows streams through rather than issue another copy
+    most_gap = ip[15]  # source rows a run of rows may stream through (UB counts them: row_gap)
+    issue_bytes = cost[3 * E.GM_UB] * cost[3 * E.GM_UB + 1]  # what a copy's issue streams here
     same = ip[16] == 1  # an unchanged size: each tile goes back out of its input slot
     E.set_queue(st, Q_IN, 2 * depth if same else depth)  # a copy binds the output's slots in too
     E.set_queue(st, Q_OUT, depth)
@@ -181,10 +182,13 @@ def core(st, cost, vcost, ip, h0, h1, hl, w0, w1, wl, t0, t1, mark, execute, src
             b = ti // (nwt * nht * nct)
         r0, x0, c0 = ht * th, wt * tw, ct * tc
         rh, cw, cc = min(th, Ho - r0), min(tw, Wo - x0), min(tc, C_ - c0)
-        rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1, gap)
         per_pixel = nhwc == 1 and cc < C_  # a burst a source pixel (part of its channels)
         pix = _al32(cc * nb) if per_pixel else (C_ * nb if nhwc else nb)
         row_bytes, per_row = _source_row(w0, w1, x0, cw, apart, pix, per_pixel)
+        # unread rows a run streams through: fewer bytes than a copy's issue streams on this
+        # core with the others sharing HBM (48 cores: ~520 B), at most what UB counts
+        gap = min(most_gap, int(issue_bytes * per_row // row_bytes))
+        rows, runs = _row_runs(h0, h1, r0, rh, mark, ti + 1, gap)
         if nhwc:
             if cc == C_:
                 nbytes, ncopy = rows * row_bytes, runs * per_row
@@ -381,12 +385,15 @@ def source_row_bytes(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: 
 
 
 def row_gap(shape: dict, tw: int, tc: int, nb: int, mode: str, layout: str, ac: bool) -> int:
-    """Unread source rows a tile's copy of a run of rows streams through rather than issue
-    another DataCopy, the columns' rule (``GATHER_GAP_BYTES``) for rows: their bytes, a row's
+    """Unread source rows a tile's copy of a run of rows may stream through rather than issue
+    another DataCopy, by the columns' rule (``GATHER_GAP_BYTES``): their bytes, a row's
     ``source_row_bytes`` per DataCopy it takes (NCHW per channel), at most GATHER_GAP_BYTES.
-    0 where rows are copied one by one anyway (NHWC with part of C). Without it, 64 channels of
-    7 x 33 to 3 x 11 (fp32 bilinear, 4 x 16 x 8 tiles) took 129 copies and more cycles than
-    4 x 11 did (11,824 against 10,241); 3x downsampling 96 x 96 skips a row in three."""
+    UB is sized by it; ``core`` streams fewer, as many as a copy's issue streams at the read
+    rate the core gets with the others sharing HBM (1,815 B on one core of the bundled profiles,
+    ~520 B on 48): merging 1,280 B fp16 rows of 480 x 640 to 224 x 224 on 48 cores took 6,326
+    cycles against 6,226. 0 where rows are copied one by one anyway (NHWC with part of C).
+    Without it, 64 channels of 7 x 33 to 3 x 11 (fp32 bilinear, 4 x 16 x 8 tiles, one core)
+    took 129 copies and more cycles than 4 x 11 did (11,824 against 10,241)."""
     if layout == "NHWC" and tc < shape["c"]:
         return 0
     per_row = tw if gathers_columns(shape, tc, nb, mode, layout) else 1  # DataCopies a row takes
