@@ -18,7 +18,8 @@ walked in layout order and split over ``cores`` in contiguous runs. Per tile:
 * MTE2 copies the distinct source rows the tile's output rows need (2 per output row for
   bilinear, 1 for nearest; rows shared by neighbours once), each over the tile's source column
   span; one DataCopy per run of consecutive rows (NCHW: per channel; NHWC with a channel tile
-  narrower than C: per row). Where output columns lie far apart in the source
+  narrower than C: per row), two runs one where the rows between them are fewer bytes than a
+  DataCopy's issue streams (``row_gap``: the skipped rows are brought in too). Where output columns lie far apart in the source
   (``gathers_columns``: more than ``GATHER_GAP_BYTES`` skipped between two columns' windows),
   each output column's window (its 2 source columns for bilinear, 1 for nearest) is copied
   apart instead, one DataCopy per column and run of rows, as the rows are. Every burst is
@@ -27,6 +28,9 @@ walked in layout order and split over ``cores`` in contiguous runs. Per tile:
   VCOPY when 32 B aligned), weights them (per-column weight vectors, per-row scalars with VMULS,
   which in NHWC is also per pixel) and adds; the S pipe computes each row's index and weights.
 * MTE3 writes the tile back. Input and output tiles each sit in queues of ``buffer_num`` slots.
+
+An unchanged size (``unchanged``) is a copy: each tile goes in and back out of the same slot, with
+no tables, indices or vector work.
 
 Arithmetic is in the input dtype, rounded after every vector op (execute mode).
 """
