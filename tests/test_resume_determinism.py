@@ -185,7 +185,9 @@ def test_the_worker_that_takes_a_trial_does_not_change_what_it_proposes(tmp_path
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                driver._worker(str(TINY), opts, 0, worker)
+                spec = load_spec(str(TINY))
+                plan = driver.plans(spec, opts)[0]
+                driver._worker(spec.file, spec.source, opts, 0, worker, (plan.name, plan.identity))
         finally:
             runner._Stop.requested = False
         return driver.plans(load_spec(str(TINY)), opts)[0].name

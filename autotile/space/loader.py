@@ -207,6 +207,7 @@ class _Parser:
             expr_at=tuple((f, *at) for f, at in self.expr_at.items()),
             inputs=self.inputs(op, top.get("inputs", {}), backend, hw, dtypes),
             description=self.text(("description",), top.get("description", ""), empty_ok=True),
+            source=self.doc.source,
         )
 
     def inputs(self, op: OpInfo, value, backend: str, hw: HardwareProfile, dtypes) -> dict:

@@ -74,6 +74,9 @@ class Spec:
     params_at: tuple[int, int] = (1, 1)  # line and column of the ``params`` key, for errors
     expr_at: tuple = ()  # (field, line, column) of each expression and limit, for errors found after loading
     param_at: tuple = ()  # (name, line, column) of each param's key, for errors about the param itself
+    # the text it was parsed from: tune --jobs workers parse it again (a Spec holds compiled expressions,
+    # which do not pickle) rather than read the file, which may have been edited since
+    source: str = field(default="", repr=False, compare=False)
 
     def param(self, name: str) -> Param:
         """The param called ``name``; KeyError if there is none."""

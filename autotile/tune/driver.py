@@ -24,7 +24,8 @@ from autotile.atomic import OutputError, check_outputs, write_json
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
-from autotile.space import Spec, load_spec
+from autotile.space import Spec
+from autotile.space.loader import load_spec_text
 from autotile.tune import exhaustive, identity, preflight, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
@@ -139,16 +140,28 @@ def interrupted_code() -> int:
     return 143 if runner._Stop.signum == signal.SIGTERM else 130
 
 
-def _worker(spec_path: str, opts: Options, index: int, worker: int) -> runner.StudyOutcome | None:
-    """One worker process on one study (re-loads the spec: plans hold compiled expressions);
-    ``worker`` tells the study's tasks apart (every worker has the plan's seed). Returns the
-    study's outcome as this worker left it, for the progress line; None if it did not run."""
+def _worker(spec_file: str, spec_text: str, opts: Options, index: int, worker: int,
+            expect: tuple[str, dict | None]) -> runner.StudyOutcome | None:
+    """One worker process on one study. It parses the text the main process loaded (plans hold
+    compiled expressions, which do not pickle), not the file, which may have been edited since:
+    a shape added at the front of ``shapes:`` made workers tune another study than the one
+    scheduled. ``expect`` is the scheduled plan's name and identity: a hardware profile or
+    measurements file (read again, relative to the spec's folder) that changed meanwhile is
+    refused. ``worker`` tells the study's tasks apart (every worker has the plan's seed). Returns
+    the study's outcome as this worker left it, for the progress line; None if it did not run."""
     if runner._Stop.is_set():  # stopped before this study started: leave it unrun
         return None
     quiet_heartbeat_failures()
-    spec = load_spec(spec_path)
+    spec = load_spec_text(spec_text, spec_file)
     storage = make_storage(opts.storage, opts.out)
-    plan = plans(spec, opts)[index]
+    todo = plans(spec, opts)
+    plan = todo[index] if index < len(todo) else None
+    if plan is None or (plan.name, plan.identity) != expect:
+        why = "" if plan is None or plan.name != expect[0] else \
+            f" ({', '.join(identity.changes(expect[1] or {}, plan.identity or {}))})"
+        raise InputError(f"a file the spec reads (its hardware profile or measurements) changed during "
+                         f"the run{why}; study {expect[0]} is no longer what the run scheduled: rerun",
+                         file=spec_file)
     return runner.run(plan, storage)
 
 
@@ -357,8 +370,8 @@ def _run_pool(queue: list[_Job], jobs: int, bar) -> None:
         if len(returned[key[:2]]) == jobs:
             tell(key[:2])
 
-    tasks = [((n, i, w), (job.spec.file, job.opts, i, w)) for n, job in enumerate(queue)
-             for i in range(len(job.plans)) for w in range(jobs)]
+    tasks = [((n, i, w), (job.spec.file, job.spec.source, job.opts, i, w, (p.name, p.identity)))
+             for n, job in enumerate(queue) for i, p in enumerate(job.plans) for w in range(jobs)]
     workers.run_pool(tasks, jobs, _worker, done, stage=lambda key: key[:2], begin=begin)
     for study in sorted(set(returned) - told):  # tasks a dead worker took, left unrun after a stop
         tell(study)
