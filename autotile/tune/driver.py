@@ -202,6 +202,29 @@ def _check(spec: Spec, opts: Options, jobs: int) -> list[runner.StudyPlan]:
     return todo
 
 
+def _refuse_shared(specs: list[Spec], opts: list[Options], todos: list[list]) -> None:
+    """Refuse a queue in which two specs would tune one study into one storage with different
+    specs (the same name, another identity): the later one was refused only once the earlier
+    had tuned it, and its outputs summarized the earlier one's trials. With --restart too: the
+    later spec would delete the studies the earlier one had just tuned."""
+    seen: dict = {}  # (storage, study name) -> (spec, plan) that tunes it first
+    for spec, o, todo in zip(specs, opts, todos):
+        if (o.sampler or spec.sampler) == "exhaustive":  # keeps no study
+            continue
+        where = o.storage or os.path.abspath(o.out)
+        for plan in todo:
+            first = seen.setdefault((where, plan.name), (spec, plan))
+            if first[0] is spec or first[1].identity == plan.identity:
+                continue
+            why = ", ".join(identity.changes(first[1].identity or {}, plan.identity or {}))
+            place = f"the storage {redact(o.storage)}" if o.storage else f"the output folder {o.out}"
+            again = ("; --restart would have the later delete the studies the earlier tunes, so it is refused "
+                     "too") if o.restart else ""
+            raise InputError(f"{first[0].file} and {spec.file} would both tune study {plan.name} in {place}, "
+                             f"with different specs ({why} differs): tune them into separate "
+                             f"{'--storage' if o.storage else '--out'} locations{again}")
+
+
 def _start(spec: Spec, opts: Options, todo: list[runner.StudyPlan]) -> _Job:
     """The job of one spec; refuses (or with --restart, clears) stored studies of a changed spec."""
     exhaustive_run = (opts.sampler or spec.sampler) == "exhaustive"
@@ -251,6 +274,7 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
     try:
         quiet_heartbeat_failures()
         todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
+        _refuse_shared(specs, opts, todos)
         for o, todo in zip(opts, todos):  # else an output would fail only after every trial ran (and after the others were replaced)
             check_outputs(o.out, OUTPUT_FILES + report_outputs(_slugs(todo)), OUTPUT_FOLDERS)
         queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
@@ -386,7 +410,7 @@ def _furthest(outcomes: list) -> runner.StudyOutcome | None:
 def _collect(job: _Job) -> list[runner.StudyPlan]:
     """Summarize from the storage every plan that did not run here but has trials there (the
     workers' studies, and on an interrupted resume the studies not reached this time); returns
-    the plans that have never run."""
+    the plans that have never run (as this spec: a study another spec tuned is not its result)."""
     from autotile.tune import storage as storage_mod
 
     never = []
@@ -395,7 +419,7 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
             continue
         try:
             study = _stored(plan.name, job.storage)
-            if study is None:
+            if study is None or _foreign(study, plan):
                 never.append(plan)
                 continue
             job.outcomes[plan.name] = runner.summarize(study, plan, make_evaluator(plan.space, plan.objectives),
@@ -406,6 +430,15 @@ def _collect(job: _Job) -> list[runner.StudyPlan]:
                 raise
             raise failure from None
     return never
+
+
+def _foreign(study: optuna.Study, plan: runner.StudyPlan) -> bool:
+    """Whether ``study`` holds another spec's trials (its recorded identity is not the plan's): a
+    peer tuned it meanwhile, and this run's workers were refused on it. It is not this spec's
+    result. One without a record passed the check before the run (``_reconcile``)."""
+    attrs = study.user_attrs
+    return (plan.identity is not None and identity.IDENTITY_ATTR in attrs
+            and identity.mismatch(attrs, plan.identity) is not None)
 
 
 def _stored(name: str, storage) -> optuna.Study | None:
