@@ -81,3 +81,23 @@ def test_a_profile_changed_during_the_run_is_refused_by_the_worker(tmp_path):
     finally:
         runner._Stop.requested = False
     assert not _studies(tmp_path / "out")
+
+
+def test_replayed_measurements_relative_to_the_spec_are_found_by_the_workers(tmp_path, monkeypatch):
+    import json
+
+    from test_replay import kt_doc
+
+    from autotile.cli import run as cli
+
+    (tmp_path / "s" / "data").mkdir(parents=True)
+    (tmp_path / "s" / "data" / "stencil.json").write_text(json.dumps(kt_doc()))
+    monkeypatch.chdir(tmp_path / "s")
+    assert cli(["import-kt", "data/stencil.json", "-o", "stencil.yaml"]) == 0
+    assert "measurements: data/stencil.json" in (tmp_path / "s" / "stencil.yaml").read_text()
+    monkeypatch.chdir(tmp_path)
+    spec = load_spec("s/stencil.yaml")
+    (tmp_path / "s" / "stencil.yaml").unlink()
+    summary = _run(spec, tmp_path / "out")
+    (r,) = summary["results"]
+    assert r["unique_configs"] >= 6 and not summary["not_run"]
