@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -17,6 +18,69 @@ os.umask(_UMASK)
 
 class OutputError(Exception):
     """An output could not be written (unwritable folder, disk full). The old file is intact."""
+
+
+class _Stage:
+    """The files of one output set written so far, each in its temporary file, and the old files
+    the set deletes: renamed and deleted together only once every file is written."""
+
+    def __init__(self) -> None:
+        self.renames: dict[Path, str] = {}  # final path -> its temporary file
+        self.deletes: list[Path] = []
+
+
+_stage: _Stage | None = None
+
+
+@contextlib.contextmanager
+def output_set():
+    """Write every file of a set (``write_bytes`` and ``remove`` inside the block) to temporary
+    files first and rename them into place only when the block ends without an error: a write
+    that fails (a full disk) leaves the whole earlier set as it was, since renames need no room.
+    ``pending`` reads a file of the set before the renames. Not nested: an inner block joins."""
+    global _stage
+    if _stage is not None:
+        yield
+        return
+    _stage = stage = _Stage()
+    try:
+        yield
+    except BaseException:
+        _stage = None
+        for tmp in stage.renames.values():
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    _stage = None
+    for i, (path, tmp) in enumerate(stage.renames.items()):
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            for rest in list(stage.renames.values())[i:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(rest)
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    for path in stage.deletes:
+        if path not in stage.renames:  # written again after it was deleted
+            path.unlink(missing_ok=True)
+
+
+def pending(path: str | Path) -> Path:
+    """The file to read for ``path``: inside ``output_set``, the temporary file of a write not
+    renamed into place yet (the report of a run reads the run's new summary.json), else ``path``."""
+    if _stage is not None:
+        tmp = _stage.renames.get(Path(os.path.realpath(path)))
+        if tmp is not None:
+            return Path(tmp)
+    return Path(path)
+
+
+def remove(path: str | Path) -> None:
+    """Delete the file ``path`` (if there): inside ``output_set``, once the set is renamed into place."""
+    if _stage is not None:
+        _stage.deletes.append(Path(os.path.realpath(path)))
+        return
+    Path(path).unlink(missing_ok=True)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -54,7 +118,13 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             fh.flush()
             _fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; outputs get the usual mode
-        os.replace(tmp, path)
+        if _stage is not None:  # renamed with the rest of its set
+            old = _stage.renames.pop(path, None)
+            if old is not None:
+                os.unlink(old)
+            _stage.renames[path] = tmp
+        else:
+            os.replace(tmp, path)
     except OSError as exc:
         try:
             os.unlink(tmp)

@@ -99,16 +99,41 @@ def test_tune_refuses_an_empty_out_and_names_a_file_in_its_way(run_cli, tmp_path
     assert code == 1 and "Not a directory" in err and (tmp_path / "afile").read_text() == "keep"
 
 
-def test_a_report_the_disk_cannot_hold_says_the_results_are_saved_and_how_to_render_it(run_cli, tmp_path,
-                                                                                       monkeypatch):
-    """A disk that filled while the report's plots were written ended the run with the plot's
-    error alone: nothing said that summary.json and table.json were saved, nor how to get the report."""
+def test_an_output_set_renames_its_files_together_or_leaves_the_old_ones(tmp_path):
+    """A set whose later write fails leaves every old file as it was and no temporary file; one
+    that succeeds replaces them all, reads its own pending files, and deletes only at the end."""
+    a, b, gone = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "gone.png"
+    for p in (a, b, gone):
+        p.write_text("old")
+    with pytest.raises(atomic.OutputError, match="No space"):
+        with atomic.output_set():
+            atomic.write_text(a, "new")
+            atomic.remove(gone)
+            raise atomic.OutputError(f"{b}: cannot write: No space left on device")
+    assert [p.read_text() for p in (a, b, gone)] == ["old"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "gone.png"]
+    with atomic.output_set():
+        atomic.write_text(a, "new a")
+        atomic.write_text(b, "new b")
+        atomic.remove(gone)
+        assert a.read_text() == "old" and atomic.pending(a).read_text() == "new a" and gone.exists()
+    assert (a.read_text(), b.read_text(), gone.exists()) == ("new a", "new b", False)
+    assert atomic.pending(a) == a and sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+
+
+def test_a_tune_whose_report_the_disk_cannot_hold_keeps_every_earlier_output(run_cli, tmp_path, monkeypatch):
+    """On a full disk a resumed tune failed on a later output after summary.json held the new bests,
+    while table.json (what export reads) kept the old ones. Now no output is replaced."""
     from tinyspecs import EW
 
     from autotile.report import render
 
     spec, out = tmp_path / "ew.yaml", tmp_path / "out"
     spec.write_text(EW)
+    assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")[0] == 0
+    old = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    assert {"summary.json", "table.json", "report.html", "report.md"} <= {p.name for p in old}
+    assert any(p.suffix == ".png" for p in old)
     real = render.write_bytes
 
     def full(path, data):
@@ -117,9 +142,11 @@ def test_a_report_the_disk_cannot_hold_says_the_results_are_saved_and_how_to_ren
         return real(path, data)
 
     monkeypatch.setattr(render, "write_bytes", full)
-    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")
+    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "8")
     assert code == 1 and err.count("\n") == 1, err
-    assert "No space left on device" in err and f"autotile report {out}" in err
-    assert (out / "summary.json").is_file() and (out / "table.json").is_file()
+    assert "No space left on device" in err and "earlier outputs" in err and "rerun the same command" in err
+    now = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    assert now == old  # byte-identical, nothing added (no temporary file left)
     monkeypatch.setattr(render, "write_bytes", real)
-    assert run_cli("report", str(out))[0] == 0 and (out / "report.html").is_file()
+    assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "8")[0] == 0
+    assert (out / "summary.json").read_bytes() != old[out / "summary.json"]

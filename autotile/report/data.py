@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from autotile.atomic import pending
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile, load_profile
 
@@ -264,7 +265,7 @@ def load(out_dir: str | Path, storage: str | None = None) -> ReportData:
     out_dir = Path(out_dir)
     path = out_dir / "summary.json"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(pending(path).read_text(encoding="utf-8"))  # a tune writing its set
     except FileNotFoundError:
         raise InputError(f"{path}: no summary.json (run `autotile tune SPEC --out {out_dir}` first)") from None
     except json.JSONDecodeError as exc:

@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from autotile.atomic import check_outputs, write_bytes, write_text
+from autotile.atomic import check_outputs, remove, write_bytes, write_text
 from autotile.report import data as data_mod
 from autotile.report import html, markdown, perf, search, sections
 from autotile.report.data import slug
@@ -80,7 +80,7 @@ def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     for name in REPORT_PLOTS:  # plots of an earlier render that this one no longer has; no other file
         old = files / f"{name}.png"
         if f"{name}.png" not in keep and old.is_file():
-            old.unlink(missing_ok=True)
+            remove(old)
     md = write_text(out_dir / "report.md", markdown.render(rep, FILES))
     page = write_text(out_dir / "report.html", html.render(rep))
     return {"html": page, "markdown": md, "plots": pngs,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autotile.atomic import remove
 from autotile.kernels import registry
 from autotile.report.data import ReportData, slug
 from autotile.sim.trace import coverage, write_chrome_trace
@@ -88,6 +89,6 @@ def prune_traces(out_dir: Path, traces: dict) -> list[Path]:
         pattern = trace_name_pattern()
         for old in sorted(folder.glob("*.json")):
             if old.name not in keep and pattern.fullmatch(old.name) and old.is_file():
-                old.unlink(missing_ok=True)
+                remove(old)
                 gone.append(old)
     return gone

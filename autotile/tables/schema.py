@@ -37,7 +37,7 @@ from functools import cached_property
 from pathlib import Path
 
 from autotile import __version__
-from autotile.atomic import write_json
+from autotile.atomic import pending, write_json
 from autotile.errors import InputError
 from autotile.space.loader import MAX_DIM
 from autotile.tables.embedded import profile_dict, profile_from_dict, spec_from_dict
@@ -215,7 +215,7 @@ def load_table(source, *, check_hashes: bool = True) -> Table:
         return _validate(source, None, check_hashes)
     p = table_path(source)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = pending(p).read_text(encoding="utf-8")  # a tune's table.json not renamed into place yet
     except FileNotFoundError:
         raise InputError("file not found (expected a table.json or a tune output folder)", file=str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import signal
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import OutputError, check_outputs, write_json
+from autotile.atomic import OutputError, check_outputs, output_set, write_json
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
@@ -622,21 +621,23 @@ def _unit_rank(r: dict, objectives) -> tuple:
 
 
 def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
-    """summary.json, table.json and the report, each written atomically. A report that cannot be
-    written (a full disk) says that the run's results are saved and how to render it later."""
+    """summary.json, table.json and the report, written as one set (``atomic.output_set``): a
+    file that cannot be written (a full disk) leaves every earlier output as it was, so table.json
+    never exports other configurations than summary.json and the report show."""
     from autotile.tables.schema import build_table
 
-    write_json(out / "summary.json", summary)
-    write_json(out / "table.json", build_table(spec, summary))
     try:
-        from autotile.report import render
-    except ImportError:
-        return
-    try:
-        render.write_report(out)
+        with output_set():
+            write_json(out / "summary.json", summary)
+            write_json(out / "table.json", build_table(spec, summary))
+            try:
+                from autotile.report import render
+            except ImportError:
+                return
+            render.write_report(out)
     except OutputError as exc:
-        raise OutputError(f"{exc}; summary.json and table.json are written: once there is room, "
-                          f"`autotile report {shlex.quote(str(out))}` renders the report") from None
+        raise OutputError(f"{exc}; the earlier outputs in {out} are kept as they were (none was replaced): once "
+                          "there is room, rerun the same command to write them (its completed trials are saved)") from None
 
 
 class _Progress:
