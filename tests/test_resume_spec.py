@@ -206,3 +206,36 @@ def test_the_defaults_written_out_resume_a_study_tuned_without_them(run_cli, wri
     code, _, err = run_cli("tune", write_spec(EW, "written.yaml"), "--out", str(out), "--quiet", "--trials", "12")
     assert code == 0, err
     assert _trials(out)[: len(before)] == before and len(_trials(out)) > len(before)
+
+
+def test_a_resume_without_the_recorded_storage_is_refused_before_anything_runs(run_cli, tmp_path, monkeypatch):
+    """Rerun without the first run's --storage, a tune started from zero in a new studies.journal
+    and repointed summary.json, so the report no longer saw the first storage's trials."""
+    monkeypatch.chdir(tmp_path)
+    spec, out = tmp_path / "ew.yaml", tmp_path / "sq"
+    spec.write_text(EW)
+    db = f"sqlite:///{out / 's.db'}"
+    out.mkdir()
+    assert run_cli("tune", str(spec), "--out", str(out), "--storage", db, "--trials", "3", "--quiet", "--no-verify")[0] == 0
+    before = (out / "summary.json").read_bytes()
+    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--trials", "5", "--quiet", "--no-verify")
+    assert code == 2 and err.count("\n") == 1, err
+    assert db in err and str(out / JOURNAL_NAME) in err and f"--storage {db}" in err and "--restart" in err
+    assert (out / "summary.json").read_bytes() == before and not (out / JOURNAL_NAME).exists()
+    # the same file spelled relatively resumes; --restart tunes in the journal instead
+    assert run_cli("tune", str(spec), "--out", str(out), "--storage", "sqlite:///sq/s.db", "--trials", "4",
+                   "--quiet", "--no-verify")[0] == 0
+    assert run_cli("tune", str(spec), "--out", str(out), "--trials", "4", "--quiet", "--no-verify",
+                   "--restart")[0] == 0
+    assert json.loads((out / "summary.json").read_text())["storage"] == str(out / JOURNAL_NAME)
+    # now recorded: the folder's journal, which another --storage would not see
+    code, _, err = run_cli("tune", str(spec), "--out", str(out), "--storage", db, "--quiet", "--no-verify")
+    assert code == 2 and "drop --storage to resume there" in err, err
+
+
+def test_a_moved_output_folder_resumes_from_its_own_journal(run_cli, tmp_path):
+    spec, out = tmp_path / "ew.yaml", tmp_path / "a"
+    spec.write_text(EW)
+    assert run_cli("tune", str(spec), "--out", str(out), "--trials", "3", "--quiet", "--no-verify")[0] == 0
+    out.rename(tmp_path / "b")
+    assert run_cli("tune", str(spec), "--out", str(tmp_path / "b"), "--trials", "4", "--quiet", "--no-verify")[0] == 0

@@ -249,6 +249,53 @@ def _reconcile(spec: Spec, opts: Options, storage, todo: list) -> None:
               f"spec from {where}: {', '.join(gone)}", file=sys.stderr)
 
 
+def _check_storage(spec: Spec, opts: Options) -> None:
+    """An InputError when ``opts.out``'s summary.json records another study storage than this run
+    would use: run without the ``--storage`` of the first run, a resume started from zero in a new
+    journal and repointed the summary, so the report no longer saw the first storage's trials.
+    --restart tunes in this run's storage anyway (the recorded one is left as it is)."""
+    import json
+
+    from autotile.tune.outputs import JOURNAL_NAME
+
+    if opts.restart or (opts.sampler or spec.sampler) == "exhaustive":  # it keeps no storage
+        return
+    try:
+        recorded = json.loads((opts.out / "summary.json").read_text(encoding="utf-8")).get("storage")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not isinstance(recorded, str) or not recorded:
+        return
+    default = "://" not in recorded and not recorded.startswith("journal:")  # the journal in its --out
+    if opts.storage is None:
+        if default:  # the folder's own journal (wherever the folder was when it was written)
+            return
+        this = os.path.abspath(opts.out / JOURNAL_NAME)
+    else:
+        this = redact(absolute_url(opts.storage))
+        if _storage_file(this) is not None and _storage_file(this) == _storage_file(recorded):
+            return
+    if this == recorded:
+        return
+    resume = "drop --storage to resume there" if default else f"pass `--storage {recorded}` to resume there"
+    raise InputError(f"{opts.out / 'summary.json'}: records the study storage {recorded}, but this run would use "
+                     f"{this}; {resume}, or add --restart to tune in {this} instead (what {recorded} holds is "
+                     "left as it is)")
+
+
+def _storage_file(url: str) -> str | None:
+    """The real path of the journal or SQLite file a recorded storage names, else None."""
+    from autotile.tune.storage import sqlite_file
+
+    if url.startswith("journal:"):
+        path = url[len("journal:"):]
+    elif "://" in url:
+        path = sqlite_file(url) if url.startswith("sqlite") else None
+    else:
+        path = url
+    return os.path.realpath(path) if path else None
+
+
 def _same_spec_ran(spec: Spec, out: Path) -> bool:
     """Whether ``out``'s summary was written for this very spec (content hash)."""
     import json
@@ -274,6 +321,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
         quiet_heartbeat_failures()
         todos = [_check(spec, o, jobs) for spec, o in zip(specs, opts)]  # all before any output folder
         _refuse_shared(specs, opts, todos)
+        for spec, o in zip(specs, opts):  # a resume that would not see the recorded storage's trials
+            _check_storage(spec, o)
         for o, todo in zip(opts, todos):  # else an output would fail only after every trial ran (and after the others were replaced)
             check_outputs(o.out, OUTPUT_FILES + report_outputs(_slugs(todo)), OUTPUT_FOLDERS)
         queue = [_start(spec, o, todo) for spec, o, todo in zip(specs, opts, todos)]
