@@ -52,17 +52,35 @@ def output_set():
                 os.unlink(tmp)
         raise
     _stage = None
-    for i, (path, tmp) in enumerate(stage.renames.items()):
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            for rest in list(stage.renames.values())[i:]:
-                with contextlib.suppress(OSError):
-                    os.unlink(rest)
-            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    for path in stage.deletes:
-        if path not in stage.renames:  # written again after it was deleted
-            path.unlink(missing_ok=True)
+    with _signals_held():  # a second Ctrl-C during the renames would leave half a set
+        for i, (path, tmp) in enumerate(stage.renames.items()):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                for rest in list(stage.renames.values())[i:]:
+                    with contextlib.suppress(OSError):
+                        os.unlink(rest)
+                raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        for path in stage.deletes:
+            if path not in stage.renames:  # written again after it was deleted
+                path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait until the block ends (where the platform can hold them)."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):  # no pthread_sigmask (Windows)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def pending(path: str | Path) -> Path:

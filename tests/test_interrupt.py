@@ -388,3 +388,29 @@ def test_a_run_that_gives_up_marks_the_studies_it_cut_short(run_cli, write_spec,
     assert [r["interrupted"] for r in s["results"]] == [True]
     assert [r["study"] for r in s["not_run"]] == ["elementwise/ascend910b2/fp16/n=8192/vector"]
     assert runner._Stop.requested is False
+
+
+def test_a_first_ctrl_c_during_verification_says_what_still_happens(run_cli, write_spec, monkeypatch, tmp_path):
+    """It was silently ignored: the run went on verifying and exited 0, and only a second Ctrl-C
+    (exit 130, no new outputs) seemed to do anything."""
+    saved = signal.getsignal(signal.SIGINT)
+    real, calls = driver.gate, []
+
+    def gate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "gate", gate)
+    out = tmp_path / "out"
+    try:
+        code, _, err = run_cli("tune", write_spec(EW2), "--out", str(out), "--quiet", "--trials", "3")
+    finally:
+        signal.signal(signal.SIGINT, saved)
+        runner._Stop.requested = False
+    assert len(calls) == 2 and code == 0, err  # both studies verified: none was cut short
+    assert "Ctrl-C: every study has run; verification of their best configurations finishes" in err
+    assert "a second Ctrl-C stops at once" in err
+    s = _json(out / "summary.json")
+    assert s["interrupted"] is False and all(r["verified"] for r in s["results"])

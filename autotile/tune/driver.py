@@ -123,13 +123,25 @@ def _warm(spec: Spec, space, name: str, storage) -> tuple:
     return tuple(out)
 
 
+_FINISHING: dict = {"note": None}  # set once every study has run: what a first stop signal lets finish
+
+
 def _install_stop_signals() -> dict:
     """SIGINT and SIGTERM (a scheduler's stop) stop the run after the current trial, a second
-    one at once; returns the handlers they replace."""
+    one at once; returns the handlers they replace. A first one once every study has run (during
+    verification) stops nothing, so it says what still happens: it was silently ignored."""
     def handler(signum, frame):
         if runner._Stop.requested:
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
         runner._Stop.signalled(signum)
+        if _FINISHING["note"]:
+            what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            try:
+                sys.stderr.write(f"\nautotile: {what}: every study has run; {_FINISHING['note']} (a second "
+                                 f"{what} stops at once, keeping the earlier outputs)\n")
+                sys.stderr.flush()
+            except (OSError, RuntimeError, ValueError):  # stderr closed, or in the middle of a write
+                pass
 
     return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
@@ -342,6 +354,8 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
             runner._Stop.requested = True  # so the studies it cut short read as interrupted
         finally:
             bar.close()
+        _FINISHING["note"] = ("verification of their best configurations finishes, then the outputs are written"
+                              if any(o.verify for o in opts) else "the outputs are written")
         try:
             summaries = [_finish(job) for job in queue]
         except Exception:
@@ -361,6 +375,7 @@ def tune_many(specs: list[Spec], opts: list[Options], jobs: int, quiet: bool) ->
             raise storage_mod.deleted(None) from None
         raise
     finally:
+        _FINISHING["note"] = None
         for sig, old in saved.items():
             signal.signal(sig, old)
 
