@@ -216,3 +216,16 @@ def test_optunas_warnings_about_a_trial_the_full_disk_failed_are_dropped():
     assert not drop.filter(record("Trial 34 failed with parameters: {} because of ...", full))
     assert not drop.filter(record("Trial 34 failed with value None."))
     assert drop.filter(record("Trial 35 failed with parameters: {} because of ...", ValueError("x")))
+
+
+def test_a_read_only_sqlite_storage_says_so_rather_than_to_rerun(run_cli, write_spec, tmp_path):
+    """It said "completed trials are saved, rerun the same command to resume", which fails the same way."""
+    spec, db = write_spec(EW), tmp_path / "s.db"
+    assert run_cli("tune", spec, "--out", str(tmp_path / "a"), "--quiet", "--no-verify", "--trials", "3",
+                   "--storage", f"sqlite:///{db}")[0] == 0
+    url = f"sqlite:///file:{db}?mode=ro&uri=true"  # read-only as a file, folder or mount would make it, even for root
+    code, _, err = run_cli("tune", spec, "--out", str(tmp_path / "b"), "--quiet", "--no-verify", "--trials", "5",
+                           "--storage", url)
+    assert code == 1 and _one_line(err), err
+    assert f"study storage {url} is read-only: " in err and "readonly database" in err
+    assert "to resume" not in err and "another --storage" in err

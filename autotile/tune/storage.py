@@ -736,10 +736,23 @@ def deleted(name: str | None) -> StudyDeleted:
 
 
 def describe_failure(url: str | None, exc: BaseException) -> str:
-    """One line: which storage failed, why, and that a rerun resumes."""
+    """One line: which storage failed, why, and that a rerun resumes; a read-only database says
+    so instead (a rerun fails the same way: it said "rerun the same command to resume")."""
     where = redact(url) if url else "the journal file"
+    if read_only_failure(exc):
+        return (f"study storage {where} is read-only: {_first_line(exc)}; tune records its trials there, so a "
+                "rerun fails the same way: make it writable (a read-only file, folder or mount, or a read-only "
+                "database user), or pass another --storage")
     return (f"study storage {where} failed: {_first_line(exc)}; completed trials are saved, "
             "rerun the same command to resume")
+
+
+def read_only_failure(exc: BaseException) -> bool:
+    """Whether the database refused a write because it is read-only: SQLite's "attempt to write a
+    readonly database", PostgreSQL's read-only transaction (a standby, or
+    ``default_transaction_read_only``)."""
+    text = str(exc)
+    return "readonly database" in text or "read-only transaction" in text or "ReadOnlySqlTransaction" in text
 
 
 def storage_failure(exc: BaseException, url: str | None, name: str | None) -> StorageError | None:
