@@ -150,3 +150,24 @@ def test_a_tune_whose_report_the_disk_cannot_hold_keeps_every_earlier_output(run
     monkeypatch.setattr(render, "write_bytes", real)
     assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "8")[0] == 0
     assert (out / "summary.json").read_bytes() != old[out / "summary.json"]
+
+
+def test_report_and_export_say_when_table_and_summary_were_not_written_together(run_cli, tmp_path):
+    """table.json records a digest of the summary.json written with it: a table.json beside another
+    run's summary.json (what a half-written set left before) is one warning line in both commands."""
+    import shutil
+
+    from tinyspecs import EW
+
+    spec, out, other = tmp_path / "ew.yaml", tmp_path / "out", tmp_path / "other"
+    spec.write_text(EW)
+    assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")[0] == 0
+    code, _, err = run_cli("export", str(out), "-o", str(tmp_path / "t.h"))
+    assert code == 0 and "not written with" not in err, err
+    assert run_cli("tune", str(spec), "--out", str(other), "--quiet", "--trials", "6")[0] == 0
+    shutil.copy(other / "summary.json", out / "summary.json")
+    for cmd in (("export", str(out), "-o", str(tmp_path / "t.h")), ("report", str(out))):
+        code, _, err = run_cli(*cmd)
+        lines = [line for line in err.splitlines() if "not written with" in line]
+        assert code == 0 and len(lines) == 1 and lines[0].startswith("autotile: warning: "), err
+        assert str(out / "table.json") in lines[0] and str(out / "summary.json") in lines[0]

@@ -32,6 +32,7 @@ def run(args) -> int:
     from autotile.tables.export import custom_rules, export, notices, region_mismatches
     from autotile.tables.export_ascendc import core_notes
     from autotile.tables.schema import load_table
+    from autotile.tune.outputs import set_mismatch
 
     nonempty(args.output, "-o")
     for flag, value, formats in (("--prefix", args.prefix, ("c", "ascendc")), ("--op-type", args.op_type, ("ascendc",))):
@@ -48,6 +49,9 @@ def run(args) -> int:
         refuse_owned("-o", args.output, Path(table.file).parent, "write the export to another file")
     if not is_stdout(args.output):
         check_output_file("-o", args.output)  # a folder is bad input (exit 2), found before the export
+    if table.file is not None and Path(table.file).name == "table.json" \
+            and (text := set_mismatch(Path(table.file).parent)) is not None:
+        print(f"autotile: warning: {text}", file=sys.stderr)
     for text in notices(table):
         print(f"autotile: warning: {text}", file=sys.stderr)
     if args.format in ("c", "ascendc"):

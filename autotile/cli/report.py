@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from autotile.atomic import refuse_input
@@ -19,10 +20,13 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from autotile.report.render import write_report
+    from autotile.tune.outputs import set_mismatch
 
     nonempty(args.storage, "--storage", "a storage URL")
     _not_an_input(Path(args.dir), args.storage)
     out = write_report(Path(args.dir), storage=args.storage)
+    if (text := set_mismatch(args.dir)) is not None:
+        print(f"autotile: warning: {text}", file=sys.stderr)
     if args.json:
         print_json({"html": str(out["html"]), "markdown": str(out["markdown"]),
                     "plots": [str(p) for p in out["plots"]], "traces": [str(p) for p in out["traces"]],

@@ -8,7 +8,8 @@ A table is JSON::
      "autotile_version", "simulator", "created", "dims": ["m", "n", "k"],
      "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
                   "verified", "study", "trial", "values"?, "verified_within"?}, ...],
-     "interrupted": {"not_run": 2, "cut_short": 1}}   # only in a table of an interrupted run
+     "interrupted": {"not_run": 2, "cut_short": 1},   # only in a table of an interrupted run
+     "summary_sha256": "..."}   # a tune's table: the digest of the summary.json written with it
 
 One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
 % of peak, the verified flag (false: tuned with ``--no-verify``, or replayed; a tiling that failed

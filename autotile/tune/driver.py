@@ -19,7 +19,7 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import OutputError, check_outputs, output_set, write_json
+from autotile.atomic import OutputError, check_outputs, output_set, pending, write_json
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
@@ -689,11 +689,13 @@ def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
     file that cannot be written (a full disk) leaves every earlier output as it was, so table.json
     never exports other configurations than summary.json and the report show."""
     from autotile.tables.schema import build_table
+    from autotile.tune.outputs import SUMMARY_DIGEST, summary_digest
 
     try:
         with output_set():
-            write_json(out / "summary.json", summary)
-            write_json(out / "table.json", build_table(spec, summary))
+            written = pending(write_json(out / "summary.json", summary)).read_bytes()
+            # so report and export can tell a table.json and summary.json that were not written together
+            write_json(out / "table.json", {**build_table(spec, summary), SUMMARY_DIGEST: summary_digest(written)})
             try:
                 from autotile.report import render
             except ImportError:

@@ -7,6 +7,7 @@ that light commands can ask.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -20,6 +21,32 @@ OUTPUT_FOLDERS = ("report_files", "traces")
 JOURNAL_NAME = "studies.journal"  # the default study storage, in the output folder
 # report_files/<name>.png: every plot the report draws; a render writes these names and prunes only them
 REPORT_PLOTS = ("history", "portfolio", "importance", "pareto", "units", "roofline", "pipes", "crossover")
+
+
+SUMMARY_DIGEST = "summary_sha256"  # table.json's record of the summary.json written with it
+
+
+def summary_digest(data: bytes) -> str:
+    """The digest table.json records of its summary.json's bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def set_mismatch(folder: str | Path) -> str | None:
+    """One warning line when ``folder``'s table.json was written with another summary.json than
+    the one beside it (a copied or edited file, or outputs of autotile before they were written
+    as a set): export reads table.json, the report summary.json, so the two would disagree. None
+    when they match or either (or the record, in an older table) is missing."""
+    folder = Path(folder)
+    try:
+        recorded = json.loads((folder / "table.json").read_text(encoding="utf-8")).get(SUMMARY_DIGEST)
+        summary = (folder / "summary.json").read_bytes()
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(recorded, str) or recorded == summary_digest(summary):
+        return None
+    return (f"{folder / 'table.json'} was not written with the {folder / 'summary.json'} beside it (copied or "
+            "edited?): export reads the table's configurations, the report the summary's; rerun the tune to "
+            "write them together")
 
 
 def report_outputs(traces=()) -> tuple[str, ...]:
