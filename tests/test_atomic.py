@@ -171,3 +171,27 @@ def test_report_and_export_say_when_table_and_summary_were_not_written_together(
         lines = [line for line in err.splitlines() if "not written with" in line]
         assert code == 0 and len(lines) == 1 and lines[0].startswith("autotile: warning: "), err
         assert str(out / "table.json") in lines[0] and str(out / "summary.json") in lines[0]
+
+
+def test_a_report_the_disk_cannot_hold_keeps_the_earlier_report_whole(run_cli, tmp_path, monkeypatch):
+    """`autotile report DIR` on a full disk replaced some plots and traces, then failed before the pages."""
+    from tinyspecs import EW
+
+    from autotile.report import render
+
+    spec, out = tmp_path / "ew.yaml", tmp_path / "out"
+    spec.write_text(EW)
+    assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")[0] == 0
+    (out / "report.md").write_text("earlier report\n")  # so a render that replaced it would show
+    old = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    real = render.write_text
+
+    def full(path, text):
+        if str(path).endswith(".html"):
+            raise atomic.OutputError(f"{path}: cannot write: No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(render, "write_text", full)
+    code, _, err = run_cli("report", str(out))
+    assert code == 1 and "No space left on device" in err, err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name} == old

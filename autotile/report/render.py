@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from autotile.atomic import check_outputs, remove, write_bytes, write_text
+from autotile.atomic import check_outputs, output_set, remove, write_bytes, write_text
 from autotile.report import data as data_mod
 from autotile.report import html, markdown, perf, search, sections
 from autotile.report.data import slug
@@ -59,7 +59,8 @@ def build(data: data_mod.ReportData, traces: dict) -> Report:
 
 
 def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
-    """Render the report of the run in ``out_dir``; returns the paths written and the time taken."""
+    """Render the report of the run in ``out_dir`` (its files as one set, see ``atomic.output_set``);
+    returns the paths written and the time taken."""
     from autotile.report.traces import prune_traces, write_traces
 
     t0 = time.monotonic()
@@ -69,20 +70,21 @@ def write_report(out_dir: str | Path, storage: str | None = None) -> dict:
     # another trace) was replaced
     check_outputs(out_dir, ("report.html", "report.md", *report_outputs(slug(r) for r in data.exported)),
                   (FILES, "traces"))
-    traces = write_traces(data)
-    prune_traces(out_dir, traces)  # those of shapes, dtypes or units this run no longer has
-    rep = build(data, traces)
-    files = out_dir / FILES
-    pngs = []
-    for plot in markdown.plots(rep):
-        pngs.append(write_bytes(files / f"{plot.name}.png", plot.png))
-    keep = {p.name for p in pngs}
-    for name in REPORT_PLOTS:  # plots of an earlier render that this one no longer has; no other file
-        old = files / f"{name}.png"
-        if f"{name}.png" not in keep and old.is_file():
-            remove(old)
-    md = write_text(out_dir / "report.md", markdown.render(rep, FILES))
-    page = write_text(out_dir / "report.html", html.render(rep))
+    with output_set():  # renamed into place together: a full disk leaves the earlier report whole
+        traces = write_traces(data)
+        prune_traces(out_dir, traces)  # those of shapes, dtypes or units this run no longer has
+        rep = build(data, traces)
+        files = out_dir / FILES
+        pngs = []
+        for plot in markdown.plots(rep):
+            pngs.append(write_bytes(files / f"{plot.name}.png", plot.png))
+        keep = {p.name for p in pngs}
+        for name in REPORT_PLOTS:  # plots of an earlier render that this one no longer has; no other file
+            old = files / f"{name}.png"
+            if f"{name}.png" not in keep and old.is_file():
+                remove(old)
+        md = write_text(out_dir / "report.md", markdown.render(rep, FILES))
+        page = write_text(out_dir / "report.html", html.render(rep))
     return {"html": page, "markdown": md, "plots": pngs,
             "traces": [out_dir / t["path"] for t in traces.values() if "path" in t],
             "seconds": time.monotonic() - t0}
