@@ -5,6 +5,7 @@ fp32 target, the atomic adds of the partials and the cast are executed by the ga
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autotile.kernels import _common as C
 from autotile.kernels import matmul as mm
 from autotile.tune.verify import verify_one
 
@@ -89,3 +90,57 @@ def test_a_tiling_that_keeps_k_whole_keeps_two_core_blocks_and_two_panels(hw):
     last = {d: 4096 - (-(-4096 // p[f"single_core_{d}"]) - 1) * p[f"single_core_{d}"] for d in "mn"}
     assert small == {"m": p["single_core_m"] + last["m"], "n": p["single_core_n"] + last["n"],
                      "k": 2 * panel + p["base_k"]}
+
+
+def test_huge_core_blocks_give_up_core_blocks_within_the_execute_limits(hw):
+    """65536 x 128 x 65536's default (21888 x 8192 core blocks) kept 43648 x 16384 of C: 723M
+    elements, an out-of-memory error after every study had run, and minutes per candidate. The
+    larger dimension gives up core blocks; N keeps its two, M whole base blocks of its last one."""
+    shape = {"m": 65536, "n": 65536, "k": 128}
+    p = mm.default_params(shape, "fp16", hw)
+    small = mm.verify_shape(shape, p)
+    assert mm.io_elements(small) <= C.MAX_IO_ELEMENTS and small["m"] * small["n"] * small["k"] <= mm.NARROW_MACS
+    last_m = 65536 - (-(-65536 // p["single_core_m"]) - 1) * p["single_core_m"]
+    assert small == {"m": mm._keep(last_m, p["base_m"]), "n": mm._keep(65536, p["single_core_n"]), "k": 128}
+    v = verify_one(mm, shape, p, "fp16", hw)
+    assert v.passed and v.reduced and v.shape == small
+
+
+@st.composite
+def whole_k_tilings(draw):
+    """A huge shape and a tiling (only the fields verify_shape reads) that keeps K whole."""
+    bm, bn = draw(st.sampled_from([16, 64, 128, 256])), draw(st.sampled_from([16, 64, 128, 256]))
+    shape = {"m": draw(st.integers(1, 1 << 20)), "n": draw(st.integers(1, 1 << 20)), "k": draw(st.integers(1, 1 << 16))}
+    params = {"base_m": bm, "base_n": bn, "base_k": draw(st.sampled_from([16, 32, 64, 128, 256])),
+              "step_ka": draw(st.integers(1, 8)), "step_kb": draw(st.integers(1, 8)), "single_core_k": shape["k"],
+              "single_core_m": bm * draw(st.integers(1, 1 << 12)), "single_core_n": bn * draw(st.integers(1, 1 << 12))}
+    return shape, params
+
+
+@settings(max_examples=400, deadline=None)
+@given(whole_k_tilings())
+def test_a_reduced_shape_stays_within_the_execute_limits(case):
+    """Whatever the core blocks, the reduced shape is one the gate executes, in M and N the two
+    core blocks, the last one or whole base blocks of it, and the K of two panels and the tail."""
+    shape, p = case
+    small = mm.verify_shape(shape, p)
+    if shape["m"] * shape["n"] * shape["k"] <= mm.VERIFY_MACS:
+        assert small == shape
+        return
+    assert mm.io_elements(small) <= C.MAX_IO_ELEMENTS
+    assert small["m"] * small["n"] * small["k"] <= mm.NARROW_MACS
+    for d in "mn":
+        block, base = p[f"single_core_{d}"], p[f"base_{d}"]
+        last = shape[d] - (-(-shape[d] // block) - 1) * block
+        assert small[d] in (mm._keep(shape[d], block), last, mm._keep(last, base))
+    assert small["k"] % p["base_k"] == shape["k"] % p["base_k"]
+
+
+def test_a_split_k_range_too_large_to_hold_is_not_executed(hw):
+    """Two K ranges of 2^28 on a 1 x 1 C: no narrowing brings it under 2^27 elements, and matmul's
+    io_elements keeps the gate from executing it (it had none, so nothing did)."""
+    shape = {"m": 1, "n": 1, "k": 1 << 29}
+    p = {**mm.default_params({"m": 1, "n": 1, "k": 4096}, "fp16", hw), "single_core_k": 1 << 28}
+    v = verify_one(mm, shape, p, "fp16", hw)
+    assert not v.passed and not v.executed and v.shape["k"] > C.MAX_IO_ELEMENTS
+    assert v.reason.startswith("not executed: inputs and output hold")

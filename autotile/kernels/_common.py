@@ -290,6 +290,9 @@ def split(n: int, cores: int, align: int) -> list[tuple[int, int, int]]:
 
 
 VERIFY_N = 1 << 22  # above this many elements, a 1-D tiling is verified on a smaller n
+# elements (inputs and output) past which the gate does not execute a shape (``io_elements``):
+# ~1 GiB of float64 each, and the comparison holds several such copies
+MAX_IO_ELEMENTS = 1 << 27
 
 
 def verify_shape_1d(shape: dict, params: dict) -> dict:

@@ -647,6 +647,9 @@ VERIFY_MACS = 3e7  # above this, verification runs a reduced shape (see verify_s
 # a split K's reduced shape may hold up to this many MACs: its two K ranges are a whole single_core_k
 # and the tail (2752 + 2496 of K = 32768 on one 128 x 128 core block: 86M, ~1 s in execute mode)
 SPLIT_VERIFY_MACS = 4 * VERIFY_MACS
+# a reduced shape that keeps K whole gives up core blocks of M and N past this many MACs (~7 s in
+# execute mode at the 6e8 MACs/s measured; the 4096^3 default's 2688 x 1024 x 576, 1.6e9, keeps two)
+NARROW_MACS = 4e9
 
 
 def _keep(total: int, block: int) -> int:
@@ -667,16 +670,27 @@ def _split_k_shape(shape: dict, params: dict) -> dict:
     """The reduced shape of a tiling that splits K: always two K ranges, so the zeroed fp32
     target, the atomic adds of the partials and the cast are executed. M and N give up core
     blocks before K gives up its tail range; past ``SPLIT_VERIFY_MACS`` the tail range is cut
-    to its last base_k step (the K remainder kept), and if that is still over, it runs anyway."""
-    M, N, K = shape["m"], shape["n"], shape["k"]
+    to its last base_k step (the K remainder kept), and if that is still over, it runs anyway
+    (past ``MAX_IO_ELEMENTS`` the gate then does not execute it: ``io_elements``)."""
+    K = shape["k"]
     sck, bk = params["single_core_k"], params["base_k"]
-    ms = _narrowing(M, params["single_core_m"], params["base_m"])
-    ns = _narrowing(N, params["single_core_n"], params["base_n"])
     ks = [_keep(K, sck)]
     if sck + (K % bk or bk) < ks[0]:
         ks.append(sck + (K % bk or bk))
+    return _narrowed(shape, params, ks, SPLIT_VERIFY_MACS)
+
+
+def _narrowed(shape: dict, params: dict, ks: list[int], macs: float) -> dict:
+    """The first shape, most structure first, within ``macs`` MACs and C.MAX_IO_ELEMENTS elements
+    of A, B and C: the larger of M and N gives up core blocks (``_narrowing``), then K takes its
+    next size in ``ks``; the smallest if none is within."""
+    ms = _narrowing(shape["m"], params["single_core_m"], params["base_m"])
+    ns = _narrowing(shape["n"], params["single_core_n"], params["base_n"])
+    def over(i, j, r):
+        return ms[i] * ns[j] * ks[r] > macs or io_elements({"m": ms[i], "n": ns[j], "k": ks[r]}) > C.MAX_IO_ELEMENTS
+
     i = j = r = 0
-    while ms[i] * ns[j] * ks[r] > SPLIT_VERIFY_MACS:
+    while over(i, j, r):
         if i + 1 < len(ms) and (ms[i] >= ns[j] or j + 1 == len(ns)):
             i += 1
         elif j + 1 < len(ns):
@@ -685,6 +699,9 @@ def _split_k_shape(shape: dict, params: dict) -> dict:
             r += 1
         else:
             break
+    if r == 0 and not over(i, j, r):  # the other dimension takes back what it gave up before this one's last cut
+        j = next(jj for jj in range(j + 1) if not over(i, jj, r))
+        i = next(ii for ii in range(i + 1) if not over(ii, j, r))
     return {"m": ms[i], "n": ns[j], "k": ks[r]}
 
 
@@ -692,19 +709,26 @@ def verify_shape(shape: dict, params: dict) -> dict:
     """A shape small enough to execute quickly that keeps this tiling's structure.
 
     It keeps up to two core blocks in M and in N (a full one and the tail one, so the tail
-    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail. A
-    tiling that splits K keeps two K ranges instead (see ``_split_k_shape``): with one, the
-    partial sums and their combine would go unverified.
+    blocks and the multi-core split are exercised) and, in K, two L1 panels plus the K tail.
+    Past ``NARROW_MACS`` MACs or ``C.MAX_IO_ELEMENTS`` elements (huge core blocks: 65536 x 128 x
+    65536's default kept 43648 x 16384 of C, 2.7 GiB of fp32 and minutes of execute mode), M and
+    N give up core blocks as a split K's do (``_narrowing``: the last block alone, then whole base
+    blocks of it). A tiling that splits K keeps two K ranges instead (see ``_split_k_shape``):
+    with one, the partial sums and their combine would go unverified.
     """
     M, N, K = shape["m"], shape["n"], shape["k"]
     if M * N * K <= VERIFY_MACS or "single_core_m" not in params:  # vector tilings are for tiny shapes
         return dict(shape)
     if params.get("single_core_k", K) < K:
         return _split_k_shape(shape, params)
-    m, n = _keep(M, params["single_core_m"]), _keep(N, params["single_core_n"])
     panel = params["base_k"] * max(params["step_ka"], params["step_kb"])
     k = K if K <= 2 * panel + params["base_k"] else 2 * panel + (K % params["base_k"] or params["base_k"])
-    return {"m": m, "n": n, "k": k}
+    return _narrowed(shape, params, [k], NARROW_MACS)
+
+
+def io_elements(shape: dict) -> int:
+    """Elements of A, B and C: what an execute-mode run holds (each also as float64 in the check)."""
+    return shape["m"] * shape["k"] + shape["k"] * shape["n"] + shape["m"] * shape["n"]
 
 
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:

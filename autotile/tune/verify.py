@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autotile.errors import InfeasibleConfig
+from autotile.kernels._common import MAX_IO_ELEMENTS
 
 log = logging.getLogger("autotile.verify")
+# MAX_IO_ELEMENTS: larger runs are not executed (a kernel's ``io_elements``)
 
-MAX_IO_ELEMENTS = 1 << 27  # ~1 GiB of float64: larger runs are not executed (a kernel's ``io_elements``)
 # candidates the gate executes per study before it gives up. studies/sigmoid.yaml tuned by cycles
 # alone (80 configurations a study, most of them lut or poly) has its first accurate Scalar
 # configuration at rank 43 to 59 now that lut_linear fails on the tails (32 left six of the nine
