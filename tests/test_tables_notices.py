@@ -234,3 +234,22 @@ int main(void)
 """)
     compile_ok(C99 + ["main.c", "-o", "main", "-lm"], tmp_path)
     assert subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout == "3 1 1\n"
+
+
+def test_an_entry_the_gate_could_not_execute_is_not_blamed_on_no_verify(unverified, capsys):
+    """An entry too large to execute in verification carries why; the notice said "tuned with
+    --no-verify" for every unverified entry. ``unverified`` beside ``verified: true`` is refused."""
+    from autotile.errors import InputError
+
+    d, doc = unverified
+    doc["entries"][1]["unverified"] = "too large to execute in verification: inputs and output hold ..."
+    write_table(d / "table.json", doc)
+    capsys.readouterr()
+    assert cli(["export", str(d), "--format", "json", "-o", str(d / "t.json")]) == 0
+    assert _warnings(capsys.readouterr().err) == [
+        f"autotile: warning: 2 of {len(doc['entries'])} entries not verified (tuned with --no-verify; 1 too large "
+        "to execute in verification); they carry verified: false (the C entry's verified = 0)"]
+    doc["entries"][1]["verified"] = True
+    write_table(d / "table.json", doc)
+    with pytest.raises(InputError, match=r"entries\[1\]\.unverified: expected null for a verified entry"):
+        load_table(d / "table.json")

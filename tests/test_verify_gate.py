@@ -156,3 +156,37 @@ def test_a_run_with_no_verified_result_says_so_instead_of_empty_tables(run_cli, 
             "verification") in best
     assert "it was trial 0 of every study" in best and "No study had a feasible default" not in best
     assert "| n=1024 fp16 scalar | FAILED verification: " in best
+
+
+def test_a_shape_too_large_to_execute_is_the_pick_not_verified_not_a_disagreement():
+    """roi_align at n=8, c=256, 256 x 256 holds 140M elements: every candidate was rejected unrun
+    as if it disagreed, and the study had no entry. The best one is the pick, not verified, and
+    the gate stops there (the others are as large)."""
+    from autotile.kernels import roi_align as R
+
+    shape = {"n": 8, "c": 256, "h": 256, "w": 256, "rois": 512, "pooled_h": 7, "pooled_w": 7}
+    p = R.default_params(shape, "fp16", HW)
+    cands = [p, {**p, "buffer_num": 1}]
+    g = verify.gate(R, shape, cands, "fp16", HW, unit="vector")
+    assert g.params == p and g.rank == 0 and g.rejected == [] and g.executed == 0
+    v = g.verification
+    assert not v.passed and not v.executed and v.max_abs_error is None
+    assert v.reason == v.unverified and v.unverified.startswith(
+        "too large to execute in verification: inputs and output hold 140,642,816 elements")
+
+
+def test_running_out_of_memory_leaves_the_pick_not_verified_with_the_reason():
+    """A MemoryError in execute mode (65536 x 128 x 65536's 43648 x 16384 C) ended the whole
+    run before any output was written; it is this candidate's reason now."""
+    kernel, calls = _kernel()
+
+    def execute(inputs, params, dtype, hw, **kw):
+        calls.append(params)
+        raise MemoryError("Unable to allocate 2.66 GiB for an array with shape (43648, 16384) and data type float32")
+
+    kernel.execute = execute
+    g = verify.gate(kernel, SHAPE, [_params("exact"), _params("poly")], "fp16", HW, unit="scalar")
+    assert calls == [_params("exact")] and g.params == _params("exact") and g.rejected == []
+    assert not g.verification.passed and g.verification.unverified == (
+        "out of memory in verification: Unable to allocate 2.66 GiB for an array with shape (43648, 16384) "
+        "and data type float32")

@@ -113,8 +113,10 @@ def format_summary(summary: dict, out: Path) -> str:
         traded = trade(r, summary.get("objectives")) if r.get("speedup_vs_baseline") else ""
         if traded:  # a speedup may cost accuracy
             speed += f" at {traded}"
+        why = (r.get("verification") or {}).get("unverified")  # too large to execute, out of memory
         ver = "verified" if r.get("verified") else (
-            "not verified (replay)" if (r.get("verification") or {}).get("skipped") else "NOT verified")
+            "not verified (replay)" if (r.get("verification") or {}).get("skipped") else
+            f"NOT verified ({why})" if why else "NOT verified")
         if detour(r, summary.get("objectives")):  # faster configurations computed wrong results
             ver += f" ({detour(r, summary.get('objectives'))})"
         peak = f"{r['pct_of_peak']:.1f}% of peak" if r.get("pct_of_peak") is not None \

@@ -20,5 +20,6 @@ treat all operators alike (``options`` is the spec's op-specific ``inputs:`` map
 
 Optional, for verification of large shapes: ``verify_shape(shape, params) -> shape``, a smaller
 shape with the tiling's structure (matmul, the 1-D operators), or ``io_elements(shape) -> int``,
-the elements an execute-mode run holds (copy, resize, roi_align), past which it is not run.
+the elements an execute-mode run holds (copy, resize, roi_align, matmul), past which it is not
+run: the gate then reports the pick not verified, too large to execute in verification.
 """

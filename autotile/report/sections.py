@@ -171,7 +171,7 @@ def highlights(data: ReportData) -> list[str]:
         elif bad or not skipped:
             out.append(f"Every exported configuration passed verification{_own_error_text(data, ex)}." if not bad else
                        f"{count(len(bad), 'exported configuration')} NOT verified: "
-                       + "; ".join(result_label(r) for r in bad) + ".")
+                       + "; ".join(result_label(r) + (f" ({unverified(r)})" if unverified(r) else "") for r in bad) + ".")
     failed = [r for r in data.results if r.get("cycles") is None]
     wrong = [r for r in failed if r.get("rejected")]  # every candidate failed the gate
     searched = len(failed) - len(wrong) - len(empty)  # an empty space is said above
@@ -215,6 +215,12 @@ def _own_error_text(data: ReportData, ex: list[dict]) -> str:
             f"{result_label(worst)} at max abs {fmt.sci(err)})")
 
 
+def unverified(r: dict) -> str:
+    """Why the gate could not check a result's pick (``too large to execute in verification: ...``,
+    or out of memory there), or "": it neither passed nor disagreed, and is exported not verified."""
+    return str((r.get("verification") or {}).get("unverified") or "")
+
+
 def _skipped(r: dict) -> str:
     """Why verification did not run for a result (the replay backend has no kernel), or ""."""
     return str((r.get("verification") or {}).get("skipped") or "")
@@ -227,6 +233,8 @@ def verify_status(r: dict) -> str:
     why = _skipped(r)
     if why:
         return "skipped (replay backend)" if why.startswith("replay") else f"skipped ({why})"
+    if unverified(r):
+        return "not verified (" + unverified(r).split(":", 1)[0] + ")"
     return "not run" if not r.get("verification") else "FAILED"
 
 
@@ -327,8 +335,8 @@ def best(data: ReportData) -> Section:
                      fmt.cycles(r.get("baseline_cycles")), fmt.speedup(r.get("speedup_vs_baseline"))]
                     + [_error_cell(r, o) for o in errors]
                     + ["yes" + (" (to its own error)" if own_error(data, r) is not None else "") if r.get("verified")
-                       else ("skipped" if _skipped(r) else
-                                                         "not run" if no_verify(data) else "NO")])
+                       else ("skipped" if _skipped(r) else "not run" if no_verify(data) else
+                             "no (" + unverified(r).split(":", 1)[0] + ")" if unverified(r) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
     if data.replayed:
         intro = ("One row per shape and dtype: the configuration the table exports (the best recorded "
@@ -518,6 +526,11 @@ def verification(data: ReportData) -> Section:
                  "every kind of core block (full and tail). Rejected: better-ranked candidates that failed first; "
                  f"the gate goes down the ranking until one passes, executing at most {MAX_EXECUTED}, and rejects "
                  "unrun a candidate whose study recorded an error on the same inputs above what the tolerance allows.")
+    unchecked = [r for r in data.exported if unverified(r)]
+    if unchecked:
+        intro += (f" {count(len(unchecked), 'exported configuration')} could not be checked and "
+                  f"{'is' if len(unchecked) == 1 else 'are'} exported not verified (verified: false): "
+                  + "; ".join(f"{result_label(r)} ({unverified(r)})" for r in unchecked) + ".")
     if any(own_error(data, r) is not None for r in data.exported):
         intro += (" A study that trades accuracy (an error objective or limit) also allows each candidate the max "
                   "abs error it recorded for it (the recorded error column): an element passes when |out - ref| <= "

@@ -75,9 +75,13 @@ def notices(table) -> list[str]:
         out.append("the table has no entries (no study found a feasible configuration that passed "
                    "verification): the headers' lookup always returns NULL")
     elif (k := export_c.unverified_count(table)):
-        why = ("replayed measurements: no kernel to execute" if table.spec.backend == "replay"
-               else "tuned with --no-verify")
-        out.append(f"{k} of {len(table.entries)} entries not verified ({why}); they carry verified: false "
+        unchecked = [e for e in table.entries if not e.verified and e.unverified]
+        why = ([] if k == len(unchecked) else ["replayed measurements: no kernel to execute" if table.spec.backend == "replay"
+                                              else "tuned with --no-verify"])
+        if unchecked:  # the gate could not execute them: too large, out of memory
+            why.append(f"{len(unchecked)} {unchecked[0].unverified.split(':', 1)[0]}"
+                       + (" or similar" if len({e.unverified.split(':', 1)[0] for e in unchecked}) > 1 else ""))
+        out.append(f"{k} of {len(table.entries)} entries not verified ({'; '.join(why)}); they carry verified: false "
                    f"(the C entry's verified = 0)")
     if (text := partial(table)) is not None:
         out.append(text)

@@ -62,7 +62,8 @@ def _banner(table: Table, fmt: str) -> str:
 
 
 def unverified_count(table: Table) -> int:
-    """How many entries did not pass the verification gate (``--no-verify``, or replay)."""
+    """How many entries did not pass the verification gate (``--no-verify``, replay, or a shape
+    too large to execute in verification)."""
     return sum(1 for e in table.entries if not e.verified)
 
 
@@ -91,7 +92,8 @@ def _body(table: Table, n: Names) -> str:
     out += _identity(table, n)
     out += _dim_order(table, n)
     out.append(f"#define {n.count} {len(table.entries)}")
-    out.append(f"/* entries that did not pass the verification gate (tuned with --no-verify, or replayed); define "
+    out.append(f"/* entries that did not pass the verification gate (tuned with --no-verify, replayed, or too large "
+               f"to execute in verification); define "
                f"{n.verified_only} before the include to make the lookup skip them */")
     out.append(f"#define {n.unverified} {unverified_count(table)}")
     out.append("")
@@ -133,7 +135,7 @@ def _body(table: Table, n: Names) -> str:
         f"    int64_t shape[{nd}];     /* {comment(', '.join(dims))} */",
         f"    int32_t dtype;        /* enum {n.pre}dtype */",
         f"    int32_t unit;         /* enum {n.pre}unit */",
-        "    int32_t verified;     /* 1: passed the verification gate; 0: not verified (--no-verify, or replay) */",
+        "    int32_t verified;     /* 1: passed the verification gate; 0: not verified (--no-verify, replay, too large) */",
         f"    int64_t lo[{nd}];        /* region: lo[d] <= x[d] <= hi[d] */",
         f"    int64_t hi[{nd}];",
         f"    int64_t split[{nd}];     /* region: core block per dim (0: not split) */",
@@ -236,7 +238,8 @@ def _entries(table: Table, n: Names, params, regions) -> list[str]:
         shape = " ".join(f"{k}={v}" for k, v in e.shape.items())
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")
-        ver = e.held_to() or ("verified" if e.verified else "NOT verified")
+        ver = e.held_to() or ("verified" if e.verified else "NOT verified"
+                              + (f" ({e.unverified.split(':', 1)[0]})" if e.unverified else ""))
         acc = f", {e.accuracy()}" if e.accuracy() else ""
         out.append(f"    /* {comment(f'{shape} {e.dtype} {e.unit}')}: {perf}{comment(acc)}, {ver} */")
         vals = []

@@ -7,13 +7,14 @@ A table is JSON::
      "spec": {"path", "hash", "content": {...spec.to_dict()...}}, "spec_hash",
      "autotile_version", "simulator", "created", "dims": ["m", "n", "k"],
      "entries": [{"shape", "dtype", "unit", "params", "cycles", "time_us", "pct_of_peak",
-                  "verified", "study", "trial", "values"?, "verified_within"?}, ...],
+                  "verified", "study", "trial", "values"?, "verified_within"?, "unverified"?}, ...],
      "interrupted": {"not_run": 2, "cut_short": 1},   # only in a table of an interrupted run
      "summary_sha256": "..."}   # a tune's table: the digest of the summary.json written with it
 
 One entry per (shape, dtype): the chosen unit's tiling with its predicted cycles and time,
-% of peak, the verified flag (false: tuned with ``--no-verify``, or replayed; a tiling that failed
-verification never enters) and the study and trial it came from. A study that trades accuracy
+% of peak, the verified flag (false: tuned with ``--no-verify``, or replayed, or a shape the gate
+could not execute, whose ``unverified`` says why: ``too large to execute in verification: ...``;
+a tiling that failed verification never enters) and the study and trial it came from. A study that trades accuracy
 (an objective or limit beside cycles and time, such as ``max_abs_error``) also records the entry's
 ``values`` of those (``{"max_abs_error": 0.021}``), and ``verified_within`` the max abs error the
 gate allowed it beyond the dtype's tolerance (its recorded error); both absent otherwise, and from
@@ -68,6 +69,9 @@ class Entry:
     # the max abs error the gate allowed beyond the dtype's tolerance (the error the study
     # recorded for the tiling), or None: verified then means "as accurate as recorded", not exact
     verified_within: float | None = None
+    # why the gate could not check an unverified entry (too large to execute, out of memory), or
+    # None: --no-verify, replay, verified, or a table made before it was recorded
+    unverified: str | None = None
 
     def to_json(self) -> dict:
         out = {"shape": dict(self.shape), "dtype": self.dtype, "unit": self.unit,
@@ -78,6 +82,8 @@ class Entry:
             out["values"] = dict(self.values)
         if self.verified_within is not None:
             out["verified_within"] = self.verified_within
+        if self.unverified is not None:
+            out["unverified"] = self.unverified
         return out
 
     def accuracy(self) -> str:
@@ -149,7 +155,8 @@ def build_table(spec, summary: dict, *, created: str | None = None) -> dict:
             params=dict(r["params"]), cycles=r.get("cycles"), time_us=r.get("time_us"),
             pct_of_peak=r.get("pct_of_peak"), verified=bool(r.get("verified")),
             study=r.get("study"), trial=r.get("trial"), values=traded_values(spec, r),
-            verified_within=verified_within(r)).to_json())
+            verified_within=verified_within(r),
+            unverified=None if r.get("verified") else (r.get("verification") or {}).get("unverified")).to_json())
     doc = {
         "schema": SCHEMA,
         "op": spec.op.name,
@@ -372,6 +379,7 @@ def _entry(c: _Check, e, field, dims) -> Entry:
         trial=c.get(e, "trial", field, int, "a trial number", optional=True),
         values=_values(c, e, field),
         verified_within=_within(c, e, field),
+        unverified=_unverified(c, e, field),
     )
 
 
@@ -382,6 +390,14 @@ def _values(c: _Check, e: dict, field: str) -> dict | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise c.fail(f"{field}.values.{k}", f"expected a finite number, got {_show(v)}")
     return values
+
+
+def _unverified(c: _Check, e: dict, field: str) -> str | None:
+    """Why the gate could not check an entry (text, only beside ``verified: false``), or null."""
+    v = c.get(e, "unverified", field, str, "a reason (text) or null", optional=True)
+    if v is not None and e.get("verified") is True:
+        raise c.fail(f"{field}.unverified", "expected null for a verified entry (it says why one was not checked)")
+    return v
 
 
 def _within(c: _Check, e: dict, field: str) -> float | None:

@@ -639,6 +639,9 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
                        reason=failed_verification_reason(g))
             return rec
         chosen, rank, ver = g.params, g.rank, g.verification
+        if ver.unverified:  # too large to execute, or out of memory: the entry says so (one line here too)
+            print(f"autotile: warning: {plan.name.split('/', 2)[-1]}: best configuration NOT verified "
+                  f"({ver.unverified}); its table entry carries verified: false", file=sys.stderr, flush=True)
     res = make_evaluator(sp, plan.objectives).score(chosen).result
     params, values, number = oc.best[rank]
     rec.update(params=chosen, trial=number, values=values, cycles=res.cycles, time_us=res.time_us,

@@ -3,8 +3,10 @@ on real inputs, matches the NumPy reference within the dtype's tolerance.
 
 Where the full shape would take too long to execute, the kernel's ``verify_shape`` gives a
 reduced shape that keeps the tiling's tail blocks and its multi-core split; the record says so.
-Kernels without one declare ``io_elements(shape)``, and a shape whose data would not fit in
-memory fails the gate with that reason instead of being executed.
+Kernels declare ``io_elements(shape)``, and a shape whose data would not fit in memory is not
+executed: the gate stops there and the candidate is the pick, not verified, with that reason
+(``Verification.unverified``; so is one that runs out of memory in execute mode), rather than a
+study without a result as if it had disagreed with the reference.
 A failing configuration is logged and the next best is tried, down the ranking until one passes
 (a space's fastest configurations may all be inexact variants, the accurate ones further down) or
 ``MAX_EXECUTED`` have run. A candidate whose study recorded an error on these same inputs beyond
@@ -48,7 +50,7 @@ class Verification:
     passed: bool
     shape: dict  # the shape actually executed
     reduced: bool
-    max_abs_error: float
+    max_abs_error: float | None  # None when not executed for size or memory
     # over the elements whose reference exceeds atol in magnitude (0 when none does): where |ref| <= atol
     # the absolute term decides, and a reference of rounding residue (1e-30) gave relative errors of 1e+26;
     # None when not executed and unknown
@@ -61,6 +63,9 @@ class Verification:
     # the error its study recorded, which an element may reach where it exceeds the dtype's tolerance
     # (studies that trade accuracy; plus the kernel's TAIL_ERROR on its tail inputs), or None
     claimed: float | None = None
+    # why the gate could not check it at all (too large to execute in verification, or out of
+    # memory there), or None: such a candidate neither passed nor disagreed
+    unverified: str | None = None
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -132,14 +137,26 @@ def verify_one(kernel, shape: dict, params: dict, dtype: str, hw, *, unit=None, 
             return 0.0
         return claimed_abs_error * (1 + 1e-6) + (kernel.TAIL_ERROR if tail else 0.0)
 
-    if too_large:
-        return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(),
-                            f"not executed: {too_large}; verify a smaller shape", executed=False,
-                            claimed=claimed_abs_error)
     if recorded_abs_error is not None and not math.isfinite(recorded_abs_error):
         return Verification(False, run_shape, reduced, float("inf"), float("inf"), *tolerance(),
                             "not executed: its study recorded a non-finite error on these inputs",
                             executed=False, claimed=claimed_abs_error)
+    if too_large:
+        why = f"too large to execute in verification: {too_large}; verify a smaller shape"
+        return Verification(False, run_shape, reduced, None, None, *tolerance(), why, executed=False,
+                            claimed=claimed_abs_error, unverified=why)
+    try:
+        return _execute_runs(kernel, run_shape, reduced, params, dtype, hw, unit, options, seed, tails,
+                             tolerance, claim, claimed_abs_error, recorded_abs_error, min_checked)
+    except MemoryError as exc:  # its arrays are freed with its frame; the other studies go on
+        why = f"out of memory in verification: {exc or 'MemoryError'}"
+        return Verification(False, run_shape, reduced, None, None, *tolerance(), why, executed=False,
+                            claimed=claimed_abs_error, unverified=why)
+
+
+def _execute_runs(kernel, run_shape, reduced, params, dtype, hw, unit, options, seed, tails, tolerance, claim,
+                  claimed_abs_error, recorded_abs_error, min_checked) -> Verification:
+    """``verify_one``'s runs on ``run_shape``: input sets until ``min_checked`` values, or the first failure."""
     worst = None  # (max_abs, max_rel, rtol, atol, reason) of the first failing run, else of the first run
     checked, runs = 0, 0
     while runs == 0 or (runs < MAX_RUNS and (checked < min_checked or (tails is not None and runs < 2))):
@@ -204,7 +221,9 @@ def gate(kernel, shape: dict, candidates: list[dict], dtype: str, hw, *, unit=No
          limit: int = MAX_EXECUTED, considered: int = MAX_CONSIDERED, claimed: list | None = None,
          recorded: list | None = None) -> GateResult:
     """Verify candidates best first; the first that passes wins. Up to ``limit`` are executed
-    (those rejected without running do not count) and up to ``considered`` looked at.
+    (those rejected without running do not count) and up to ``considered`` looked at. A candidate
+    the gate cannot check (``Verification.unverified``: too large, out of memory) ends the search
+    as the pick, not verified: the next ones are as large, and not known to disagree either.
 
     ``claimed``: per candidate, the max absolute error that is its tolerance (studies that trade
     accuracy), or None. ``recorded``: per candidate, the max absolute error its study measured,
@@ -219,7 +238,7 @@ def gate(kernel, shape: dict, candidates: list[dict], dtype: str, hw, *, unit=No
                        claimed_abs_error=claimed[rank] if claimed else None,
                        recorded_abs_error=recorded[rank] if recorded else None)
         result.executed += v.executed
-        if v.passed:
+        if v.passed or v.unverified:
             result.params, result.rank, result.verification = params, rank, v
             break
         log.info("verification rejected %s: %s", params, v.reason)
