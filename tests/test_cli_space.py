@@ -207,3 +207,20 @@ def test_an_empty_space_names_the_param_with_no_value(run_cli, write_spec):
     assert json.loads(out)["spaces"][0]["why_empty"] == why
     code, out, err = run_cli("space", MATMUL, "--json")
     assert "why_empty" not in json.loads(out)["spaces"][0]
+
+
+def test_no_feasible_sample_is_worded_as_a_bound_not_a_count(run_cli, write_spec):
+    """It printed "feasible ~0 (0.0%, sampled, 50000 samples, 95% CI 0..0)" for a space with
+    millions of feasible points (~1e-5 of it)."""
+    from tests.test_space_enum import SPARSE
+
+    code, out, err = run_cli("space", write_spec(SPARSE.format(high='"shape.n"')), "--json")
+    assert (code, err) == (0, "")
+    space = json.loads(out)["spaces"][0]
+    assert (space["feasible_size"], space["feasible_samples"], space["samples"]) == (0, 0, 50_000)
+    bound = space["ci95"][1]
+    assert space["ci95"][0] == 0 and bound > 0
+    code, out, err = run_cli("space", write_spec(SPARSE.format(high='"shape.n"')))
+    line = out.splitlines()[1]
+    assert f"none of 50,000 samples feasible (95% CI 0..{bound:,})" in line and "~0" not in line
+    assert "(fails on ~" in line  # an estimate too

@@ -301,3 +301,47 @@ def test_a_where_domain_that_reads_no_param_is_filtered_once(c):
     assert got.method == old.method == "exact"
     extra = int((spec.space(shape, "fp16").enumerate().columns["tile_c"] == 3).sum()) if c == 3 else 0
     assert got.feasible_size == old.feasible_size + extra and (extra > 0) == (c == 3)
+
+
+SPARSE = """
+op: sigmoid
+hardware: ascend910b2
+dtypes: [fp16]
+units: [vector]
+shapes: [{{n: 2147483647}}]
+inputs: {{data: gm}}
+params:
+  tile_len: {{type: int, low: 16, high: {high}}}
+  buffer_num: {{type: int, low: 1, high: 4}}
+  cores: {{type: int, low: 1, high: 20}}
+  variant: {{type: categorical, choices: [exact, poly]}}
+constraints:
+  - {{expr: "2 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", message: tiles fit in UB}}
+seed: 0
+"""
+
+
+def test_sampled_count_with_no_feasible_sample_still_bounds_the_feasible_size(write_spec):
+    """~1e-5 of this space is feasible: no sample hit it and the normal interval said 0..0,
+    though narrowing tile_len to where the constraint lets it reach counts millions exactly."""
+    sparse = load_spec(write_spec(SPARSE.format(high='"shape.n"')))
+    space = sparse.space(sparse.shapes[0])
+    count = space.count()
+    assert (count.method, count.raw_exact, count.feasible_samples) == ("sampled", True, 0)
+    exact = load_spec(write_spec(SPARSE.format(high=49152), "narrow.yaml"))
+    exact = exact.space(exact.shapes[0]).count()
+    assert exact.method == "exact" and exact.feasible_size > 0
+    lo, hi = count.ci95
+    assert lo == 0 and exact.feasible_size <= hi
+    assert hi <= 4 * count.raw_size / count.samples  # Wilson: ~3.84 / samples of the raw size
+
+
+def test_sampled_count_with_every_sample_feasible_is_not_a_point(write_spec):
+    """Every path feasible: the normal interval was raw..raw."""
+    spec = load_spec(write_spec(SPARSE.format(high=49152).replace(
+        "2 * buffer_num * tile_len * dtype.bytes <= hw.ub_bytes", "tile_len >= 16")))
+    space = spec.space(spec.shapes[0])
+    count = space.count(max_rows=1, samples=2_000)
+    assert count.method == "sampled" and count.feasible_samples == count.samples
+    lo, hi = count.ci95
+    assert lo < hi == count.raw_size == space.count().feasible_size

@@ -62,16 +62,20 @@ def run(args) -> int:
         approx = "~" if r["method"] == "sampled" else ""
         share = r["feasible_size"] / r["raw_size"] if r["raw_size"] else 0.0
         raw_approx = "~" if not r.get("raw_exact", True) else ""
-        line = (f"{shape} {r['dtype']} {r['unit']}: raw {raw_approx}{r['raw_size']:,}, feasible "
-                f"{approx}{r['feasible_size']:,} ({share:.1%}, {r['method']}")
-        if r["method"] == "sampled":
-            lo, hi = r["ci95"]
-            line += f", {r['samples']} samples, 95% CI {lo:,}..{hi:,}"
-        line += ")"
+        line = f"{shape} {r['dtype']} {r['unit']}: raw {raw_approx}{r['raw_size']:,}, "
+        if r["method"] == "sampled" and r["raw_size"] and not r["feasible_samples"]:
+            # "~0 (0.0%)" read as a count; the samples bound the feasible size, they do not pin it
+            line += f"none of {r['samples']:,} samples feasible (95% CI 0..{r['ci95'][1]:,})"
+        else:
+            line += f"feasible {approx}{r['feasible_size']:,} ({share:.1%}, {r['method']}"
+            if r["method"] == "sampled":
+                lo, hi = r["ci95"]
+                line += f", {r['samples']} samples, 95% CI {lo:,}..{hi:,}"
+            line += ")"
         if r.get("why_empty"):
             line += f"; {r['why_empty']}"
         if r["top_constraint"]:
-            line += f"; top constraint: {r['top_constraint']} (fails on {r['top_constraint_removes']:,})"
+            line += f"; top constraint: {r['top_constraint']} (fails on {approx}{r['top_constraint_removes']:,})"
         print(line)
     return 0
 

@@ -6,7 +6,8 @@ soon as all their names are bound. Counting merges partial configurations that n
 can tell apart into one weighted row: two rows are alike when every sub-expression of a later
 bound, derived value or constraint that is already computable (``expr.ready_parts``) has the
 same value on both. An exact count thus stays cheap even when the raw space has 1e15 points. When even that frontier would exceed ``max_rows``, the count is estimated by
-sampling random root-to-leaf paths (Knuth's tree-size estimator, unbiased, with a 95% interval).
+sampling random root-to-leaf paths (Knuth's tree-size estimator, unbiased, with a 95% interval
+that stays honest when few or none of the paths end feasible).
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ class Enumeration:
 
 @dataclass(frozen=True)
 class Count:
-    """Sizes of one space. ``method`` is ``exact`` or ``sampled`` (then ``samples`` and the
-    95% interval ``ci95`` of the feasible size are set, and ``raw_exact`` says whether the raw
-    size was still counted exactly). ``top_constraint`` is the message of the constraint failed
+    """Sizes of one space. ``method`` is ``exact`` or ``sampled`` (then ``samples``, the
+    number of them that ended feasible ``feasible_samples``, and the 95% interval ``ci95`` of
+    the feasible size are set, and ``raw_exact`` says whether the raw size was still counted
+    exactly). ``top_constraint`` is the message of the constraint failed
     by most raw points, ``top_removes`` how many raw points fail it."""
 
     raw_size: int
@@ -68,13 +70,15 @@ class Count:
     samples: int | None = None
     ci95: tuple[int, int] | None = None
     raw_exact: bool = True
+    feasible_samples: int | None = None
 
     def to_dict(self) -> dict:
         out = {"raw_size": self.raw_size, "feasible_size": self.feasible_size,
                "method": self.method, "top_constraint": self.top_constraint,
                "top_constraint_removes": self.top_removes}
         if self.method == "sampled":
-            out.update(samples=self.samples, ci95=list(self.ci95), raw_exact=self.raw_exact)
+            out.update(samples=self.samples, feasible_samples=self.feasible_samples,
+                       ci95=list(self.ci95), raw_exact=self.raw_exact)
         return out
 
 
@@ -345,8 +349,33 @@ def _sampled(space, samples: int, seed: int, raw_exact: int | None) -> Count:
         if r > removes:
             top, removes = step.message, r
     estimate = min(round(estimate), raw)
-    ci = (max(0, math.floor(estimate - half)), min(raw, math.ceil(estimate + half)))
-    return Count(raw, estimate, "sampled", top, round(removes), samples, ci, raw_exact is not None)
+    # the normal interval collapses to a point when no (or every) path is feasible, so widen it
+    # to the Wilson score interval of the feasible share; each covers 95%, so their union does
+    lo, hi = _wilson(weight, feasible)
+    ci = (max(0, min(math.floor(estimate - half), math.floor(raw * lo))),
+          min(raw, max(math.ceil(estimate + half), math.ceil(raw * hi))))
+    return Count(raw, estimate, "sampled", top, round(removes), samples, ci, raw_exact is not None,
+                 int(feasible.sum()))
+
+
+def _wilson(weight: np.ndarray, feasible: np.ndarray, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of the weighted feasible share. Unlike the normal interval it
+    is not empty at zero hits (upper bound ~3.8 / samples) nor at all hits. Its sample size is
+    the effective one of the ratio estimator's variance (so it matches the normal interval
+    where that holds), or Kish's (all samples when the weights are equal) at 0 or all hits."""
+    if not weight.size or not weight.max():
+        return 0.0, 1.0
+    weight = weight / weight.max()  # the squares of path weights of 1e200 would overflow
+    total = float(weight.sum())
+    share = float((weight * feasible).sum()) / total
+    var = float(((weight * (feasible - share)) ** 2).sum()) / (total * total)
+    if 0 < share < 1 and var > 0:
+        n = min(len(weight), share * (1 - share) / var)
+    else:
+        n = total * total / float((weight * weight).sum())
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _exprs(step) -> tuple[Expr, ...]:
