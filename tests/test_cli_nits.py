@@ -38,6 +38,31 @@ def test_a_repeated_shape_is_refused(run_cli, command):
     assert (code, out) == (2, "") and err.count("\n") == 1 and "--shape" in err and "given twice" in err, err
 
 
+def test_repeated_sets_merge(run_cli):
+    """``--set tile_len=16 --set cores=2`` ran tile_len's default: the last --set silently won."""
+    import json
+
+    code, out, err = run_cli("simulate", WS, "--shape", "n=4096", "--set", "tile_len=16", "--set", "cores=2",
+                             "--set", "tile_len=16", "--json")
+    assert code == 0, err
+    params = json.loads(out)["params"]
+    assert (params["tile_len"], params["cores"]) == (16, 2)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["simulate", WS, "--shape", "n=4096", "--set", "tile_len=16", "--set", "tile_len=32"],
+     "--set: tile_len given twice (16 and 32)"),
+    (["simulate", WS, "--shape", "n=4096", "--set", "tile_len=16,cores=2,tile_len=32"],
+     "--set: tile_len given twice (16 and 32)"),
+    (["decide", "elementwise", "--shape", "n=300", "--inputs", "kind=relu", "--inputs", "kind=add"],
+     "--inputs: kind given twice ('relu' and 'add')"),
+    (["crossover", "elementwise", "--inputs", "kind=relu", "--inputs", "kind=add"],
+     "--inputs: kind given twice ('relu' and 'add')")])
+def test_a_name_given_twice_with_two_values_is_refused(run_cli, args, message):
+    code, out, err = run_cli(*args)
+    assert (code, out) == (2, "") and err == f"autotile: error: {message}\n", err
+
+
 @pytest.mark.parametrize("value", ["1_000", "1_0.5", "\u0661\u0662\u0668"])
 def test_set_values_are_plain_decimal_numbers(run_cli, value):
     code, out, err = run_cli("simulate", WS, "--shape", "n=4096", "--set", f"tile_len={value}")

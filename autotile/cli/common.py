@@ -69,9 +69,10 @@ def parse_kv(text: str, *, what: str, ints: bool = False) -> dict:
         key, raw = key.strip(), raw.strip()
         if not key.isidentifier() or unicodedata.normalize("NFKC", key) != key:  # as a spec's dims
             raise InputError(f"{what}: {key!r} is not a valid name")
-        if key in out:
-            raise InputError(f"{what}: {key} given twice")
-        out[key] = _value(raw, what=f"{what} {key}", ints=ints)
+        value = _value(raw, what=f"{what} {key}", ints=ints)
+        if key in out and (type(out[key]), out[key]) != (type(value), value):
+            raise InputError(f"{what}: {key} given twice ({out[key]!r} and {value!r})")
+        out[key] = value
     return out
 
 
@@ -204,6 +205,16 @@ class Once(argparse.Action):
             raise argparse.ArgumentError(self, f"given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
                                                "expected one")
         setattr(namespace, self.dest, values)
+
+
+class Merged(argparse.Action):
+    """A ``name=value,...`` list that may be repeated: the repeats are joined with ``,``, so
+    ``parse_kv`` merges them and refuses a name given twice with different values (the last one
+    silently won: ``--set tile_len=16 --set cores=2`` ran tile_len's default)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{before},{values}" if before and values else values or before)
 
 
 def check_dtype(spec, dtype: str | None) -> None:

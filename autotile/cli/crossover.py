@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import check_chip_dtype, int_in, print_json
+from autotile.cli.common import Merged, check_chip_dtype, int_in, print_json
 from autotile.cli.selector_args import check_units_run, kv, parse_inputs, untrained
 from autotile.errors import InputError
 from autotile.hardware import load_profile
@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
     p.add_argument("--small-unit", default=None,
                    help="default: vector for ops with a cube, else scalar")
     p.add_argument("--large-unit", default=None, help="default: cube for ops with one, else vector")
-    p.add_argument("--inputs", default="",
+    p.add_argument("--inputs", default="", action=Merged,
                    help="the op's options as a spec's inputs: has them, e.g. kind=relu (data: both framings are run)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--grid", action="store_true", help="also print the per-size best cycles of each unit")

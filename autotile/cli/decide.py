@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotile.cli.common import Once, check_chip_dtype, parse_shape, print_json
+from autotile.cli.common import Merged, Once, check_chip_dtype, parse_shape, print_json
 from autotile.cli.selector_args import kv, parse_inputs, trained_options, untrained
 from autotile.errors import InputError
 from autotile.hardware import load_profile
@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--data", default="gm", choices=("gm", "on_chip"),
                    help="where the inputs live: gm (a real kernel, default) or on_chip (the published table)")
-    p.add_argument("--inputs", default="",
+    p.add_argument("--inputs", default="", action=Merged,
                    help="the op's options as a spec's inputs: has them, e.g. kind=add; the model knows the defaults only")
     p.add_argument("--hw", default=None, help="hardware profile name or path")
     p.add_argument("--models", default=None, help="cache folder given to `autotile train -o`")

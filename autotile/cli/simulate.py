@@ -7,6 +7,7 @@ import sys
 
 from autotile.atomic import check_output_file, refuse_input
 from autotile.cli.common import (
+    Merged,
     Once,
     check_dtype,
     given,
@@ -30,8 +31,9 @@ def add_arguments(p) -> None:
     p.add_argument("--shape", required=True, action=Once, help="e.g. m=1024,n=2048,k=512 (one shape)")
     p.add_argument("--dtype", help="default: the spec's first dtype")
     p.add_argument("--unit", help="default: the spec's first unit that computes the dtype on its chip")
-    p.add_argument("--set", dest="set_", default="",
-                   help="params, e.g. base_m=128,base_n=256 (others: the default tiling). A value of the "
+    p.add_argument("--set", dest="set_", default="", action=Merged,
+                   help="params, e.g. base_m=128,base_n=256 (others: the default tiling; may be repeated, "
+                        "a param given twice must have one value). A value of the "
                         "wrong kind (not an integer, or beyond 2**62, for an integer param, not one of a choice "
                         "param's choices) is an error (exit 2); an integer outside its domain, or a constraint "
                         "it breaks, is answered as infeasible (exit 0)")
