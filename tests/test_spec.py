@@ -727,7 +727,7 @@ def test_a_param_the_kernel_does_not_read_is_located_at_the_param(write_spec, ru
     """It was reported at ``params`` (4:1), not at the param; ``space`` counts it, as documented."""
     path = write_spec("op: sigmoid\nunits: [vector]\nshapes: [{n: 4096}]\nparams:\n"
                       "  tile_len: {type: int, low: 64, high: 128, pow2: true}\n  cores: {type: fixed, value: 1}\n"
-                      "  buffer_num: {type: fixed, value: 1}\n  variant: {type: fixed, value: 0}\n"
+                      "  buffer_num: {type: fixed, value: 1}\n  variant: {type: fixed, value: exact}\n"
                       "  tile_lenght: {type: bool}\n")
     code, out, err = run_cli("simulate", path, "--shape", "n=4096")
     assert (code, out) == (2, "")
@@ -953,3 +953,60 @@ def test_a_sampling_ratio_no_tiling_holds_is_refused_where_it_stands(write_spec,
         f"{path}:12:47: inputs.sampling_ratio: {top + 1} keeps {(top + 1) ** 2:,} sampling points a bin in UB: the "
         f"smallest tiling (one ROI, bin and channel, single buffered) needs {need:,} bytes in fp16, more than {hw}'s "
         f"ub_bytes {spec.hardware.ub_bytes:,}; at most {top} fits (with up to 8 channels; fewer with more)")
+
+
+SIGMOID = ("op: sigmoid\nunits: [{units}]\nshapes: [{{n: 4096}}]\nparams:\n"
+           "  tile_len: {{type: int, low: 16, high: 4096}}\n  buffer_num: {{type: int, low: 1, high: 2}}\n"
+           "  cores: {{type: fixed, value: 1}}\n  variant: {variant}\n")
+KERNEL_VALUES = [
+    ("vector", "{type: categorical, choices: [Exact, Poly]}",
+     "{f}:8:42: params.variant.choices[0]: the sigmoid kernel takes variant as one of exact, poly (on vector), "
+     "got 'Exact', did you mean exact?"),
+    ("vector, scalar", "{type: categorical, choices: {vector: [exact], scalar: [poly, lut_liner]}}",
+     "{f}:8:74: params.variant.choices.scalar[1]: the sigmoid kernel takes variant as one of exact, poly, "
+     "lut_nearest, lut_linear (on scalar), got 'lut_liner', did you mean lut_linear?"),
+    ("vector, scalar", "{type: categorical, choices: [exact, lut]}",
+     "{f}:8:49: params.variant.choices[1]: the sigmoid kernel takes variant as one of exact, poly on vector; "
+     "exact, poly, lut_nearest, lut_linear on scalar, got 'lut'"),
+    ("vector", "{type: int, low: 0, high: 1}",
+     "{f}:8:19: params.variant.type: the sigmoid kernel takes variant as text, one of exact, poly (on vector), "
+     "not an integer: declare it {type: categorical, choices: [...]}"),
+    ("scalar", "{type: fixed, value: 2}",
+     "{f}:8:33: params.variant.value: the sigmoid kernel takes variant as one of exact, poly, lut_nearest, "
+     "lut_linear (on scalar), got 2"),
+]
+
+
+@pytest.mark.parametrize("units, variant, message", KERNEL_VALUES)
+def test_a_value_the_kernel_never_takes_is_refused_where_it_stands(write_spec, run_cli, units, variant, message):
+    """``variant: [Exact, Poly]`` loaded, and tune spent its trial cap before saying "no feasible
+    configuration found ... variant='Exact', expected one of ('exact', 'poly')" with exit 0."""
+    path = write_spec(SIGMOID.format(units=units, variant=variant))
+    code, out, err = run_cli("tune", path, "--out", str(Path(path).parent / "out"), "--quiet")
+    assert (code, out) == (2, "") and err == f"autotile: error: {message.replace('{f}', path)}\n", err
+    assert not (Path(path).parent / "out").exists()
+
+
+def test_text_for_a_number_param_is_refused(write_spec):
+    text = SIGMOID.format(units="vector", variant="{type: categorical, choices: [exact]}")
+    path = write_spec(text.replace("buffer_num: {type: int, low: 1, high: 2}",
+                                   "buffer_num: {type: categorical, choices: [one, two]}"))
+    with pytest.raises(InputError) as info:
+        load_spec(path)
+    assert str(info.value) == (f"{path}:6:45: params.buffer_num.choices[0]: the sigmoid kernel takes "
+                               "buffer_num as a number, got text 'one'")
+
+
+@pytest.mark.parametrize("units, variant", [
+    ("vector, scalar", "{type: categorical, choices: [exact, lut_linear]}"),  # lut_linear: on scalar
+])
+def test_values_some_unit_of_the_param_takes_load(write_spec, units, variant):
+    assert load_spec(write_spec(SIGMOID.format(units=units, variant=variant))).op.name == "sigmoid"
+
+
+def test_values_some_dtypes_only_take_load(write_spec):
+    """acc_dtype fp16 is infeasible for fp32 input, not for fp16: not refused at load."""
+    spec = load_spec(write_spec("op: weighted_sum\ndtypes: [fp32]\nunits: [vector]\nshapes: [{n: 4096}]\nparams:\n"
+                                "  acc_dtype: {type: categorical, choices: [fp16]}\n"))
+    assert spec.params[0].choices == ("fp16",)
+

@@ -30,15 +30,15 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import assemble, infeasible
 
 UNITS = ("vector", "cube", "scalar")
 DIMS = ("n",)
-ACC = ("fp16", "fp32")
-COMBINES = ("scalar", "vector")
+ACC = registry.get("global_sum").admits("vector", "acc_dtype")
+COMBINES = registry.get("global_sum").admits("vector", "combine")
 Q_IN = 0
 SCALAR_LOOP = (("load", 1), ("add", 1))  # the S pipe's ops an element
 V_DUP, V_CONV, V_ADD, V_CADD = range(4)  # vector cost rows

@@ -53,7 +53,7 @@ from autotile.sim.result import CoreRun, assemble, infeasible
 UNITS = ("cube", "vector")  # vector: matmul_vector, for tiny shapes
 DIMS = ("m", "n", "k")
 PARAMS = registry.get("matmul").needs("cube")
-ORDERS = ("m_first", "n_first")
+ORDERS = registry.get("matmul").admits("cube", "iterate_order")
 
 # queues of the engine state
 Q_L0A, Q_L0B, Q_L0C = 0, 1, 2

@@ -153,6 +153,15 @@ class OpInfo:
     # why) when no configuration of it can be simulated, else None: roi_align's ROIs, resize's
     # index tables in memory
     shape_check: str = ""
+    # (unit, ((param, the text values its kernel accepts), ...)): the params it reads as text;
+    # every other param it reads is a number
+    texts: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+
+    def admits(self, unit: str, name: str) -> tuple[str, ...] | None:
+        """The values the kernel on ``unit`` accepts for param ``name`` when it reads it as text
+        (sigmoid's ``variant``: exact, poly, ...), else None (a number, or a param it does not read);
+        the kernel modules take their lists from here, so a spec's choices are checked as loaded."""
+        return dict(dict(self.texts).get(unit, ())).get(name)
 
     def shape_problem(self, shape: dict) -> tuple[str, str] | None:
         """(dim, why) when the simulator cannot run ``shape`` at all (``shape_check``), else None."""
@@ -223,6 +232,7 @@ _TILE = ("tile_len", "buffer_num", "cores")
 _SPLIT_1D = CoreSplit("cores", ((("n",), None),), granule=16)
 # where the inputs start: "gm" (what a real kernel sees) or "on_chip" (the published tables' framing)
 _DATA = Option("data", "choice", "gm", ("gm", "on_chip"))
+_ACC = ("fp16", "fp32")  # the accumulator dtypes of the sums
 
 OPS: dict[str, OpInfo] = {
     op.name: op
@@ -233,6 +243,7 @@ OPS: dict[str, OpInfo] = {
                           "depth_b1", "db_l0a", "db_l0b", "db_l0c", "iterate_order", "single_core_m",
                           "single_core_n", "single_core_k")),
                 ("vector", ("tile_m", "buffer_num", "cores"))),
+               texts=(("cube", (("iterate_order", ("m_first", "n_first")),)),),
                unit_dtypes=(("vector", ("fp16", "bf16", "fp32")),),
                optional=("single_core_k",),  # absent: all of K on each core (specs from before split K)
                # cube: a core block per single_core_m x single_core_n x single_core_k (matmul.core_classes);
@@ -248,14 +259,19 @@ OPS: dict[str, OpInfo] = {
                "weighted_sum", "out = sum(w[i] * x[i])",
                (("vector", (*_TILE, "reduction", "acc_dtype")), ("cube", (*_TILE, "cube_form")),
                 ("scalar", (*_TILE, "acc_dtype"))), (_DATA,),
+               texts=(("vector", (("reduction", ("tree", "vmla")), ("acc_dtype", _ACC))),
+                      ("cube", (("cube_form", ("trace", "naive")),)), ("scalar", (("acc_dtype", _ACC),))),
                cores=(("vector", _SPLIT_1D), ("cube", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("global_sum", ("n",), ("vector", "cube", "scalar"), ("fp16", "fp32", "bf16"),
                "global_sum", "sum of a whole tensor",
                (("vector", (*_TILE, "acc_dtype", "combine")), ("cube", _TILE), ("scalar", _TILE)),
+               texts=(("vector", (("acc_dtype", _ACC), ("combine", ("scalar", "vector")))),),
                cores=(("vector", _SPLIT_1D), ("cube", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("sigmoid", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
                "sigmoid", "1 / (1 + exp(-x)), exact and approximate variants",
                (("vector", (*_TILE, "variant")), ("scalar", (*_TILE, "variant"))), (_DATA,),
+               texts=(("vector", (("variant", ("exact", "poly")),)),
+                      ("scalar", (("variant", ("exact", "poly", "lut_nearest", "lut_linear")),))),
                cores=(("vector", _SPLIT_1D), ("scalar", _SPLIT_1D))),
         OpInfo("elementwise", ("n",), ("vector", "scalar"), ("fp32", "fp16", "bf16"),
                "elementwise", "add, mul, relu", (("vector", _TILE), ("scalar", _TILE)),

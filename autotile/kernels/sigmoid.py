@@ -18,14 +18,14 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import CoreRun, assemble, infeasible
 
 UNITS = ("vector", "scalar")
 DIMS = ("n",)
-VARIANTS = {"vector": ("exact", "poly"), "scalar": ("exact", "poly", "lut_nearest", "lut_linear")}
+VARIANTS = {u: registry.get("sigmoid").admits(u, "variant") for u in UNITS}
 EXACT, POLY, LUT_N, LUT_L = range(4)
 VARIANT_CODE = {"exact": EXACT, "poly": POLY, "lut_nearest": LUT_N, "lut_linear": LUT_L}
 # minimax clamped odd cubic on [-8, 8] (see fit_poly): a, b, clamp c

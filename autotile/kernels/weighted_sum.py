@@ -36,16 +36,16 @@ from numba import njit
 from autotile.errors import InfeasibleConfig
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
-from autotile.kernels import dtype_emul
+from autotile.kernels import dtype_emul, registry
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.result import assemble, infeasible
 
 UNITS = ("vector", "cube", "scalar")
 DIMS = ("n",)
-REDUCTIONS = ("tree", "vmla")
-ACC = ("fp16", "fp32")
-FORMS = ("trace", "naive")
+REDUCTIONS = registry.get("weighted_sum").admits("vector", "reduction")
+ACC = registry.get("weighted_sum").admits("vector", "acc_dtype")
+FORMS = registry.get("weighted_sum").admits("cube", "cube_form")
 Q_IN = 0
 SETUP_OPS = 4  # scalar ops that set up the Mmad's fractal view (K, strides, pad)
 SCALAR_LOOP = (("load", 2), ("mul", 1), ("add", 1))  # the S pipe's ops an element

@@ -174,6 +174,8 @@ class _Parser:
         # a param or constraint may name any unit of the op: narrowing the spec's ``units`` then
         # leaves the other units' params dormant instead of making each one an error
         params = self.params(top["params"], ns, op, later)
+        if backend == "simulator" and not self.embedded:  # a table's copy was checked when it was tuned
+            self.kernel_values(params, op, units)
         derived = self.derived(top.get("derived", {}), ns, params)
         constraints = self.constraints(top.get("constraints", []), ns, params, derived, op)
         objectives = self.names_list(("objective",), top.get("objective", "cycles"), OBJECTIVES,
@@ -471,6 +473,43 @@ class _Parser:
         self.mapping(path, d, common + ("value",), ("value",))
         return ChoiceParam(name, "fixed", (self.choice_value(path + ("value",), d["value"]),), units, desc)
 
+    def kernel_values(self, params, op: OpInfo, units) -> None:
+        """Refuse, where it stands, a value the kernel takes on none of its param's units: a
+        text choice it does not know (``Exact`` for sigmoid's ``variant``), a number for a param
+        it reads as text (``type: int``, ``bool``) or text for one it reads as a number. Every
+        configuration holding it would be infeasible, found out one simulation at a time (a
+        study spent its whole trial cap). Only the values are checked, not the shapes or dtypes
+        a value suits (``acc_dtype: fp16`` is infeasible for fp32 input alone)."""
+        for p in params:
+            on = tuple(u for u in (p.units or units) if p.name in op.needs(u))
+            if not on:
+                continue  # not read (require_kernel_params says so when simulating)
+            admits = {u: op.admits(u, p.name) for u in on}
+            path = ("params", p.name)
+            if p.kind in ("int", "bool"):
+                if all(a is not None for a in admits.values()):
+                    raise self.err(path + ("type",), f"the {op.name} kernel takes {p.name} as text, one of "
+                                                     f"{_admitted(admits)}, not {'a bool' if p.kind == 'bool' else 'an integer'}: "
+                                                     "declare it {type: categorical, choices: [...]}")
+                continue
+            if p.kind == "fixed":
+                values = [(path + ("value",), p.choices[0], on)]
+            elif p.by_unit is not None:
+                values = [(path + ("choices", u, j), c, (u,) if u in on else ()) for u, lst in p.by_unit
+                          for j, c in enumerate(lst)]
+            else:
+                values = [(path + ("choices", j), c, on) for j, c in enumerate(p.choices)]
+            for at, c, where in values:
+                if not where or any(c in admits[u] if admits[u] is not None else not isinstance(c, str)
+                                    for u in where):
+                    continue
+                texts = {u: admits[u] for u in where if admits[u] is not None}
+                if not texts:
+                    raise self.err(at, f"the {op.name} kernel takes {p.name} as a number, got text {_show(c)}")
+                known = tuple(dict.fromkeys(v for lst in texts.values() for v in lst))
+                raise self.err(at, f"the {op.name} kernel takes {p.name} as one of {_admitted(texts)}, "
+                                   f"got {_show(c)}" + suggest(c, known))
+
     def choice_value(self, path, c):
         """A choice or fixed value: text, a bool, or a finite number at most 2**62 in magnitude,
         as a number in an expression must be (``-.inf`` crashed the kernels' integer check, an
@@ -569,6 +608,15 @@ def _ascii_name(name: str) -> bool:
 
 def _by_name(params, name) -> Param:
     return next(p for p in params if p.name == name)
+
+
+def _admitted(admits: dict) -> str:
+    """``{"vector": ("exact", "poly")}`` -> ``exact, poly (on vector)``; units with different
+    lists each named: ``exact, poly on vector; exact, poly, lut_nearest on scalar``."""
+    lists = set(admits.values())
+    if len(lists) == 1:
+        return f"{', '.join(next(iter(lists)))} (on {' and '.join(admits)})"
+    return "; ".join(f"{', '.join(lst)} on {u}" for u, lst in admits.items())
 
 
 def _kind(value) -> str:
