@@ -1010,3 +1010,21 @@ def test_values_some_dtypes_only_take_load(write_spec):
                                 "  acc_dtype: {type: categorical, choices: [fp16]}\n"))
     assert spec.params[0].choices == ("fp16",)
 
+
+@pytest.mark.parametrize("ref", ["mine.yaml", "./mine.yaml", "chips/mine.yaml"])
+def test_a_missing_profile_beside_a_spec_in_the_current_folder_is_located(write_spec, run_cli, monkeypatch, ref):
+    """With the spec in the current folder, ``hardware: mine.yaml`` said "autotile: error:
+    mine.yaml: file not found" (no line, column or field): the path equalled the reference, so
+    the existence check was skipped; ``./mine.yaml`` was located."""
+    path = write_spec(f"op: sigmoid\nhardware: {ref}\nshapes: [{{n: 64}}]\nparams:\n  tile_len: {{type: fixed, value: 16}}\n")
+    monkeypatch.chdir(Path(path).parent)
+    code, out, err = run_cli("space", "spec.yaml")
+    assert (code, out) == (2, "")
+    assert err == f"autotile: error: spec.yaml:2:11: hardware: profile file not found: {ref.removeprefix('./')}\n"
+
+
+def test_a_profile_beside_a_spec_in_the_current_folder_loads(write_spec, monkeypatch):
+    path = write_spec("op: sigmoid\nhardware: mine.yaml\nshapes: [{n: 64}]\nparams:\n  tile_len: {type: fixed, value: 16}\n")
+    (Path(path).parent / "mine.yaml").write_text((ROOT / "autotile" / "hardware" / "ascend910b2.yaml").read_text())
+    monkeypatch.chdir(Path(path).parent)
+    assert load_spec("spec.yaml").hardware.content_hash() == load_profile("ascend910b2").content_hash()

@@ -248,12 +248,10 @@ class _Parser:
     def hardware(self, ref) -> tuple[str, HardwareProfile]:
         path = ("hardware",)
         ref = self.text(path, ref)
-        if ref.endswith((".yaml", ".yml")) or "/" in ref:
-            target = str(self.folder / ref) if not Path(ref).is_absolute() else ref
-        else:
-            target = ref
+        is_file = ref.endswith((".yaml", ".yml")) or "/" in ref
+        target = str(self.folder / ref) if is_file and not Path(ref).is_absolute() else ref
         line, col = self.doc.where(path)
-        if target != ref or "/" in ref:
+        if is_file:  # not `target != ref`: with the spec in the current folder the two are equal
             if not Path(target).is_file():
                 raise InputError(f"profile file not found: {target}", file=self.doc.file,
                                  line=line, col=col, field="hardware")
