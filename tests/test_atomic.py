@@ -121,6 +121,11 @@ def test_an_output_set_renames_its_files_together_or_leaves_the_old_ones(tmp_pat
     assert atomic.pending(a) == a and sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
 
 
+def _outputs(out):
+    """Every output file of a tune folder but its study journal, with its bytes."""
+    return {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+
+
 def test_a_tune_whose_report_the_disk_cannot_hold_keeps_every_earlier_output(run_cli, tmp_path, monkeypatch):
     """On a full disk a resumed tune failed on a later output after summary.json held the new bests,
     while table.json (what export reads) kept the old ones. Now no output is replaced."""
@@ -131,7 +136,7 @@ def test_a_tune_whose_report_the_disk_cannot_hold_keeps_every_earlier_output(run
     spec, out = tmp_path / "ew.yaml", tmp_path / "out"
     spec.write_text(EW)
     assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")[0] == 0
-    old = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    old = _outputs(out)
     assert {"summary.json", "table.json", "report.html", "report.md"} <= {p.name for p in old}
     assert any(p.suffix == ".png" for p in old)
     real = render.write_bytes
@@ -145,7 +150,7 @@ def test_a_tune_whose_report_the_disk_cannot_hold_keeps_every_earlier_output(run
     code, _, err = run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "8")
     assert code == 1 and err.count("\n") == 1, err
     assert "No space left on device" in err and "earlier outputs" in err and "rerun the same command" in err
-    now = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    now = _outputs(out)
     assert now == old  # byte-identical, nothing added (no temporary file left)
     monkeypatch.setattr(render, "write_bytes", real)
     assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "8")[0] == 0
@@ -183,7 +188,7 @@ def test_a_report_the_disk_cannot_hold_keeps_the_earlier_report_whole(run_cli, t
     spec.write_text(EW)
     assert run_cli("tune", str(spec), "--out", str(out), "--quiet", "--trials", "3")[0] == 0
     (out / "report.md").write_text("earlier report\n")  # so a render that replaced it would show
-    old = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name}
+    old = _outputs(out)
     real = render.write_text
 
     def full(path, text):
@@ -194,4 +199,4 @@ def test_a_report_the_disk_cannot_hold_keeps_the_earlier_report_whole(run_cli, t
     monkeypatch.setattr(render, "write_text", full)
     code, _, err = run_cli("report", str(out))
     assert code == 1 and "No space left on device" in err, err
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "journal" not in p.name} == old
+    assert _outputs(out) == old
