@@ -256,6 +256,11 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8", errors="replace"))
 
 
+def json_bytes(obj) -> bytes:
+    """``obj`` as ``write_json`` writes it: indented JSON with a trailing newline, UTF-8."""
+    return (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode("utf-8", errors="replace")
+
+
 def write_json(path: str | Path, obj) -> Path:
     """Atomically write ``obj`` as indented JSON with a trailing newline."""
-    return write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    return write_bytes(path, json_bytes(obj))

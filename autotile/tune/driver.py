@@ -19,7 +19,14 @@ from pathlib import Path
 import optuna
 
 from autotile import __version__
-from autotile.atomic import OutputError, check_outputs, output_set, pending, write_json
+from autotile.atomic import (
+    OutputError,
+    check_outputs,
+    json_bytes,
+    output_set,
+    write_bytes,
+    write_json,
+)
 from autotile.errors import InputError, RunError, Terminated
 from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
@@ -696,7 +703,8 @@ def write_outputs(spec: Spec, summary: dict, out: Path) -> None:
 
     try:
         with output_set():
-            written = pending(write_json(out / "summary.json", summary)).read_bytes()
+            written = json_bytes(summary)
+            write_bytes(out / "summary.json", written)
             # so report and export can tell a table.json and summary.json that were not written together
             write_json(out / "table.json", {**build_table(spec, summary), SUMMARY_DIGEST: summary_digest(written)})
             try:
