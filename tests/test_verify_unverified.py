@@ -52,6 +52,12 @@ def test_a_shape_too_large_to_execute_gets_an_entry_that_says_so(write_spec, run
         f"autotile: warning: 1 of 1 entries not verified (1 {TOO_LARGE}); they carry verified: false "
         "(the C entry's verified = 0)"]
     assert f"NOT verified ({TOO_LARGE})" in (tmp_path / "t.h").read_text()
+    # lookup says why too (it said only "NOT verified"); its JSON carries the whole reason
+    query = ",".join(f"{k}={v}" for k, v in r["shape"].items())
+    code, text, err = run_cli("lookup", str(out), "--shape", query)
+    assert code == 0 and f"exact, unit vector, NOT verified ({TOO_LARGE})" in text, text + err
+    code, text, err = run_cli("lookup", str(out), "--shape", query, "--json")
+    assert code == 0 and json.loads(text)["unverified"] == entry["unverified"], text + err
 
 
 def test_running_out_of_memory_in_one_study_keeps_every_studys_outputs(run_cli, tmp_path, monkeypatch):

@@ -24,7 +24,8 @@ def add_arguments(p) -> None:
                    "or default answer; values: the entry's recorded error objectives, e.g. max_abs_error, and "
                    "verified_within: the max abs error the gate allowed it, when its study traded accuracy; cycles: the answer's at this shape when known, cycles_from: table, simulator "
                    "or model (predicted), else both null), and how, and a warning when the shape is outside the "
-                   "model's training shapes or the model's best was not faster than the default tiling")
+                   "model's training shapes or the model's best was not faster than the default tiling; unverified: why the "
+                   "gate could not check the entry (too large to execute, out of memory), when it could not)")
 
 
 def run(args) -> int:
@@ -47,8 +48,11 @@ def run(args) -> int:
         print_json(m.to_json())
         return 0
     shape = ",".join(f"{k}={v}" for k, v in m.shape.items())
-    via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" if m.matched_shape else ""
-    ver = (", verified" if m.verified else ", NOT verified") if m.entry is not None else ""
+    # an exact match's entry is the shape asked for; a nearest one names the entry it took
+    via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" \
+        if m.matched_shape and m.match != "exact" else ""
+    why = f" ({m.unverified.split(':', 1)[0]})" if m.unverified else ""  # too large to execute, ...
+    ver = (", verified" if m.verified else f", NOT verified{why}") if m.entry is not None else ""
     print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}{ver}")
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))
     if m.cycles is not None:

@@ -76,6 +76,8 @@ class Match:
     # error the gate allowed it (its recorded error, not the dtype's tolerance), when the table has them
     values: dict | None = field(default=None, compare=False)
     verified_within: float | None = field(default=None, compare=False)
+    # why the gate could not check the entry (too large to execute, out of memory), when it could not
+    unverified: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         out = {"shape": self.shape, "dtype": self.dtype, "matched_shape": self.matched_shape,
@@ -85,6 +87,8 @@ class Match:
             out["values"] = self.values
         if self.verified_within is not None:
             out["verified_within"] = self.verified_within
+        if self.unverified:
+            out["unverified"] = self.unverified
         if self.how:
             out["how"] = self.how
         if self.warning:
@@ -183,7 +187,8 @@ class Lookup:
             return Match(shape, dtype, "exact" if best_d == 0.0 else "nearest", e.unit, self.served(e, shape),
                          dict(e.shape), best, best_d, verified=e.verified, cycles=e.cycles if known else None,
                          cycles_from="table" if known else None, values=e.values,
-                         verified_within=e.verified_within if e.verified else None)
+                         verified_within=e.verified_within if e.verified else None,
+                         unverified=None if e.verified else e.unverified)
         return None
 
     def _query(self, shape: dict, dtype: str | None) -> tuple[dict, str]:
