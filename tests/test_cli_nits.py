@@ -151,3 +151,33 @@ def test_a_long_simulation_is_announced_on_stderr(capsys, monkeypatch):
     assert run(["simulate", "resize", "--shape", shape]) == 0
     assert capsys.readouterr().err == ("autotile: note: simulating resize at this shape may take about 0 s (a rough "
                                        "estimate from its size); Ctrl-C stops it\n")
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["crossover", "weighted_sum", "--dtype", "fp16", "--dtype", "fp32"], "--dtype"),
+    (["tune", WS, "--trials", "3", "--trials", "4"], "--trials"),
+    (["decide", "weighted_sum", "--shape", "n=300", "--hw", "ascend910b2", "--hw=ascend910b2"], "--hw")])
+def test_a_single_value_option_given_twice_is_refused(run_cli, args, flag):
+    """``--dtype fp16 --dtype fp32`` ran fp32: the last of a repeated option silently won."""
+    code, out, err = run_cli(*args)
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"argument {flag}: given twice" in err and "expected one" in err, err
+
+
+def test_every_single_value_option_refuses_a_repeat():
+    """Each command's value-taking options are ``Once`` (registered as the parsers' ``store``), so
+    one added later cannot fall back to argparse's last-one-wins."""
+    import argparse
+
+    from autotile.cli import build_parser
+    from autotile.cli.common import Merged, Once
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    checked = 0
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0 or isinstance(action, Merged):
+                continue  # flags, --help, and the lists that merge their repeats
+            assert isinstance(action, Once), (name, action.option_strings)
+            checked += 1
+    assert checked > 40

@@ -12,6 +12,7 @@ import sys
 
 from autotile import __version__
 from autotile.atomic import OutputError
+from autotile.cli.common import Once
 from autotile.errors import InputError, RunError, StorageError
 
 # command name -> module (inside autotile.cli) defining HELP, add_arguments(p) and run(args)
@@ -34,7 +35,13 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad arguments as one line with exit code 2."""
+    """argparse that reports bad arguments as one line with exit code 2 and refuses a single-value
+    option given twice (``Once`` is its plain ``store`` action)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, Once)
+        self.register("action", "store", Once)
 
     def error(self, message):  # noqa: D401 - argparse API
         raise InputError(f"{self.prog}: {message}")

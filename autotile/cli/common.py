@@ -198,12 +198,16 @@ def _float(raw: str) -> float | None:
 
 
 class Once(argparse.Action):
-    """A flag that may be given once: a repeat is an error, not silently the last one wins."""
+    """Every single-value option's action (the parsers register it as ``store``): a repeat is an
+    error, not silently the last one wins (``--dtype fp16 --dtype fp32`` ran fp32). The options
+    given so far are kept on the namespace, since a default value cannot tell given from not."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        if getattr(namespace, self.dest, None) is not None:
-            raise argparse.ArgumentError(self, f"given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
+        given_so_far = namespace.__dict__.setdefault("_given", {})
+        if option_string is not None and self.dest in given_so_far:
+            raise argparse.ArgumentError(self, f"given twice ({given_so_far[self.dest]!r} and {values!r}); "
                                                "expected one")
+        given_so_far[self.dest] = values
         setattr(namespace, self.dest, values)
 
 
