@@ -26,3 +26,12 @@ def count(n: int, noun: str, many: str | None = None) -> str:
     ('1 study', '3 studies', '1,200 traces', '0 trials')
     """
     return f"{n:,} {noun if n == 1 else many or plural(noun)}"
+
+
+def lead(reason: str) -> str:
+    """A reason's lead, before the colon that starts its figures: what a table cell or a count shows.
+
+    >>> lead("too large to execute in verification: inputs and output hold 140,642,816 elements")
+    'too large to execute in verification'
+    """
+    return reason.split(":", 1)[0]

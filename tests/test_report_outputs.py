@@ -162,7 +162,8 @@ def test_reproduce_keeps_the_runs_no_verify_and_no_warm_start(ws_run, tmp_path):
                 "--no-warm-start"]) == 0
     args = shlex.split(_tune_line(out))
     assert "--no-verify" in args and "--no-warm-start" in args
-    assert cli([*args[1:], "--trials", "5"]) == 0  # the command itself (a larger budget: new trials)
+    args[args.index("--trials") + 1] = "5"  # the command itself, with a larger budget: new trials
+    assert cli(args[1:]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verify"] is False and summary["warm_start"] is False
     assert [r["verification"] for r in summary["results"]] == [None]

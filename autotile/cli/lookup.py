@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotile.cli.common import Once, given, parse_shape, print_json
+from autotile.words import lead
 
 HELP = "look a shape up in a tiling table (exact, nearest, model with --models, or default)"
 
@@ -51,7 +52,7 @@ def run(args) -> int:
     # an exact match's entry is the shape asked for; a nearest one names the entry it took
     via = f" from {','.join(f'{k}={v}' for k, v in m.matched_shape.items())}" \
         if m.matched_shape and m.match != "exact" else ""
-    why = f" ({m.unverified.split(':', 1)[0]})" if m.unverified else ""  # too large to execute, ...
+    why = f" ({lead(m.unverified)})" if m.unverified else ""  # too large to execute, ...
     ver = (", verified" if m.verified else f", NOT verified{why}") if m.entry is not None else ""
     print(f"{shape} {m.dtype}: {m.match}{via}, unit {m.unit}{ver}")
     print("  " + ", ".join(f"{k}={v}" for k, v in m.params.items()))

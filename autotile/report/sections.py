@@ -17,7 +17,7 @@ from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
 from autotile.tune import runner
 from autotile.tune.verify import MAX_EXECUTED
-from autotile.words import count
+from autotile.words import count, lead
 
 
 def title(data: ReportData) -> str:
@@ -234,7 +234,7 @@ def verify_status(r: dict) -> str:
     if why:
         return "skipped (replay backend)" if why.startswith("replay") else f"skipped ({why})"
     if unverified(r):
-        return "not verified (" + unverified(r).split(":", 1)[0] + ")"
+        return "not verified (" + lead(unverified(r)) + ")"
     return "not run" if not r.get("verification") else "FAILED"
 
 
@@ -336,7 +336,7 @@ def best(data: ReportData) -> Section:
                     + [_error_cell(r, o) for o in errors]
                     + ["yes" + (" (to its own error)" if own_error(data, r) is not None else "") if r.get("verified")
                        else ("skipped" if _skipped(r) else "not run" if no_verify(data) else
-                             "no (" + unverified(r).split(":", 1)[0] + ")" if unverified(r) else "NO")])
+                             "no (" + lead(unverified(r)) + ")" if unverified(r) else "NO")])
         cfg.append([result_label(r), fmt.params(r.get("params")), fmt.changes(r.get("params"), r.get("baseline_params"))])
     if data.replayed:
         intro = ("One row per shape and dtype: the configuration the table exports (the best recorded "

@@ -79,8 +79,8 @@ def notices(table) -> list[str]:
         why = ([] if k == len(unchecked) else ["replayed measurements: no kernel to execute" if table.spec.backend == "replay"
                                               else "tuned with --no-verify"])
         if unchecked:  # the gate could not execute them: too large, out of memory
-            why.append(f"{len(unchecked)} {unchecked[0].unverified.split(':', 1)[0]}"
-                       + (" or similar" if len({e.unverified.split(':', 1)[0] for e in unchecked}) > 1 else ""))
+            why.append(f"{len(unchecked)} {words.lead(unchecked[0].unverified)}"
+                       + (" or similar" if len({words.lead(e.unverified) for e in unchecked}) > 1 else ""))
         out.append(f"{k} of {len(table.entries)} entries not verified ({'; '.join(why)}); they carry verified: false "
                    f"(the C entry's verified = 0)")
     if (text := partial(table)) is not None:

@@ -239,7 +239,7 @@ def _entries(table: Table, n: Names, params, regions) -> list[str]:
         perf = (f"{e.cycles:,.0f} cycles, {e.pct_of_peak:.1f}% of peak" if e.cycles is not None
                 and e.pct_of_peak is not None else "no prediction")
         ver = e.held_to() or ("verified" if e.verified else "NOT verified"
-                              + (f" ({e.unverified.split(':', 1)[0]})" if e.unverified else ""))
+                              + (f" ({words.lead(e.unverified)})" if e.unverified else ""))
         acc = f", {e.accuracy()}" if e.accuracy() else ""
         out.append(f"    /* {comment(f'{shape} {e.dtype} {e.unit}')}: {perf}{comment(acc)}, {ver} */")
         vals = []
