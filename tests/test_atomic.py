@@ -22,6 +22,21 @@ def test_symlink_is_written_through(tmp_path):
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == ["tiling.h"]  # no temp file left
 
 
+def test_a_replaced_file_keeps_its_mode_and_a_new_one_gets_the_usual_one(tmp_path):
+    """Re-exporting over a read-only (0444) header left it 0644: the temporary file's mode won."""
+    import stat
+
+    old, new = tmp_path / "t.h", tmp_path / "new.h"
+    old.write_text("old")
+    old.chmod(0o444)
+    atomic.write_text(old, "new")
+    atomic.write_text(new, "new")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert old.read_text() == "new" and stat.S_IMODE(old.stat().st_mode) == 0o444
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
+
+
 def test_a_stream_is_written_in_place(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -3,6 +3,8 @@ one colour per unit in every plot, no Markdown markup in HTML text."""
 
 import re
 
+import pytest
+
 from autotile.report import html, plots, search, sections
 from autotile.report.data import ReportData
 from autotile.report.doc import Report
@@ -120,3 +122,15 @@ def test_portfolio_best_found_is_formatted_as_the_objective(tmp_path):
                                                  "results": [_res("vector", 9.0, chosen=True, members=members)]}, hw=None)
     (table,) = [b for b in search.portfolio_members(data) if hasattr(b, "rows")]
     assert [row[-1] for row in table.rows] == ["2,374,050", "38,957", "-"]
+
+
+@pytest.mark.parametrize("labels", [["one study"], ["study a", "study b"]])
+def test_a_param_name_too_long_for_the_layout_draws_without_a_python_warning(labels):
+    """A 170-character param name printed matplotlib's "Tight layout not applied" UserWarning,
+    with a path inside autotile, in the middle of a tune's output."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot = plots.importance(labels, ["p" * 170, "b"], [[0.5, 0.5]] * len(labels))
+    assert plot.png and "<svg" in plot.svg

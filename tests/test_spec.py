@@ -137,6 +137,9 @@ BAD = [
     ('bad name',
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  __class__: {type: bool}\n',
      "{f}:4:3: params.__class__: '__class__' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),
+    ('keyword name',  # it said "not a valid name (ASCII letters, digits and _, ...)", which class is
+     'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  class: {type: bool}\n',
+     "{f}:4:3: params.class: name class is a reserved word of the expression language; expected another name"),
     ('fullwidth name',  # Python reads ｘ in an expression as x: it collided silently with derived x
      'op: matmul\nshapes: [{m: 1, n: 1, k: 1}]\nparams:\n  x: {type: int, low: 1, high: 4}\nderived:\n  ｘ: x + 1\n',
      "{f}:6:3: derived.ｘ: 'ｘ' is not a valid name (ASCII letters, digits and _, not starting with _ or a digit)"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 
 import matplotlib
 
@@ -56,6 +57,15 @@ def _svg(fig, prefix: str) -> str:
     text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
     text = _REF.sub(lambda m: f"{m.group(1)}#{prefix}-{m.group(2)}", text)
     return text.strip()
+
+
+def tight(fig, rect=None) -> None:
+    """``fig.tight_layout`` without matplotlib's warning when a label is too long for it: the figure
+    keeps the layout it was drawn with (the PNG is cropped to its contents anyway), and a Python
+    warning with a path inside autotile is noise in a tune's output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        fig.tight_layout(rect=rect)
 
 
 def finish(fig, name: str, alt: str, caption: str = "") -> Plot:
@@ -143,7 +153,7 @@ def history_grid(panels: list, objective: str) -> Plot:
             labels[lab] = lab
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
                bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    tight(fig, rect=(0, 0.05, 1, 1))
     base = any(p[3] is not None for p in panels)
     return finish(fig, "history", f"{objective} per trial and best so far, one panel per study",
                   "Grey dots: each completed trial; blue: best so far; "
@@ -173,7 +183,7 @@ def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | Non
     if any(chosen):
         keys.append(Patch(facecolor="none", edgecolor="#1f2328", linewidth=1.6, label="chosen"))
     rows[0][0].legend(handles=keys, ncol=len(keys))
-    fig.tight_layout()
+    tight(fig)
     lowest = all(c is None or units.index(c) == int(np.nanargmin([np.nan if v is None else v for v in row]))
                  for c, row in zip(chosen, cycles) if any(v is not None for v in row))
     if not any(chosen):
@@ -209,7 +219,7 @@ def importance(labels: list[str], params: list[str], values: list[list[float]]) 
                     ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                             color="white" if v > 0.6 * np.nanmax(mat) else "#1f2328")
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
-    fig.tight_layout()
+    tight(fig)
     return finish(fig, "importance", "parameter importance per study",
                   "Share of the objective's variation among good trials each parameter explains (PED-ANOVA).")
 
@@ -231,7 +241,7 @@ def pareto(panels: list, objectives: list[str]) -> Plot:
         ax.set_xlabel(objectives[0])
         ax.set_ylabel(objectives[1])
     axes[0].legend()
-    fig.tight_layout()
+    tight(fig)
     return finish(fig, "pareto", "Pareto front of the two objectives per study",
                   "Grey: every completed trial; red: the configurations no other trial beats in both objectives.")
 
@@ -264,7 +274,7 @@ def roofline(points: list, roofs: list, bw: float) -> Plot:
     ax.set_xlabel(f"arithmetic intensity (useful {kind}s / bytes that must move)")
     ax.set_ylabel(f"achieved {fmt.rate(kind)}")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    tight(fig)
     return finish(fig, "roofline", "roofline with one point per tuned shape",
                   "Solid: the roof (min of compute peak and intensity x HBM bandwidth); dotted verticals: "
                   "ridge points. A point's distance below its roof is the headroom left.")
@@ -282,7 +292,7 @@ def pipe_bars(labels: list[str], ratios: list[str], values: list[list[float]]) -
     ax.set_ylim(0, 105)
     ax.set_ylabel("busy % of kernel time")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
+    tight(fig)
     return finish(fig, "pipes", "per-pipe busy ratio of each best configuration",
                   "Busy cycles of each pipe over the kernel's cycles on its slowest core (as msprof reports).")
 
@@ -318,7 +328,7 @@ def crossover(panels: list, xlabel: str, one_core: bool = False, tuned_cores: in
     lines = math.ceil(len(labels) / ncol)
     fig.legend([keys[lab] for lab in labels], labels, loc="lower center", ncol=ncol, fontsize=7,
                bbox_to_anchor=(0.5, 0))
-    fig.tight_layout(rect=(0, min(0.4, 0.2 * lines / fig.get_figheight()), 1, 1))
+    tight(fig, rect=(0, min(0.4, 0.2 * lines / fig.get_figheight()), 1, 1))
     marked = any(p[3] for p in panels)
     lines = any(p[1] for p in panels)
     unlike = lines and one_core and tuned_cores > 1
@@ -365,6 +375,6 @@ def portfolio_members(labels: list[str], members: list[str], trials: list[list[i
         ax.set_ylabel("trials")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5-trial ticks
     rows[0][0].legend(ncol=len(members))
-    fig.tight_layout()
+    tight(fig)
     return finish(fig, "portfolio", "trials and new bests per portfolio member, per study",
                   "Light bar: trials the bandit gave the member; solid part: those that set a new best.")

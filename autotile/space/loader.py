@@ -334,10 +334,12 @@ class _Parser:
                 raise self.err(path, f"number {v:g} larger than 2**62")
 
     def new_name(self, path, name, taken: dict) -> str:
-        if not isinstance(name, str) or not _ascii_name(name) or keyword.iskeyword(name) \
-                or name.startswith("_"):
+        if not isinstance(name, str) or not _ascii_name(name) or name.startswith("_"):
             raise self.err(path, f"{_show(name)} is not a valid name (ASCII letters, digits and _, "
                                  "not starting with _ or a digit)", key=True)
+        if keyword.iskeyword(name):  # expressions parse as Python: `class` cannot name a value there
+            raise self.err(path, f"name {name} is a reserved word of the expression language; expected "
+                                 "another name", key=True)
         if name in ("shape", "dtype", "hw", "unit", "inputs"):
             raise self.err(path, f"name {name} shadows the {name} namespace", key=True)
         if name in FUNCTIONS:
