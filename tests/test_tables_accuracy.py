@@ -74,6 +74,7 @@ def test_an_older_table_without_the_fields_still_loads(tmp_path):
     ("values", {"max_abs_error": "big"}, "entries[0].values.max_abs_error: expected a finite number"),
     ("values", [0.1], "entries[0].values: expected a mapping of objective values or null"),
     ("verified_within", -1.0, "entries[0].verified_within: expected a max abs error (0 or more)"),
+    ("trial", -3, "entries[0].trial: expected a trial number (0 or more), got -3"),
 ])
 def test_bad_fields_are_one_line_errors(tmp_path, key, value, expected, capsys):
     doc = json.loads(_table(tmp_path).read_text())

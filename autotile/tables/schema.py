@@ -376,7 +376,7 @@ def _entry(c: _Check, e, field, dims) -> Entry:
         pct_of_peak=_performance(c, e, "pct_of_peak", field, 0.0, 100.0),
         verified=c.get(e, "verified", field, bool, "true or false"),
         study=c.get(e, "study", field, str, "a study name", optional=True),
-        trial=c.get(e, "trial", field, int, "a trial number", optional=True),
+        trial=_trial(c, e, field),
         values=_values(c, e, field),
         verified_within=_within(c, e, field),
         unverified=_unverified(c, e, field),
@@ -390,6 +390,14 @@ def _values(c: _Check, e: dict, field: str) -> dict | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise c.fail(f"{field}.values.{k}", f"expected a finite number, got {_show(v)}")
     return values
+
+
+def _trial(c: _Check, e: dict, field: str) -> int | None:
+    """The number of the study's trial an entry came from (Optuna counts from 0), or null."""
+    v = c.get(e, "trial", field, int, "a trial number (0 or more)", optional=True)
+    if v is not None and v < 0:
+        raise c.fail(f"{field}.trial", f"expected a trial number (0 or more), got {v}")
+    return v
 
 
 def _unverified(c: _Check, e: dict, field: str) -> str | None:
