@@ -61,3 +61,14 @@ def test_a_study_another_spec_tuned_is_not_summarized_as_this_specs_result(tmp_p
         warnings.simplefilter("ignore")
         never = driver._collect(job)
     assert [p.name for p in never] == [NAME] and not job.outcomes
+
+
+def test_two_specs_of_one_file_name_are_refused_naming_both(tmp_path, run_cli):
+    """It said "two specs share a file name" without saying which of a long queue they were."""
+    for d in ("d1", "d2"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "ws.yaml").write_text(EW)
+    a, b = str(tmp_path / "d1" / "ws.yaml"), str(tmp_path / "d2" / "ws.yaml")
+    code, out, err = run_cli("tune", a, b, "--trials", "1", "--out", str(tmp_path / "o"))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert f"{a} and {b} share a file name" in err and not (tmp_path / "o").exists(), err

@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
                                                "for its unit selector, and matmul, for its cost regressor)")
     p.add_argument("--cost", default=None, help="cost regressors to train: all, none or comma-separated ops "
                                                 "(default: matmul, or every op named by --ops; an op named here but not in --ops is trained too, for its cost regressor only); all of them "
-                                                "take about 2.5 minutes on 2 cores instead of 1 (roi_align's "
+                                                "take about 2.5 minutes on 2 cores instead of 1.5 (roi_align's "
                                                 "simulations are slow)")
     p.add_argument("-o", "--out", default=None, help="cache folder for datasets and models (default "
                                                      "$AUTOTILE_CACHE or ~/.cache/autotile)")

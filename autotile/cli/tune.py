@@ -20,15 +20,15 @@ def add_arguments(p) -> None:
     p.add_argument("--sampler", help="tpe, random, cmaes, gp, nsga2, portfolio or exhaustive (default: the spec's)")
     p.add_argument("--seed", type=int, help="sampler seed (default: the spec's)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes in all (default 1)")
-    p.add_argument("--storage", help="sqlite:///FILE or postgresql://... (default: a journal file in --out)")
+    p.add_argument("--storage", help="journal:FILE, sqlite:///FILE or postgresql://... (default: a journal file in --out)")
     p.add_argument("--out", help="output folder (default results/<spec name>; with several specs, "
                                  "OUT/<spec name>)")
     p.add_argument("--no-warm-start", action="store_true", help="do not seed studies from the nearest tuned shape")
     p.add_argument("--no-verify", action="store_true", help="skip the execute-mode verification gate")
     p.add_argument("--restart", action="store_true", help="delete stored studies whose spec has changed and "
                                                           "tune them afresh (without it, such a rerun is refused)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (neither the bar nor, off a terminal, its lines)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress on stderr, as with --quiet)")
 
 
 def run(args) -> int:
@@ -45,7 +45,9 @@ def run(args) -> int:
     specs = [load_spec(path) for path in args.spec]
     stems = [Path(s.file).stem for s in specs]
     if len(set(stems)) < len(stems):
-        raise InputError("tune: two specs share a file name; their outputs would collide")
+        clash = [s.file for s in specs if stems.count(Path(s.file).stem) > 1]
+        raise InputError(f"tune: {clash[0]} and {clash[1]} share a file name; their outputs in --out would "
+                         "collide (rename one, or tune them separately)")
     opts = []
     for spec in specs:
         if args.out is not None:
