@@ -79,3 +79,29 @@ def test_one_tuned_size_gets_simulated_lines_and_says_it_was_one_size(hw):
     note = [b.text for b in perf.crossover(unsimulated).blocks if isinstance(b, Para) and b.note]
     assert note == ["One size was tuned (4,096 elements), so the tuned shapes show no crossover and none can be "
                     "read here: tune several sizes to compare the units across them."]
+
+
+def test_a_grid_of_huge_sizes_says_on_stderr_that_it_takes_a_while(hw, monkeypatch, capsys):
+    """weighted_sum tuned at n = 1,024 and 2**31-1 spent 100 s after the tune in this section with
+    nothing printed; a grid that stays small says nothing."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from autotile.models import crossover as cx
+    from autotile.report.data import ReportData
+
+    monkeypatch.setattr(cx, "best", lambda op, u, n, *a, **k: (float(n if u == "vector" else 2 * n), {}))
+    monkeypatch.setattr(perf, "_refine", lambda *a, **k: 1)
+
+    def run(n: int) -> str:
+        results = [{"shape": {"n": m}, "dtype": "fp16", "unit": u, "cycles": 1.0, "chosen": u == "vector"}
+                   for m in (1024, n) for u in ("cube", "vector")]
+        data = ReportData(out_dir=Path("."), summary={"op": "weighted_sum", "hw": hw.name, "results": results}, hw=hw)
+        data.__dict__["recorded"] = (SimpleNamespace(inputs={"data": "gm"}), "")
+        perf.crossover(data)
+        return capsys.readouterr().err
+
+    assert run(2**31 - 1) == ("autotile: note: report: simulating 2 units' best tilings at 8 sizes up to "
+                              "n = 16,777,216 (fp16) for the crossover section; at sizes this large that can "
+                              "take a few minutes\n")
+    assert run(4096) == ""

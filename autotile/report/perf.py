@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import sys
 
 from autotile.report import fmt, plots, sections
 from autotile.report.data import ReportData, result_label, shape_label, slug
@@ -13,6 +14,9 @@ from autotile.yamlsrc import scalar_text
 CROSSOVER_POINTS = 10  # sizes per unit on the simulated grid (kept small: each is a grid search)
 CROSSOVER_MIN_SPAN = 6  # doublings the simulated grid spans at least, around the tuned sizes
 CROSSOVER_MAX_N = 1 << 24  # the simulated grid stops here: a grid search's time grows with n (~5 s per unit at 2**24)
+# a grid reaching past this says on stderr that the section takes a while: weighted_sum's three
+# units to 2**24 took 100 s of a 113 s report (the bisection near the top simulates the most)
+CROSSOVER_NOTE_N = 1 << 21
 
 
 def ops(dtype: str) -> str:
@@ -256,6 +260,10 @@ def crossover(data: ReportData) -> Section | None:
         sim, marks = {}, []
         if simulate:
             ns = _grid(min(min(size.values()), CROSSOVER_MAX_N), min(max(size.values()), CROSSOVER_MAX_N))
+            if ns[-1] > CROSSOVER_NOTE_N:  # minutes after the tune's own time, with nothing printed
+                print(f"autotile: note: report: simulating {len(units)} units' best tilings at {len(ns)} sizes up "
+                      f"to n = {ns[-1]:,} ({dtype}) for the crossover section; at sizes this large that can take "
+                      "a few minutes", file=sys.stderr, flush=True)
             sim = {u: [cx.best(op, u, n, dtype, data.hw, on_chip, options)[0] for n in ns] for u in units}
             known = {(u, n): c for u, v in sim.items() for n, c in zip(ns, v)}
             sim = {u: [c if c != math.inf else math.nan for c in v] for u, v in sim.items()}
