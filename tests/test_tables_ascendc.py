@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from tablekit import SMALL_SPEC, ascendc_fill, default_table
+from tablekit import SMALL_SPEC, STAND_IN, ascendc_fill, default_table
 
 from autotile.cli import run as cli
 from autotile.tables.export_ascendc import TCUBE
@@ -102,3 +102,51 @@ def test_vector_only_spec_with_cube_params_has_neither_cube_fields_nor_unit(tmp_
     header = (tmp_path / "t.h").read_text()
     assert "base_m" not in header and "ITERATE_ORDER" not in header and "UNIT_CUBE" not in header
     assert "AUTOTILE_MATMUL_UNIT_VECTOR = 0," in header and "AUTOTILE_MATMUL_BF16" not in header
+
+
+SIGMOID = """\
+op: sigmoid
+hardware: ascend910b2
+dtypes: [fp16]
+units: {units}
+shapes: [{{n: 1000}}]
+params:
+  tile_len: {{type: int, low: 16, high: "max(16, shape.n)", pow2: true}}
+  variant: {{type: categorical, choices: {{vector: {vector}, scalar: [exact, poly, lut_nearest]}}}}
+"""
+
+
+def test_tiling_data_shared_only_where_codes_mean_the_same(tmp_path):
+    """Two SoCs' sigmoid tables whose specs list the units, or the vector's variants, in another
+    order have the same TilingData fields, but code 0 means vector in one and scalar in the other:
+    both headers in one translation unit compiled, and the device kernel, reading one TilingData
+    layout without the host enums, would run the wrong path. Now the second include is an #error
+    naming the field; the same order still shares the class, and the header says the codes."""
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "tilingdata_base.h").write_text(STAND_IN)
+    specs = {"soc_a": ("[vector, scalar]", "[exact, poly]"), "soc_b": ("[scalar, vector]", "[exact, poly]"),
+             "soc_c": ("[vector, scalar]", "[poly, exact]"), "soc_d": ("[vector, scalar]", "[exact, poly]")}
+    for prefix, (units, vector) in specs.items():
+        (tmp_path / f"{prefix}.yaml").write_text(SIGMOID.format(units=units, vector=vector))
+        write_table(tmp_path / f"{prefix}.json", default_table(tmp_path / f"{prefix}.yaml", lambda s, d: "vector"))
+        assert cli(["export", str(tmp_path / f"{prefix}.json"), "--format", "ascendc", "--prefix", prefix,
+                    "-o", str(tmp_path / f"{prefix}.h")]) == 0
+    text = (tmp_path / "soc_b.h").read_text()
+    assert " *   unit: 0 scalar, 1 vector (enum soc_b_sigmoid_unit)" in text
+    assert " *   variant: 0 exact, 1 poly, 2 lut_nearest (enum soc_b_sigmoid_variant)" in text
+
+    def compile_both(second):
+        (tmp_path / "main.cc").write_text(f'#include "soc_a.h"\n#include "{second}.h"\n'
+                                          "int main() { return 0; }\n")
+        return subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I.", "-fsyntax-only",
+                               "main.cc"], cwd=tmp_path, capture_output=True, text=True)
+
+    for second, field, codes in (("soc_b", "unit", "0 scalar, 1 vector"),
+                                 ("soc_c", "variant", "0 poly, 1 exact, 2 lut_nearest")):
+        r = compile_both(second)
+        assert r.returncode != 0, r.stderr
+        assert f"SigmoidTilingData is already defined with other {field} codes by another header (here {codes};" \
+            in r.stderr, r.stderr
+        assert "other fields" not in r.stderr, r.stderr
+    r = compile_both("soc_d")
+    assert r.returncode == 0, r.stderr

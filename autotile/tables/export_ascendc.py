@@ -9,7 +9,8 @@ for a shape. ``<Op>`` is the registered OpType: the op's name in camel case (``M
 prefix than ``autotile`` the functions are ``<prefix>_<Op>...`` and the TilingData class, whose
 definition sits under a guard keyed by its name, is defined once: two SoCs' tables of one op,
 exported with two prefixes, go in one translation unit (a class of the same name with other
-fields is an ``#error``). The registration defines a global object in CANN, so it is emitted only
+fields, or with a field whose codes mean other units or choices, is an ``#error``; see
+:func:`_tiling_data`). The registration defines a global object in CANN, so it is emitted only
 where ``AUTOTILE_REGISTER_<Op>TilingData`` is defined (the one host tiling .cpp of the op), once
 per translation unit: the header goes in any number of files linked together.
 
@@ -25,8 +26,9 @@ vector kernel's). On an entry of another unit than cube only usedCoreNum and the
 Ka, Kb) are filled: the cube-only fields are derived from cube params that entry does not have.
 Other ops, and matmul specs without those cube params (vector only), get one int32 field per
 dim, ``unit`` when the spec has several units, then one per param of the spec's units, named in camel case and mangled
-like the C names (:mod:`autotile.tables.cnames`) to stay legal and distinct. ``unit`` is the C header's
-enum ``autotile_<op>_unit``; a field that does not apply to the entry's unit holds
+like the C names (:mod:`autotile.tables.cnames`) to stay legal and distinct. ``unit`` holds the codes of the C header's
+enum ``autotile_<op>_unit`` (and a param held as enum codes its enum's), in the spec's order, which
+a comment above the TilingData lists, as the device kernel cannot see the enums; a field that does not apply to the entry's unit holds
 ``AUTOTILE_<OP>_NA`` (INT32_MIN), never a value or enum code.
 blockDim is, per unit, the cores its kernel gives work at the shape, as the simulator counts them
 (``SimResult.block_dim``), from the op's declaration (``registry.CoreSplit``): the cube's core
@@ -41,6 +43,7 @@ blockDim to the enum code, 0 for ``few``, and a ``cores`` admitting 0 or -1 gave
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 
@@ -48,8 +51,8 @@ from autotile.dtypes import get as get_dtype
 from autotile.kernels import registry
 from autotile.space.params import plain
 from autotile.tables import export_c
-from autotile.tables.cnames import DEFAULT_PREFIX, Names, Scope, ident, int_choices
-from autotile.tables.ctext import comment
+from autotile.tables.cnames import DEFAULT_PREFIX, Names, Scope, ident, int_choices, is_enum
+from autotile.tables.ctext import c_string, comment
 from autotile.tables.schema import Table
 
 # the entry did not split K at its tuned shape: it keeps K whole at any K (kernels.matmul.served)
@@ -115,12 +118,11 @@ def render(table: Table, prefix: str = DEFAULT_PREFIX, op_type: str | None = Non
     cls = op_type or class_name(table.op)
     fn = function_prefix(cls, prefix)
     fields = _fields(table, n, cls, fn)
+    codes = {f: code for f, _, code in fields if code is not None}
     out = [export_c._banner(table, "ascendc"), "#pragma once", "",
            '#include "register/tilingdata_base.h"', "", export_c.body(table, n), "namespace optiling {", ""]
-    if _multi_unit(table):
-        out += ["/*", f" * unit: the entry's compute unit (enum {n.pre}unit). A field that does not apply",
-                f" * to that unit holds {n.na} (INT32_MIN), never a value or enum code.", " */"]
-    out += [_tiling_data(cls, fields), ""]
+    out += _codes_comment(table, n, codes)
+    out += [_tiling_data(cls, [(f, e) for f, e, _ in fields], codes), ""]
     used, used_doc = _used(table, n, fn)
     helpers = ""
     if fills_tcube(table) or f"{fn}DtypeBytes(" in used:
@@ -156,7 +158,7 @@ static inline int {fn}TilingFromTable(const int64_t x[{len(table.dims)}], int dt
         out.append(f"    const int cube = e->unit == {n.unit('cube')};")
         out.append(f"    const int32_t dbytes = {fn}DtypeBytes(dtype);")
     out.append(f"    const int32_t used = (int32_t)({used});")
-    out += [f"    tiling.set_{f}((int32_t)({expr}));" for f, expr in fields]
+    out += [f"    tiling.set_{f}((int32_t)({expr}));" for f, expr, _ in fields]
     out += ["    *blockDim = (uint32_t)used;", "    return 0;", "}", "", "}  // namespace optiling", ""]
     return "\n".join(out)
 
@@ -168,18 +170,53 @@ def function_prefix(cls: str, prefix: str = DEFAULT_PREFIX) -> str:
     return cls if prefix == DEFAULT_PREFIX else f"{prefix}_{cls}"
 
 
-def _tiling_data(cls: str, fields: list[tuple[str, str]]) -> str:
+def _hash(text: str) -> str:
+    return "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _tiling_data(cls: str, fields: list[tuple[str, str]], codes: dict[str, tuple[tuple, str]]) -> str:
     """The TilingData class, under a guard keyed by the class name: a second header of the OpType
-    (another --prefix, say another SoC's table) with the same fields skips it, one with other
-    fields is an #error (the guard's value is a hash of the definition). Then its registration,
-    which only the translation unit defining :func:`register_macro` gets."""
+    (another --prefix, say another SoC's table) with the same fields and codes skips it, one with
+    other fields, or a field whose codes mean other units or choices (``codes``: field -> its values
+    in code order, and whose codes they are; the device kernel reads the codes, not the host
+    header's enums), is an #error
+    (the guards' values are hashes of the definition and of each field's codes). Then its
+    registration, which only the translation unit defining :func:`register_macro` gets."""
     text = "\n".join([f"BEGIN_TILING_DATA_DEF({cls}TilingData)"]
                      + [f"    TILING_DATA_FIELD_DEF(int32_t, {f});" for f, _ in fields]
                      + ["END_TILING_DATA_DEF;"])
-    guard, mark = f"AUTOTILE_TILING_DATA_{cls}TilingData", "0x" + hashlib.sha256(text.encode()).hexdigest()[:12]
-    return (f"#ifndef {guard}\n#define {guard} {mark}\n{text}\n#elif {guard} != {mark}\n"
-            f'#error "{cls}TilingData is already defined with other fields by another header '
-            f'(export one of them with another --op-type)"\n#endif\n\n' + _registration(cls))
+    guard, mark = f"AUTOTILE_TILING_DATA_{cls}TilingData", _hash(text)
+    marks = [(f"AUTOTILE_TILING_CODES_{cls}TilingData_{f}", _hash(json.dumps(list(values))), f, values)
+             for f, (values, _) in codes.items()]
+    out = [f"#ifndef {guard}", f"#define {guard} {mark}", *(f"#define {g} {m}" for g, m, _, _ in marks), text,
+           f"#elif {guard} != {mark}",
+           f'#error "{cls}TilingData is already defined with other fields by another header '
+           f'(export one of them with another --op-type)"']
+    for g, m, f, values in marks:
+        said = c_string(f"{cls}TilingData is already defined with other {f} codes by another header (here "
+                        f"{_said(values)}; the kernel reads either: export one of them with another "
+                        f"--op-type, or write the specs' units and choices in one order)")
+        out += [f"#elif !defined({g}) || {g} != {m}", f"#error {said}"]
+    return "\n".join(out + ["#endif", "", _registration(cls)])
+
+
+def _said(values) -> str:
+    """A field's codes in words: ``0 vector, 1 scalar``."""
+    return ", ".join(f"{i} {str(v).lower() if isinstance(v, bool) else v}" for i, v in enumerate(values))
+
+
+def _codes_comment(table: Table, n: Names, codes: dict[str, tuple[tuple, str]]) -> list[str]:
+    """The comment above the TilingData saying which code means which unit or choice (the device
+    kernel sees the codes, not the host header's enums), and what a field not of the entry's unit holds."""
+    if not codes:
+        return []
+    out = ["/*", " * Codes of the TilingData fields that hold them (the device kernel reads these, not the",
+           " * host header's enums; another header sharing the TilingData must give the same ones):"]
+    out += [f" *   {f}: {comment(_said(values))} ({where})" for f, (values, where) in codes.items()]
+    if _multi_unit(table):
+        out += [f" * A field that does not apply to the entry's unit holds {n.na} (INT32_MIN), never a",
+                " * value or enum code."]
+    return out + [" */"]
 
 
 def register_macro(cls: str) -> str:
@@ -227,21 +264,26 @@ def _iterate_order(table: Table, n: Names) -> str:
     return f"p->iterate_order == {n.choice('iterate_order', 'n_first')} ? 1 : 0"
 
 
-def _fields(table: Table, n: Names, cls: str, fn: str) -> list[tuple[str, str]]:
-    """(field, C expression) in declaration order; params missing on a unit are NA in the entries.
-    Field names are camel case, mangled like the C names (see cnames) to stay legal and unique."""
+def _fields(table: Table, n: Names, cls: str, fn: str) -> list[tuple[str, str, tuple | None]]:
+    """(field, C expression, codes) in declaration order; params missing on a unit are NA in the
+    entries. Field names are camel case, mangled like the C names (see cnames) to stay legal and
+    unique. ``codes`` is None for a field holding a value, else (its values in code order, whose
+    codes they are): the unit, an enum param's choices (export_c's codes), iterateOrder's fixed two."""
     taken = {cls, f"{cls}TilingData"} | {f"{fn}{f}" for f in ("TilingFromTable", "DtypeBytes", "Mul", "Busy")}
     scope = Scope(n.globals | taken, members=True)
-    unit = [(scope.take("unit"), "e->unit")] if _multi_unit(table) else []
+    units = (tuple(table.spec.units), f"enum {n.pre}unit")
+    unit = [(scope.take("unit"), "e->unit", units)] if _multi_unit(table) else []
     params = n.params
     if fills_tcube(table):
-        tcube = [(scope.take(f), e or _iterate_order(table, n)) for f, e in _tcube(table)]
-        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}") for f, e in tcube]
+        order = (ORDERS, "TCubeTiling's, whatever the C enum's")
+        tcube = [(scope.take(f), e or _iterate_order(table, n), None if e else order) for f, e in _tcube(table)]
+        out = [(f, e if f in SHAPE_FIELDS else f"cube ? ({e}) : {n.na}", c) for f, e, c in tcube]
         params = [p for p in params if p.name not in CUBE_PARAMS + ("iterate_order",)]
     else:
-        out = [(scope.take(camel(ident(d))), f"x[{i}]") for i, d in enumerate(table.dims)]
-    out += unit + [(scope.take(camel(ident(p.name))), f"p->{p.name}") for p in params]
-    return [(f, _members(e, n)) for f, e in out]
+        out = [(scope.take(camel(ident(d))), f"x[{i}]", None) for i, d in enumerate(table.dims)]
+    out += unit + [(scope.take(camel(ident(p.name))), f"p->{p.name}",
+                    (tuple(p.choices), f"enum {n.enum(p.name)}") if is_enum(p) else None) for p in params]
+    return [(f, _members(e, n), c) for f, e, c in out]
 
 
 def _members(expr: str, n: Names) -> str:
