@@ -238,6 +238,26 @@ def test_a_pick_held_to_its_own_recorded_error_is_not_reported_as_within_the_dty
     assert sections.verification(data).blocks[1].rows[0][1] == "passed"
 
 
+def test_an_exact_pick_within_the_dtype_tolerance_is_not_reported_as_held_to_its_error(tmp_path):
+    """sigmoid fp16 n=1000 vector exact, recorded max abs 0.000488: every element was within
+    atol + rtol x |ref| (beyond_tolerance false), yet the report said "passed (against its recorded
+    error)" and "yes (to its own error)", as the table said "verified within its recorded max abs
+    error". A pick that needed its error (beyond_tolerance true) still says so."""
+    ver = {"passed": True, "shape": {"n": 1000}, "max_abs_error": 0.000488, "max_rel_error": 0.00109,
+           "rtol": 0.00293, "atol": 6.1e-05, "executed": True, "claimed": 0.000488, "beyond_tolerance": False}
+    row = {"verified": True, "chosen": True, "params": {"variant": "exact"}, "dtype": "fp16",
+           "values": {"cycles": 310.0, "max_abs_error": 0.000488}, "verification": ver}
+    summary = _summary(**row) | {"op": "sigmoid", "objectives": ["cycles", "max_abs_error"]}
+    data = ReportData(out_dir=tmp_path, summary=summary, hw=None)
+    assert "passed verification." in " ".join(sections.highlights(data))
+    ver_sec = sections.verification(data)
+    assert ver_sec.blocks[1].rows[0][1] == "passed" and ver_sec.blocks[1].rows[0][7] == "0.000488"
+    assert "max(atol + rtol x |ref|, that error)" in ver_sec.blocks[0].text  # the rule the gate applied
+    assert sections.best(data).blocks[1].rows[0][-1] == "yes"
+    ver["beyond_tolerance"] = True
+    assert sections.verification(data).blocks[1].rows[0][1] == "passed (against its recorded error)"
+    assert sections.best(data).blocks[1].rows[0][-1] == "yes (to its own error)"
+
 def test_the_verification_of_a_study_that_trades_accuracy_states_the_rule_the_gate_applies(tmp_path):
     """The intro said such a pick is held to its recorded error "instead (rtol 0, atol that error)",
     "rather than the dtype's tolerance", but verify_one passes an element within the larger of the

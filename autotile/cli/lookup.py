@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print {shape, matched_shape, match, unit, params, verified, "
                    "cycles, cycles_from} (verified: the table entry passed the verification gate; false for a model "
                    "or default answer; values: the entry's recorded error objectives, e.g. max_abs_error, and "
-                   "verified_within: the max abs error the gate allowed it, when its study traded accuracy; cycles: the answer's at this shape when known, cycles_from: table, simulator "
+                   "verified_within: the max abs error the gate allowed it beyond the dtype's tolerance, when its study traded accuracy and an element needed it; cycles: the answer's at this shape when known, cycles_from: table, simulator "
                    "or model (predicted), else both null), and how, and a warning when the shape is outside the "
                    "model's training shapes or the model's best was not faster than the default tiling; unverified: why the "
                    "gate could not check the entry (too large to execute, out of memory), when it could not)")

@@ -193,7 +193,17 @@ def own_error(data: ReportData, r: dict) -> float | None:
     """The max abs error a verified pick was held to when its study trades accuracy (an error
     objective or limit): the gate then takes the error the study recorded for the pick as its
     tolerance, not the dtype's (``verify_one``'s ``claimed_abs_error``), so passing means "as
-    accurate as the table says", not "exact". None for other picks."""
+    accurate as the table says", not "exact". None for other picks, and for one whose every
+    element was within the dtype's tolerance (its verification's ``beyond_tolerance`` false: an
+    exact variant, which the table does not label as held to its error either)."""
+    if (r.get("verification") or {}).get("beyond_tolerance") is False:
+        return None
+    return trades_error(data, r)
+
+
+def trades_error(data: ReportData, r: dict) -> float | None:
+    """The max abs error a verified pick's study recorded when it trades accuracy (an error
+    objective or limit), which the gate also allowed it (see :func:`own_error`), or None."""
     from autotile.tune.evaluate import ERROR_OBJECTIVES
 
     limits = [m for m, _ in data.spec.limits] if data.spec is not None else []
@@ -531,12 +541,13 @@ def verification(data: ReportData) -> Section:
         intro += (f" {count(len(unchecked), 'exported configuration')} could not be checked and "
                   f"{'is' if len(unchecked) == 1 else 'are'} exported not verified (verified: false): "
                   + "; ".join(f"{result_label(r)} ({unverified(r)})" for r in unchecked) + ".")
-    if any(own_error(data, r) is not None for r in data.exported):
+    if any(trades_error(data, r) is not None for r in data.exported):
         intro += (" A study that trades accuracy (an error objective or limit) also allows each candidate the max "
                   "abs error it recorded for it (the recorded error column): an element passes when |out - ref| <= "
                   "max(atol + rtol x |ref|, that error), so such a pick passes when it is as accurate as the table "
                   "says or within the dtype's tolerance" + _tail_text(data) + "; its row says "
-                  "\"against its recorded error\".")
+                  "\"against its recorded error\" when an element needed that error (it was off by more than "
+                  "atol + rtol x |ref|), as an approximate variant's do and an exact one's do not.")
     if failed:
         intro += (f" {count(len(failed), 'study')} FAILED verification: every candidate the gate checked disagreed "
                   "with the reference, so the study has no table entry; its row gives the errors of its best-ranked "

@@ -17,7 +17,8 @@ could not execute, whose ``unverified`` says why: ``too large to execute in veri
 a tiling that failed verification never enters) and the study and trial it came from. A study that trades accuracy
 (an objective or limit beside cycles and time, such as ``max_abs_error``) also records the entry's
 ``values`` of those (``{"max_abs_error": 0.021}``), and ``verified_within`` the max abs error the
-gate allowed it beyond the dtype's tolerance (its recorded error); both absent otherwise, and from
+gate allowed it beyond the dtype's tolerance (its recorded error) when an element needed it; both
+absent otherwise, and from
 tables made before they were recorded. ``simulator`` is the
 fingerprint of the kernels and cost model that predicted the cycles (null for replay, absent
 from tables made before it was recorded). ``interrupted`` marks the table of a run stopped
@@ -67,7 +68,8 @@ class Entry:
     # None: a lossy variant's accuracy, which a kernel developer must see beside its cycles
     values: dict | None = None
     # the max abs error the gate allowed beyond the dtype's tolerance (the error the study
-    # recorded for the tiling), or None: verified then means "as accurate as recorded", not exact
+    # recorded for the tiling) where an element needed it, or None: verified then means "as
+    # accurate as recorded", not exact
     verified_within: float | None = None
     # why the gate could not check an unverified entry (too large to execute, out of memory), or
     # None: --no-verify, replay, verified, or a table made before it was recorded
@@ -189,12 +191,17 @@ def traded_values(spec, r: dict) -> dict | None:
 
 def verified_within(r: dict) -> float | None:
     """The max abs error the gate allowed a verified result beyond the dtype's tolerance (the
-    error its study recorded: ``claimed``), or None when the tolerance decided (no recorded error,
-    or one no larger than ``atol``, which every element is allowed anyway)."""
+    error its study recorded: ``claimed``) when some element needed it (``beyond_tolerance``: it was
+    off by more than atol + rtol x |ref|), or None when the tolerance decided: no recorded error, or
+    every element within the tolerance (an exact variant, whose recorded 0.000488 exceeds fp16's
+    atol but not rtol x |ref|, was labelled as held to it). A summary from before
+    ``beyond_tolerance`` was recorded: whether the recorded error exceeds ``atol``."""
     v = r.get("verification") or {}
     claimed = v.get("claimed")
     if not r.get("verified") or not isinstance(claimed, (int, float)) or not math.isfinite(claimed):
         return None
+    if isinstance(v.get("beyond_tolerance"), bool):
+        return float(claimed) if v["beyond_tolerance"] else None
     return float(claimed) if claimed > (v.get("atol") or 0.0) else None
 
 

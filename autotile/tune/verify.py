@@ -66,6 +66,10 @@ class Verification:
     # why the gate could not check it at all (too large to execute in verification, or out of
     # memory there), or None: such a candidate neither passed nor disagreed
     unverified: str | None = None
+    # whether an element it ran on was off by more than atol + rtol x |ref| (so a pass needed
+    # ``claimed``, plus TAIL_ERROR on the tails), or None when it did not run (and in summaries made
+    # before it was recorded): an exact variant passes on the tolerance, an approximate one on its claim
+    beyond_tolerance: bool | None = None
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -158,7 +162,7 @@ def _execute_runs(kernel, run_shape, reduced, params, dtype, hw, unit, options, 
                   claimed_abs_error, recorded_abs_error, min_checked) -> Verification:
     """``verify_one``'s runs on ``run_shape``: input sets until ``min_checked`` values, or the first failure."""
     worst = None  # (max_abs, max_rel, rtol, atol, reason) of the first failing run, else of the first run
-    checked, runs = 0, 0
+    checked, runs, beyond = 0, 0, False
     while runs == 0 or (runs < MAX_RUNS and (checked < min_checked or (tails is not None and runs < 2))):
         tail = tails is not None and runs % 2 == 1  # every other extra run: the tails
         try:
@@ -189,7 +193,9 @@ def _execute_runs(kernel, run_shape, reduced, params, dtype, hw, unit, options, 
         finite = np.isfinite(got).all()
         max_abs = float(diff.max(initial=0.0)) if finite else float("inf")
         max_rel = rel_error(diff, want, atol) if finite else float("inf")
-        ok = bool(finite and np.all(diff <= np.maximum(atol + rtol * np.abs(want), claim(tail))))
+        within = diff <= atol + rtol * np.abs(want)
+        ok = bool(finite and np.all(within | (diff <= claim(tail))))
+        beyond = beyond or not (finite and bool(within.all()))
         where = "" if runs == 1 else f" on input set {runs} ({'tails' if tail else f'seed {seed + runs - 1}'})"
         held = f" and the recorded error {claim(tail):.3g}" if claimed_abs_error is not None else ""
         reason = None if ok else (f"max abs error {max_abs:.3g}{where} exceeds the tolerance "
@@ -201,7 +207,8 @@ def _execute_runs(kernel, run_shape, reduced, params, dtype, hw, unit, options, 
         if not ok:
             worst[2:] = rtol, atol, reason
             break
-    return Verification(worst[4] is None, run_shape, reduced, *worst, runs=runs, claimed=claimed_abs_error)
+    return Verification(worst[4] is None, run_shape, reduced, *worst, runs=runs, claimed=claimed_abs_error,
+                        beyond_tolerance=beyond)
 
 
 def rel_error(diff: np.ndarray, want: np.ndarray, atol: float) -> float:
