@@ -8,6 +8,7 @@ from autotile.atomic import refuse_input
 from autotile.cli.common import MAX_JOBS, MAX_SEED, given, int_in, nonempty, print_json, spec_inputs
 from autotile.errors import InputError
 from autotile.report.fmt import detour, trade
+from autotile.tune.drawn import resumed_note
 from autotile.words import count
 
 HELP = "tune a spec's tiling parameters: one Optuna study per shape, dtype and unit"
@@ -104,8 +105,9 @@ def format_summary(summary: dict, out: Path) -> str:
     else:
         budget = f"{count(summary['budget'], 'config')} or {summary['timeout_s']:g} s per study"
     hw = label_of(summary["hw"], summary.get("hw_hash"))  # an edited copy of a bundled profile says so
+    resumed = resumed_note(summary)  # trials another sampler or seed drew, kept by a resume
     lines = [f"{summary['op']} on {hw} ({summary['sampler']}, budget {budget}, "
-             f"seed {summary['seed']}): {summary['elapsed_s']:.1f} s"]
+             f"seed {summary['seed']}{'; ' + resumed if resumed else ''}): {summary['elapsed_s']:.1f} s"]
     for r in summary["results"]:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         if r.get("cycles") is None:

@@ -13,6 +13,7 @@ import warnings
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, result_label
 from autotile.report.doc import Para, Section, Table
+from autotile.tune import drawn
 from autotile.tune.runner import trials_to_within
 from autotile.words import count
 
@@ -149,11 +150,19 @@ def portfolio_members(data: ReportData) -> list:
         for m in r["members"]:  # the best in the objective's own format (it mixed 2.37405e+06 and 38,956.7)
             rows.append([result_label(r), m["member"], str(m["trials"]), str(m["trials"] - m["feasible"]),
                          str(m["improvements"]), _value(m["best"], obj)])
+    # a resume under another sampler adds trials no member proposed: said, not left to be read as the portfolio's
+    others: dict = {}
+    for r in res:
+        for d in r.get("drawn_by") or []:
+            if d.get("sampler") != "portfolio":
+                others[drawn.label(d)] = others.get(drawn.label(d), 0) + d.get("trials", 0)
+    mixed = (" The studies also hold trials other samplers drew, which no member proposed and this table "
+             f"leaves out ({'; '.join(k + ': ' + count(n, 'trial') for k, n in others.items())}).") if others else ""
     return [
-        Para("The portfolio sampler gave each trial to one member search (a bandit credits the members "
-             "that recently set new bests, and keeps trying the others); every member learns from all "
-             "trials. Per study: the trials each member proposed, how many were infeasible, how many set a "
-             "new best, and the best value among its own trials."),
+        Para(f"The portfolio sampler gave each {'of its trials' if others else 'trial'} to one member search (a "
+             "bandit credits the members that recently set new bests, and keeps trying the others); every member "
+             "learns from all trials. Per study: the trials each member proposed, how many were infeasible, how "
+             "many set a new best, and the best value among its own trials." + mixed),
         *([plots.portfolio_members([label(r) for r in shown], names,
                                    [[b.get(n, {}).get("trials", 0) for n in names] for b in by],
                                    [[b.get(n, {}).get("improvements", 0) for n in names] for b in by])]

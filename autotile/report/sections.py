@@ -16,6 +16,7 @@ from autotile.report import fmt, plots
 from autotile.report.data import ReportData, band, result_label, shape_label
 from autotile.report.doc import Code, Para, Section, Table
 from autotile.tune import runner
+from autotile.tune.drawn import drawers, label, resumed_note
 from autotile.tune.verify import MAX_EXECUTED
 from autotile.words import count, lead
 
@@ -48,7 +49,8 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
         ("hardware profile", f"{hw}, hash {s.get('hw_hash', '?')}"),
         ("autotile version", str(s.get("autotile_version", "?"))),
         ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, {_budget(data)}, "
-                   f"objective(s) {', '.join(s.get('objectives', []))}"),
+                   f"objective(s) {', '.join(s.get('objectives', []))}"
+                   + (f" ({resumed_note(s)})" if resumed_note(s) else "")),
         ("tuning time", f"{s.get('elapsed_s', 0):.1f} s"
                         + (" this run (its studies also hold trials of other runs, whose time is not included)"
                            if _other_runs(data) else "")
@@ -583,9 +585,16 @@ def reproduce(data: ReportData) -> Section:
     """The commands that redo the run, re-render the report and watch the studies live."""
     s = data.summary
     out = shlex.quote(str(data.out_dir))
-    tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {s.get('seed')} " \
-           f"--sampler {s.get('sampler')}{_switches(s)} --out {out}"
+    # the sampler and seed that drew the stored trials (a resume may have run under others)
+    by = drawers(s) if any(r.get("drawn_by") for r in data.results) else []
+    one = by[0] if len(by) == 1 and by[0]["sampler"] is not None else \
+        {"sampler": s.get("sampler"), "seed": s.get("seed")}
+    tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {one['seed']} " \
+           f"--sampler {one['sampler']}{_switches(s)} --out {out}"
     tune += _storage_option(data)  # resumes where the run kept its trials
+    mixed = [Para(f"No single command reproduces these trials: they were drawn by "
+                  f"{'; '.join(label(d) + ' (' + count(d['trials'], 'trial') + ')' for d in by)}. The command below "
+                  "resumes them with this run's settings.")] if len(by) > 1 else []
     if not data.keeps_storage:  # no study to resume or to open in optuna-dashboard
         return Section("Reproduce", [
             Para("Re-run the search (the exhaustive sampler simulates every configuration again; it keeps no "
@@ -594,6 +603,7 @@ def reproduce(data: ReportData) -> Section:
         ], "reproduce")
     dash = shlex.quote(_dashboard_storage(data))
     return Section("Reproduce", [
+        *mixed,
         Para("Re-run the search (a study resumes from what its storage holds), render this report again, or "
              "open the study storage, which is plain Optuna storage, in optuna-dashboard "
              "(pip install optuna-dashboard; it also follows a run live):"),

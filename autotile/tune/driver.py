@@ -32,7 +32,7 @@ from autotile.kernels import registry
 from autotile.report.data import SUMMARY_SCHEMA, slug
 from autotile.space import Spec
 from autotile.space.loader import load_spec_text
-from autotile.tune import exhaustive, identity, preflight, runner, workers
+from autotile.tune import drawn, exhaustive, identity, preflight, runner, workers
 from autotile.tune.evaluate import make_evaluator
 from autotile.tune.naming import parse_study_name, study_name
 from autotile.tune.outputs import OUTPUT_FILES, OUTPUT_FOLDERS, report_outputs
@@ -617,6 +617,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
         rec["feasible_configs"] = oc.feasible_size
     if oc.members:
         rec["members"] = oc.members
+    if drawn.differs(oc.drawn, plan.sampler, plan.seed):  # a resume under another sampler or seed
+        rec["drawn_by"] = oc.drawn
     if oc.infeasible_reasons:
         rec["infeasible_reasons"] = oc.infeasible_reasons
     # the default heuristic (trial 0) whatever became of the study: a study that failed verification

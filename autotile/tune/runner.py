@@ -28,7 +28,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotile.space.space import Space
-from autotile.tune import fill, identity
+from autotile.tune import drawn, fill, identity
 from autotile.tune import storage as storage_mod
 from autotile.tune.evaluate import Evaluator, Outcome, config_key, make_evaluator
 from autotile.tune.portfolio import MEMBER_ATTR, member_stats
@@ -94,6 +94,7 @@ class StudyOutcome:
     exhausted: bool = False  # short of its budget, but every configuration of the space was tried
     feasible_size: int | None = None  # the space's exact feasible size, when it was needed (exhausted)
     infeasible_reasons: list = field(default_factory=list)  # [{reason, count}], most frequent first
+    drawn: list = field(default_factory=list)  # [{sampler, seed, trials}] that ran its trials (tune.drawn)
 
 
 def optuna_params(space: Space, params: dict) -> dict:
@@ -212,6 +213,7 @@ def _optimize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, progre
     state = {"queued": False}
 
     def objective(trial: optuna.Trial):
+        trial.set_user_attr(drawn.ATTR, [plan.sampler, plan.seed])  # a resume may run under other settings
         params, reason = suggest(trial, plan.space)
         out = evaluator.score(params) if reason is None else Outcome(params, False, reason)
         trial.set_user_attr(CONFIG_ATTR, config_key(out.params))
@@ -437,6 +439,7 @@ def summarize(study: optuna.Study, plan: StudyPlan, evaluator: Evaluator, elapse
     out.interrupted = _Stop.is_set() and out.unique < _goal(plan) and not out.cap_reached and not out.exhausted
     if any(MEMBER_ATTR in t.system_attrs for t in trials):
         out.members = member_stats(trials)
+    out.drawn = drawn.record(trials)
     for t in complete:
         out.history.append(t.values[0])
         out.history_trials.append(t.number)
