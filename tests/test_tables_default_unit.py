@@ -84,7 +84,7 @@ def test_a_single_unit_table_past_the_budget_simulates_nothing(monkeypatch):
     """One unit: nothing to choose; its default is simulated for its cycles only within the budget."""
     from autotile.tables import default_unit
 
-    monkeypatch.setattr(default_unit, "_cycles", lambda *a: pytest.fail("simulated"))
+    monkeypatch.setattr(default_unit, "scored", lambda *a: pytest.fail("simulated"))
     monkeypatch.setattr(sim_budget, "estimate_seconds", lambda *a: 10 * sim_budget.BUDGET_S)
     got = Lookup(default_table()).find({"m": 20000, "n": 24, "k": 40})
     assert (got.match, got.how, got.cycles, got.cycles_from) == ("default", None, None, None)

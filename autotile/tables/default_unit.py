@@ -8,6 +8,10 @@ returned. The spec's unit order used to decide (the first feasible default won):
 table that picked the cube at n=4096 answered n=4097 with the vector default, 959 cycles, where
 the cube default took 601.
 
+A default simulated over one of the spec's ``limits`` is infeasible, as tune prunes it: it is
+passed over (``how`` names it), and when every default simulated is, the lookup has no answer
+(``OverLimits``). One not simulated is answered with ``how`` saying the limits were not checked.
+
 When the defaults together would take longer to simulate than ``sim_budget.BUDGET_S`` (matmul
 on the vector unit from ~4300^3), none is simulated: the unit of the table's nearest entry of the
 dtype (what tuning picked at the closest tuned shape) is answered, else the spec's first unit with
@@ -28,6 +32,15 @@ from dataclasses import dataclass
 from autotile.models import sim_budget
 
 
+class OverLimits(Exception):
+    """Every default the step could simulate breaks one of the spec's ``limits`` (``reasons``:
+    ``(unit, why)`` each); tune prunes such a configuration as infeasible, so the lookup answers none."""
+
+    def __init__(self, reasons: list[tuple[str, str]]):
+        super().__init__("; ".join(f"{u}: {why}" for u, why in reasons))
+        self.reasons = reasons
+
+
 @dataclass(frozen=True)
 class UnitChoice:
     """The unit the default step answers, its default tiling, and why."""
@@ -46,30 +59,43 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
     if len(computing) == 1:  # nothing to choose; its cycles still, as every answer gives them when known
         unit, params = feasible[0]
         est = sim_budget.estimate_seconds(look.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
-        return UnitChoice(unit, params, cycles=_cycles(look, shape, dtype, unit, params)
-                          if est <= sim_budget.BUDGET_S else None)
+        if est > sim_budget.BUDGET_S:
+            return UnitChoice(unit, params, how=_unchecked(spec, None))
+        cycles, over = scored(look, shape, dtype, unit, params)
+        if over is not None:
+            raise OverLimits([(unit, over)])
+        return UnitChoice(unit, params, cycles=cycles)
     units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
-    if len(feasible) == 1:
+    if len(feasible) == 1 and not spec.limits:  # nothing to choose or to check
         return UnitChoice(*feasible[0], how=f"the only feasible default of {units}{none}")
     est = sum(sim_budget.estimate_seconds(look.table.op, shape, dtype, u, p, spec.backend, spec.inputs or {})
               for u, p in feasible)
     if est <= sim_budget.BUDGET_S:
-        ran = [(_cycles(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
-        sims = [(c, i) for c, i in ran if c is not None]
+        ran = [(*scored(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
+        sims = [(c, i) for c, over, i in ran if c is not None and over is None]
+        broke = [(feasible[i][0], over) for c, over, i in ran if over is not None]
+        if broke and not sims:
+            raise OverLimits(broke)
+        over = f"; over the spec's limits: {'; '.join(f'{u} {why}' for u, why in broke)}" if broke else ""
+        if len(feasible) == 1 and sims:
+            return UnitChoice(*feasible[0], cycles=sims[0][0], how=f"the only feasible default of {units}{none}")
         if sims:
             c, i = min(sims)  # a tie goes to the spec's earlier unit
             each = ", ".join(f"{feasible[j][0]} {cj:,.0f}" for cj, j in sorted(sims))
-            refused = [feasible[j][0] for c, j in ran if c is None]
+            refused = [feasible[j][0] for c, _, j in ran if c is None]
             if refused:
                 each += f"; the simulator refused {_names(refused)}"
             return UnitChoice(*feasible[i], cycles=c, how=f"the fastest default of {units} on the simulator "
-                                                          f"(cycles: {each}){none}")
+                                                          f"(cycles: {each}){none}{over}")
         why = "none of them ran on the simulator"
     else:
         why = sim_budget.too_long(est, sim_budget.BUDGET_S, "them")
-    return _unsimulated(look, shape, dtype, feasible, f"the defaults were not simulated ({why}){none}")
+    if len(feasible) == 1:
+        return UnitChoice(*feasible[0], how=_unchecked(spec, f"the only feasible default of {units}{none}"))
+    return _unsimulated(look, shape, dtype, feasible,
+                        _unchecked(spec, f"the defaults were not simulated ({why}){none}"))
 
 
 def _unsimulated(look, shape, dtype, feasible, why: str) -> UnitChoice:
@@ -89,12 +115,30 @@ def _unsimulated(look, shape, dtype, feasible, why: str) -> UnitChoice:
     return UnitChoice(unit, params, how=f"the spec's first unit with a feasible default; {why}")
 
 
-def _cycles(look, shape, dtype, unit, params) -> float | None:
-    """``params``' simulated cycles on ``unit`` (count mode), or None when the simulator refuses it."""
+def scored(look, shape, dtype, unit, params) -> tuple[float | None, str | None]:
+    """``params``' simulated cycles on ``unit`` (count mode; None when the simulator refuses it)
+    and, when it ran, why it breaks one of the spec's ``limits`` (None: it keeps them). Scored as
+    tune scores a trial (``Evaluator``, the errors executed when a limit caps one), so a tiling
+    over a cap, which tune prunes as infeasible, is never answered as feasible."""
+    from autotile.tune.evaluate import Evaluator
+
     spec = look.table.spec
-    res = look.kernel.simulate(dict(shape), dict(params), dtype, spec.hardware, unit=unit,
-                               options=dict(spec.inputs or {}))
-    return float(res.cycles) if res.feasible else None
+    if not spec.limits:
+        res = look.kernel.simulate(dict(shape), dict(params), dtype, spec.hardware, unit=unit,
+                                   options=dict(spec.inputs or {}))
+        return (float(res.cycles) if res.feasible else None), None
+    out = Evaluator(spec.space(shape, dtype, unit), kernel=look.kernel).score(dict(params))
+    if out.result is None or not out.result.feasible:
+        return None, None
+    return float(out.result.cycles), None if out.feasible else out.reason
+
+
+def _unchecked(spec, how: str | None) -> str | None:
+    """``how``, and that the spec's limits were not checked (the default was not simulated)."""
+    if not spec.limits:
+        return how
+    note = f"the spec's limits ({', '.join(m for m, _ in spec.limits)}) not checked: not simulated"
+    return f"{how}; {note}" if how else note
 
 
 def _names(units: list[str]) -> str:

@@ -22,7 +22,9 @@ The rule, in order (the first that gives a feasible tiling wins):
    table's nearest entry's unit, else the spec's order, decides).
    If none is feasible, :class:`NoFeasibleTiling` says why.
 
-A lookup never returns a tiling that is infeasible for the queried shape. An op without a kernel
+A lookup never returns a tiling that is infeasible for the queried shape; a model or default
+answer it simulates at the shape is held to the spec's ``limits`` too (``default_unit.scored``),
+as tune prunes a trial over a cap. An op without a kernel
 (``replay``) has no kernel check and no heuristic: its table answers its tuned shapes, and any
 other shape is a :class:`NoFeasibleTiling` that lists them.
 """
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.kernels import registry
-from autotile.tables.default_unit import choose
+from autotile.tables.default_unit import OverLimits, choose, scored
 from autotile.tables.region import Region, empty, exact, region_of
 from autotile.tables.region_rules import custom_rule
 from autotile.tables.schema import Table, load_table
@@ -228,7 +230,7 @@ class Lookup:
             if unit not in self.table.spec.units_for(dtype):
                 skipped.append(f"model ({unit}): {unit} does not compute {dtype}")
                 continue
-            why = self.reason(shape, params, dtype, unit)
+            why = self.reason(shape, params, dtype, unit) or self._over_limits(shape, params, dtype, unit)
             if why is None:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
                 # the model step may keep the default tiling: it was faster than the model's best
@@ -241,6 +243,18 @@ class Lookup:
         if not units:
             skipped.append("model: its params fit no unit of the spec")
         return None
+
+    def _over_limits(self, shape, params, dtype, unit) -> str | None:
+        """Why ``params`` break one of the spec's ``limits`` at ``shape`` (scored as tune scores a
+        trial), else None; None too when the spec has none or its simulation would not fit the
+        lookup's budget (its metrics are then unknown)."""
+        spec = self.table.spec
+        if not spec.limits or self.kernel is None:
+            return None
+        from autotile.models import sim_budget
+
+        est = sim_budget.estimate_seconds(self.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
+        return scored(self, shape, dtype, unit, params)[1] if est <= sim_budget.BUDGET_S else None
 
     def _default(self, shape, dtype, skipped) -> Match:
         spec = self.table.spec
@@ -265,7 +279,12 @@ class Lookup:
             skipped.append(f"default ({unit}): {why}")
             infeasible.append(unit)
         if feasible:
-            got = choose(self, shape, dtype, feasible, infeasible)
+            try:
+                got = choose(self, shape, dtype, feasible, infeasible)
+            except OverLimits as exc:  # tune would have pruned it: no answer, as for an infeasible default
+                skipped.extend(f"default ({unit}): over the spec's limits: {why}" for unit, why in exc.reasons)
+                feasible = []
+        if feasible:
             return Match(shape, dtype, "default", got.unit, got.params, skipped=tuple(skipped), how=got.how,
                          cycles=got.cycles, cycles_from="simulator" if got.cycles is not None else None)
         text = ",".join(f"{k}={v}" for k, v in shape.items())
