@@ -409,3 +409,25 @@ def test_a_step_down_names_the_unit_that_drops_and_its_new_core_count(monkeypatc
     why = what_decides.explain("weighted_sum", "fp16", HW, True, 300, "vector", "cube")["why"]
     assert why.startswith("cube's cost steps down at n=300: 149.9 cycles at 299, 110.0 at 300 (-39.9: its best "
                           "tiling moves from 1 to 2 cores), below vector's 130.0; a step, not a trend")
+
+
+@pytest.mark.parametrize("lead,flagged", [(0.001, True), (0.05, False)])
+def test_a_window_the_cube_holds_by_a_hair_says_so(monkeypatch, run_cli, lead, flagged):
+    """weighted_sum fp32 in GM: the Cube faster on [217, 7680] only, by 0.11% at 217 (and the Vector
+    faster at n = 259, between probes); with no *_n there, the window got no close-call check."""
+    import autotile.models.crossover as X
+
+    def fake(op, unit, n, dtype, hw, on_chip, options=None):
+        cycles = 1000.0 + n
+        return (cycles * (1 - lead if 100 <= n <= 3000 else 1 + lead) if unit == "cube" else cycles), {}
+
+    monkeypatch.setattr(X, "best", fake)
+    code, out, err = run_cli("crossover", "weighted_sum", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["end_to_end_n"] is None and got["end_to_end_windows"] == [[100, 3000]]
+    (w,) = got["closest_window_leads"]["end_to_end_windows"]
+    assert w["window"] == [100, 3000] and w["lead"] == pytest.approx(lead)
+    code, out, _ = run_cli("crossover", "weighted_sum")
+    assert code == 0
+    assert ("close call (inputs in GM): cube leads by only 0.10% at n=100 in [100, 3,000]" in out) == flagged

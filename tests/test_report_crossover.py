@@ -105,3 +105,31 @@ def test_a_grid_of_huge_sizes_says_on_stderr_that_it_takes_a_while(hw, monkeypat
                               "n = 16,777,216 (fp16) for the crossover section; at sizes this large that can "
                               "take a few minutes\n")
     assert run(4096) == ""
+
+
+def test_a_window_that_ends_carries_the_close_call_warning_too(hw, monkeypatch):
+    """weighted_sum fp32 in GM: the Cube faster from n = 217 to 7,680, by 0.11% at 217; only the last
+    change (the one that stays) was checked, so the window's own close call went unsaid."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from autotile.models import crossover as cx
+    from autotile.report.data import ReportData
+    from autotile.report.doc import Table
+
+    def fake(op, unit, n, *a, **k):
+        cycles = 1000.0 + n
+        return (cycles * (0.999 if 100 <= n <= 1500 else 1.05) if unit == "cube" else cycles), {}
+
+    monkeypatch.setattr(cx, "best", fake)
+    results = [{"shape": {"n": m}, "dtype": "fp16", "unit": u, "cycles": 1.0, "chosen": u == "vector"}
+               for m in (64, 1024) for u in ("cube", "vector")]
+    data = ReportData(out_dir=Path("."), summary={"op": "weighted_sum", "hw": hw.name, "results": results}, hw=hw)
+    data.__dict__["recorded"] = (SimpleNamespace(inputs={"data": "gm"}), "")
+    table = next(b for b in perf.crossover(data).blocks if isinstance(b, Table))
+    rows = {r[2]: r for r in table.rows if r[1] == "simulated grid"}
+    assert rows["vector → cube"][3] == "n = 100" and rows["cube → vector"][3] == "n = 1,501"
+    assert rows["vector → cube"][4].endswith("; close call: cube leads by only 0.10% at n=100; it is faster at every "
+                                             "probed size from n=100 to the next change (n=1,501), but sizes between "
+                                             "probes can go the other way")
+    assert "close call" not in rows["cube → vector"][4]

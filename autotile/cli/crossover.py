@@ -67,7 +67,7 @@ def run(args) -> int:
     lo, hi = args.low, args.high
     kw = {"small_unit": args.small_unit, "large_unit": args.large_unit, "options": options}
     framed = "on_chip" in info.placements  # ops whose kernels model inputs already on chip
-    none = {"n": None, "windows": None, "grid": None, "edge": None, "closest": None,  # no framing: not searched
+    none = {"n": None, "windows": None, "grid": None, "edge": None, "closest": None, "closest_windows": None,  # no framing: not searched
             "top": hi, "limits": {}}
     on = crossover(args.op, args.dtype, hw, on_chip=True, lo=lo, hi=hi, **kw) if framed else none
     e2e = crossover(args.op, args.dtype, hw, on_chip=False, lo=lo, hi=hi, **kw)
@@ -95,6 +95,10 @@ def run(args) -> int:
            "on_chip_limits": on["limits"] if framed else None, "on_chip_note": fits,
            "closest_leads": {"simulated_n": on.get("closest"), "end_to_end_n": e2e["closest"],
                              "simulated_n_unaligned": on_u.get("closest"), "end_to_end_n_unaligned": e2e_u["closest"]},
+           "closest_window_leads": {"simulated_windows": on["closest_windows"],
+                                    "end_to_end_windows": e2e["closest_windows"],
+                                    "simulated_windows_unaligned": on_u["closest_windows"],
+                                    "end_to_end_windows_unaligned": e2e_u["closest_windows"]},
            "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
@@ -104,7 +108,8 @@ def run(args) -> int:
            "meaning": f"*_n: smallest n from which {args.large_unit} is faster at every probed size up to {hi} "
                       f"(null: it is not); closest_leads: per *_n, the probed size from it on where "
                       f"{args.large_unit} leads least, and by what fraction of {args.small_unit}'s cycles (under "
-                      f"{CLOSE:.0%}, sizes between probes can go the other way); "
+                      f"{CLOSE:.0%}, sizes between probes can go the other way); closest_window_leads: the same "
+                      f"per range of each *_windows (window, n, lead; null: not searched); "
                       f"range_edges: per *_n, 'floor' when it is {lo}, the smallest n searched (already faster "
                       f"there; the change, if any, is at or below it), 'ceiling' when the change falls in the "
                       f"grid's top step (whether it stays faster beyond {hi} is not checked), else null; "
@@ -154,7 +159,7 @@ def run(args) -> int:
             notes += _edge_notes({e for k, e in at_edge.items() if k in tops}, lo, on["top"], on["top"] < hi)
         for line in dict.fromkeys(notes):
             print(f"  {line}")
-        for line in _close_notes(out["closest_leads"], args.large_unit):
+        for line in _close_notes(out["closest_leads"], args.large_unit) + _window_notes(out, args.large_unit):
             print(f"  {line}")
         if out.get("learned_end_to_end_windows") is not None:
             print(f"  learned: {args.large_unit} faster on n in "
@@ -343,6 +348,24 @@ def _close_notes(leads: dict, large_unit: str) -> list[str]:
     return [f"close call ({where[k]}): {large_unit} leads by only {c['lead']:.2%} at n={c['n']:,}; it is faster at "
             f"every probed size from its crossover, but sizes between probes can go the other way"
             for k, c in leads.items() if c is not None and c["lead"] < CLOSE]
+
+
+def _window_notes(out: dict, large_unit: str) -> list[str]:
+    """A line per window whose smallest lead at the probed sizes in it is under ``CLOSE``, but for
+    the window a ``*_n`` starts (``_close_notes`` says that one): inside a window too, sizes between
+    probes can go the other way (weighted_sum fp32 in GM, [217, 7,680]: the Vector wins at n = 259)."""
+    where = {"simulated_windows": ("on chip", "simulated_n"), "end_to_end_windows": ("inputs in GM", "end_to_end_n"),
+             "simulated_windows_unaligned": ("on chip, unaligned", "simulated_n_unaligned"),
+             "end_to_end_windows_unaligned": ("inputs in GM, unaligned", "end_to_end_n_unaligned")}
+    lines = []
+    for k, (words, n_key) in where.items():
+        for c in out["closest_window_leads"][k] or []:
+            a, b = c["window"]
+            if c["lead"] < CLOSE and not (a == out[n_key] and out["closest_leads"][n_key] is not None):
+                lines.append(f"close call ({words}): {large_unit} leads by only {c['lead']:.2%} at n={c['n']:,} in "
+                             f"[{a:,}, {b:,}]; it is faster at every probed size there, but sizes between probes "
+                             f"can go the other way")
+    return lines
 
 
 def _spans(spans, most: int = 6) -> str:

@@ -217,7 +217,8 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     if on_chip:
         hi, limits = on_chip_top(op, dtype, hw, (small_unit, large_unit), hi, options, aligned)
         if hi < lo:
-            return {"n": None, "windows": [], "grid": [], "edge": None, "closest": None, "top": None,
+            return {"n": None, "windows": [], "grid": [], "edge": None, "closest": None, "closest_windows": [],
+                    "top": None,
                     "limits": limits}
     table = []
 
@@ -237,7 +238,8 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
         spans = [[unaligned(a), b if b == hi else unaligned(b)] for a, b in spans]
     table = sorted(table, key=lambda r: r["n"])
     return {"n": n, "windows": spans, "grid": table, "edge": edge,
-            "closest": closest_lead(table, n, small_unit, large_unit), "top": hi, "limits": limits}
+            "closest": closest_lead(table, n, small_unit, large_unit),
+            "closest_windows": window_leads(table, spans, small_unit, large_unit), "top": hi, "limits": limits}
 
 
 CLOSE = 0.01  # a lead under 1% of the slower unit's cycles: uneven splits over cores or tiles move the
@@ -261,6 +263,25 @@ def closest_lead(table: list[dict], n: int | None, small_unit: str, large_unit: 
         return None
     lead, at = min(leads)
     return {"n": at, "lead": round(lead, 6)}
+
+
+def window_leads(table: list[dict], spans: list[list[int]], small_unit: str, large_unit: str) -> list[dict]:
+    """Per window [a, b] of ``spans``, the probed size in it where ``large_unit`` leads least:
+    {"window", "n", "lead"} (as ``closest_lead``, which sees only the window reaching the top). A
+    window is as much an answer as a crossover (weighted_sum fp32 in GM: the Cube from 217 to
+    7,680, by 0.11% at 217), so its lead gets the same ``CLOSE`` check.
+
+    >>> window_leads([{"n": 8, "v": 10.0, "c": 9.0}, {"n": 16, "v": 10.0, "c": 9.99}, {"n": 32, "v": 1.0, "c": 2.0}],
+    ...              [[8, 16]], "v", "c")
+    [{'window': [8, 16], 'n': 16, 'lead': 0.001}]
+    """
+    out = []
+    for a, b in spans:
+        leads = [(1 - r[large_unit] / r[small_unit], r["n"]) for r in table if a <= r["n"] <= b]
+        if leads:
+            lead, at = min(leads)
+            out.append({"window": [a, b], "n": at, "lead": round(lead, 6)})
+    return out
 
 
 def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:

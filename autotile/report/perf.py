@@ -212,15 +212,16 @@ def _refine(op, dtype, hw, on_chip, a, b, ua, ub, options, known: dict) -> int:
     return flips[0] if flips else b
 
 
-def _close_call(known: dict, n: int, ua: str, ub: str) -> str:
+def _close_call(known: dict, n: int, ua: str, ub: str, end: float = math.inf) -> str:
     """The warning `autotile crossover` prints for a close call, for the change from which ``ub``
-    stays faster: its smallest lead over ``ua`` at the sizes probed from ``n`` on (``known``:
-    {(unit, size): cycles}) when it is under ``crossover.CLOSE``, else "". Between probes the lead
-    can then change sign (weighted_sum fp16 in GM: the cube 0.02% ahead at n = 98,304)."""
+    is faster: its smallest lead over ``ua`` at the sizes probed from ``n`` up to ``end`` (the next
+    change; none: it stays faster) (``known``: {(unit, size): cycles}) when it is under
+    ``crossover.CLOSE``, else "". Between probes the lead can then change sign (weighted_sum fp16 in
+    GM: the cube 0.02% ahead at n = 98,304; fp32 in GM, the Cube's window from n = 217: 0.11%)."""
     from autotile.models import crossover as cx
 
     table = [{"n": m, ua: known[ua, m], ub: known[ub, m]} for m in sorted({m for _, m in known})
-             if m >= n and (ua, m) in known and (ub, m) in known
+             if n <= m < end and (ua, m) in known and (ub, m) in known
              and 0 < known[ua, m] < math.inf and known[ub, m] < math.inf]
     close = cx.closest_lead(table, n, ua, ub)
     if close is None or close["lead"] >= cx.CLOSE:
@@ -229,8 +230,9 @@ def _close_call(known: dict, n: int, ua: str, ub: str) -> str:
     if lead <= 0:  # a probe past n where the lead has already turned back
         how = "as fast" if lead == 0 else f"{-lead:.2%} faster"
         return f"; close call: {ua} is {how} again at n={at:,}: the lead changes sign between the grid's sizes"
+    upto = "on" if end == math.inf else f"to the next change (n={end:,})"
     return (f"; close call: {ub} leads by only {lead:.2%} at n={at:,}; it is faster at every "
-            f"probed size from n={n:,} on, but sizes between probes can go the other way")
+            f"probed size from n={n:,} {upto}, but sizes between probes can go the other way")
 
 
 def crossover(data: ReportData) -> Section | None:
@@ -272,9 +274,9 @@ def crossover(data: ReportData) -> Section | None:
             for i, (n, ua, ub) in enumerate(found):
                 marks.append((n, f"{ua}→{ub} at n={n:,}"))
                 why = what_decides.explain(op, dtype, data.hw, on_chip, n, ua, ub, options)["why"]
-                last = i == len(found) - 1  # ub stays faster to the grid's top: the crossover the command states
+                end = found[i + 1][0] if i + 1 < len(found) else math.inf  # ub faster up to the next change
                 rows.append([dtype, "simulated grid", f"{ua} → {ub}", f"n = {n:,}",
-                             why + (_close_call(known, n, ua, ub) if last else "")])
+                             why + _close_call(known, n, ua, ub, end)])
             sim = {u: (ns, v) for u, v in sim.items()}
         seq = sorted((size[id(r)], shape_label(r["shape"]), r["unit"]) for r in rs if r.get("chosen"))
         for (n0, s0, u0), (n1, s1, u1) in zip(seq, seq[1:]):
