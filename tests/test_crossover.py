@@ -431,3 +431,23 @@ def test_a_window_the_cube_holds_by_a_hair_says_so(monkeypatch, run_cli, lead, f
     code, out, _ = run_cli("crossover", "weighted_sum")
     assert code == 0
     assert ("close call (inputs in GM): cube leads by only 0.10% at n=100 in [100, 3,000]" in out) == flagged
+
+
+@pytest.mark.parametrize("on_chip", [True, False])
+def test_the_unaligned_search_stays_within_high(monkeypatch, on_chip):
+    """weighted_sum fp32 on chip to --high 16,384: the top probe, a multiple of 256, was moved to
+    16,400, past --high and past the Cube's trace form in L0A, so the Cube "stayed faster" nowhere
+    though it wins at 16,368 and 16,383. The top moves down instead."""
+    import autotile.models.crossover as X
+
+    probed = []
+
+    def fake(op, unit, n, dtype, hw, on_chip, options=None):
+        probed.append(n)
+        step = 20.0 if unit == "cube" and n > 16384 else 1.0  # the cube's cost steps up past 16,384
+        return (1000.0 - (n >= 705) if unit == "cube" else 999.5) * step, {}
+
+    monkeypatch.setattr(X, "best", fake)
+    got = X.crossover("weighted_sum", "fp16", HW, on_chip=on_chip, aligned=False)
+    assert max(probed) <= 16384 and got["top"] == 16368
+    assert got["n"] == 705 and got["windows"] == [[705, 16368]]

@@ -120,7 +120,8 @@ def run(args) -> int:
                       f"on chip (simulated_*, learned_n) the search stops at on_chip_range's top, the largest n "
                       f"both units' buffers hold (on_chip_limits: each unit's; null range: none searched); "
                       f"*_unaligned: the same search with every probed multiple of {FRACTAL} (a whole number "
-                      f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16; for an op "
+                      f"of 16 x 16 cube fractals, as every power of two on the grid is) moved to n + 16 (the top one, "
+                      f"which that would take past the range, to n - 16); for an op "
                       f"without the on-chip framing (simulated_note) every on-chip field (simulated_*, learned_n, "
                       f"learned_windows, what_decides.on_chip, grid_on_chip) is null: not searched"}
     if learned["learned_note"] is None:

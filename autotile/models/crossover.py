@@ -157,14 +157,29 @@ def on_chip_limit(op: str, unit: str, dtype: str, hw: HardwareProfile, options: 
 
 
 def on_chip_top(op: str, dtype: str, hw: HardwareProfile, units, hi: int, options: dict | None = None,
-                aligned: bool = True) -> tuple[int, dict]:
+                aligned: bool = True, lo: int = 1) -> tuple[int, dict]:
     """(largest n up to ``hi`` at which every one of ``units`` holds its data on chip, {unit:
-    ``on_chip_limit``}). ``aligned=False``: the largest n whose ``unaligned`` size still fits."""
+    ``on_chip_limit``}). ``aligned=False``: the largest n whose ``unaligned`` size still fits, and
+    lies within ``hi`` (``unaligned_top``, at least ``lo`` where it can)."""
     limits = {u: on_chip_limit(op, u, dtype, hw, options) for u in units}
     top = min(hi, *limits.values())
-    if not aligned and unaligned(top) > min(limits.values()):
-        top -= 16  # a multiple of FRACTAL at the limit itself: its unaligned probe is 16 past it
-    return top, limits
+    return (top if aligned else unaligned_top(top, min(hi, *limits.values()), lo)), limits
+
+
+def unaligned_top(top: int, most: int, lo: int = 1) -> int:
+    """The top of an unaligned search: ``top`` unless its ``unaligned`` probe would pass ``most``
+    (the requested --high, or a buffer limit), then 16 below it, a size that is itself unaligned
+    (1 below when that leaves ``lo``). weighted_sum fp32 on chip to 16,384 probed n = 16,400, past
+    both --high and the Cube's trace form in L0A (13,992 cycles against the Vector's 1,036; at
+    16,368 the Cube wins, 176 against 1,030), so the unaligned search said the Cube stays faster
+    nowhere.
+
+    >>> unaligned_top(16384, 16384), unaligned_top(16383, 16384), unaligned_top(16384, 20000), unaligned_top(256, 256, 250)
+    (16368, 16383, 16384, 255)
+    """
+    if unaligned(top) <= most:
+        return top
+    return top - 16 if top - 16 >= lo else top - 1
 
 
 def _options(op: str, options: dict | None, on_chip: bool) -> dict | None:
@@ -215,11 +230,13 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
     """
     limits: dict = {}
     if on_chip:
-        hi, limits = on_chip_top(op, dtype, hw, (small_unit, large_unit), hi, options, aligned)
+        hi, limits = on_chip_top(op, dtype, hw, (small_unit, large_unit), hi, options, aligned, lo)
         if hi < lo:
             return {"n": None, "windows": [], "grid": [], "edge": None, "closest": None, "closest_windows": [],
                     "top": None,
                     "limits": limits}
+    elif not aligned:
+        hi = unaligned_top(hi, hi, lo)
     table = []
 
     def wins(n: int) -> bool:
