@@ -68,3 +68,17 @@ def test_a_pick_outside_the_training_sizes_is_a_close_call_flagged_extrapolated(
     code, out, _ = run_cli("decide", "weighted_sum", "--shape", "n=8192", "--models", str(tmp_path), "--json")
     c = json.loads(out)["confidence"]
     assert code == 0 and c["extrapolated"] is False and c["close_call"] is False
+
+
+def test_a_lone_unit_outside_the_training_sizes_is_still_a_close_call(tmp_path, run_cli, hw):
+    """weighted_sum on chip at n = 50,000: only the Cube holds the data, and decide said "no other
+    unit to compare", close_call false, though the shape is past the training sizes (extrapolated)."""
+    _save("weighted_sum", UNITS, hw, tmp_path)
+    argv = ("decide", "weighted_sum", "--shape", "n=50000", "--data", "on_chip", "--models", str(tmp_path))
+    code, out, _ = run_cli(*argv, "--json")
+    doc = json.loads(out)
+    c = doc["confidence"]
+    assert code == 0 and doc["unit"] == "cube" and c["runner_up"] is None
+    assert c["extrapolated"] is True and c["close_call"] is True
+    code, out, _ = run_cli(*argv)
+    assert code == 0 and out.splitlines()[1].strip().startswith("close call: extrapolated: no other unit")

@@ -81,6 +81,9 @@ def _confidence(c: dict) -> dict:
 
 def _sure(c: dict) -> str:
     """One line: the margin over the runner-up, against the model's error."""
+    if c["runner_up"] is None and c["extrapolated"]:
+        return ("close call: extrapolated: no other unit to compare, and the shape lies outside the training "
+                "shapes, where the model's error is unknown: simulate to know the cycles")
     if c["runner_up"] is None:
         return "no other unit to compare"
     err = f"{c['error_pct']:.1f}%" + ("" if c["error_from"] == "held-out" else

@@ -160,11 +160,12 @@ class UnitSelector:
         ``extrapolated``: ``shape`` lies outside the training shapes (``outside``). The held-out
         error says nothing there, and the margin can be wildly wrong (weighted_sum on chip at
         n = 32,784: the Cube predicted 493% ahead, simulated 13x slower, past the size where its
-        trace form stops fitting), so such a pick is always a close call."""
+        trace form stops fitting), so such a pick is always a close call, even with no runner-up
+        (weighted_sum on chip at n = 50,000, where only the Cube holds the data)."""
         far = shape is not None and self.outside(shape, data) is not None
         order = sorted(cycles, key=cycles.get)
         if len(order) < 2:
-            return {"runner_up": None, "margin": None, "error": None, "error_from": None, "close_call": False,
+            return {"runner_up": None, "margin": None, "error": None, "error_from": None, "close_call": far,
                     "extrapolated": far}
         pick, second = order[:2]
         errs = [self.error.get(u, {}).get(data) for u in (pick, second)]
