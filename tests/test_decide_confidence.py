@@ -82,3 +82,16 @@ def test_a_lone_unit_outside_the_training_sizes_is_still_a_close_call(tmp_path, 
     assert c["extrapolated"] is True and c["close_call"] is True
     code, out, _ = run_cli(*argv)
     assert code == 0 and out.splitlines()[1].strip().startswith("close call: extrapolated: no other unit")
+
+
+def test_decide_names_the_sigmoid_variant_it_compares(tmp_path, run_cli, hw):
+    """decide sigmoid compares the exact variant only (as crossover's search says), yet said each unit
+    was taken at its best tiling, of which the variant is a part (a Scalar lut_nearest runs n = 3
+    faster than the Vector)."""
+    _save("sigmoid", ("scalar", "vector"), hw, tmp_path)
+    argv = ("decide", "sigmoid", "--shape", "n=512", "--models", str(tmp_path))
+    code, out, _ = run_cli(*argv, "--json")
+    assert code == 0 and "for sigmoid only variant exact" in json.loads(out)["compared"]
+    code, out, _ = run_cli(*argv)
+    assert code == 0 and "  compared: each unit at its best tiling on the simulator's grid; for sigmoid only " \
+                         "variant exact" in out
