@@ -451,3 +451,21 @@ def test_the_unaligned_search_stays_within_high(monkeypatch, on_chip):
     got = X.crossover("weighted_sum", "fp16", HW, on_chip=on_chip, aligned=False)
     assert max(probed) <= 16384 and got["top"] == 16368
     assert got["n"] == 705 and got["windows"] == [[705, 16368]]
+
+
+def test_a_near_tie_at_two_probes_gets_a_probe_between_them(monkeypatch):
+    """weighted_sum fp32 in GM: the Cube 1.1% ahead at 256 and 11% at 512, both probes its, so the
+    search said it wins on [217, 7,680]; the Vector is faster at n = 257..296 (its 2nd fractal)."""
+    import autotile.models.crossover as X
+
+    def fake(op, unit, n, dtype, hw, on_chip, options=None):
+        if unit == "vector":
+            return 400.0 + n / 10, {}
+        ratio = 1.017 if 257 <= n <= 296 else (0.989 if n >= 217 and n < 512 else 0.9 if n >= 217 else 1.05)
+        return (400.0 + n / 10) * ratio, {}
+
+    monkeypatch.setattr(X, "best", fake)
+    got = X.crossover("weighted_sum", "fp32", HW, on_chip=False)
+    assert got["windows"] == [[217, 256], [297, 16384]] and got["n"] == 297
+    probed = {r["n"] for r in got["grid"]}
+    assert len(probed) < 60  # a few midpoints, not every size

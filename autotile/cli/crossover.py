@@ -7,7 +7,14 @@ from autotile.cli.selector_args import check_units_run, kv, parse_inputs, untrai
 from autotile.errors import InputError
 from autotile.hardware import load_profile
 from autotile.kernels import registry
-from autotile.models.crossover import CLOSE, FRACTAL, grid_restriction, range_edge
+from autotile.models.crossover import (
+    CLOSE,
+    FRACTAL,
+    NEAR,
+    NEAR_PROBES,
+    grid_restriction,
+    range_edge,
+)
 
 HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
 LOW, HIGH = 16, 16384  # the documented default range (issue #4: "a log grid from 16 to 16384")
@@ -99,7 +106,8 @@ def run(args) -> int:
                                     "end_to_end_windows": e2e["closest_windows"],
                                     "simulated_windows_unaligned": on_u["closest_windows"],
                                     "end_to_end_windows_unaligned": e2e_u["closest_windows"]},
-           "search": f"log2 grid {lo}..{hi} then integer bisection; each unit at its best tiling from an "
+           "search": f"log2 grid {lo}..{hi}, a probe between two that favour the same unit where either leads "
+                     f"by under {NEAR:.0%} (down to 16 apart, at most {NEAR_PROBES} per search), then integer bisection; each unit at its best tiling from an "
                      "exhaustive grid (tile_len powers of two, buffer_num 1-2, cores powers of two and the whole unit, "
                      f"all categorical params{'; ' + grid_restriction(args.op) if grid_restriction(args.op) else ''}); "
                      "only the probed sizes (grid and bisection points, --grid lists them) are simulated: a range "
@@ -354,7 +362,7 @@ def _close_notes(leads: dict, large_unit: str) -> list[str]:
 def _window_notes(out: dict, large_unit: str) -> list[str]:
     """A line per window whose smallest lead at the probed sizes in it is under ``CLOSE``, but for
     the window a ``*_n`` starts (``_close_notes`` says that one): inside a window too, sizes between
-    probes can go the other way (weighted_sum fp32 in GM, [217, 7,680]: the Vector wins at n = 259)."""
+    probes can go the other way (weighted_sum fp32 in GM, [217, 256]: the Cube 0.11% ahead at 217)."""
     where = {"simulated_windows": ("on chip", "simulated_n"), "end_to_end_windows": ("inputs in GM", "end_to_end_n"),
              "simulated_windows_unaligned": ("on chip, unaligned", "simulated_n_unaligned"),
              "end_to_end_windows_unaligned": ("inputs in GM, unaligned", "end_to_end_n_unaligned")}

@@ -5,7 +5,8 @@ deterministic grid (``candidate_params``): tile lengths in powers of two from 16
 itself), buffer_num 1 or 2, core counts in powers of two and the whole chip (only 1 in the on-chip framing, which is
 single-core by definition), and every value of the unit's categorical params; tiles longer than
 a core's slice duplicate the shortest one that covers it and are not simulated (see ``best``). The crossover is
-located on a log grid (``lo`` doubled up to ``hi``, and ``hi``) and refined by integer bisection; a
+located on a log grid (``lo`` doubled up to ``hi``, and ``hi``), with probes added between near ties
+(``densify``), and refined by integer bisection; a
 crossover at either end of that range is flagged (``range_edge``), since the search saw nothing past it.
 Only the probed sizes are simulated, so "stays faster from n" means faster at every probed size from
 n on; where the two units are near a tie the lead can change sign between probes (``closest_lead``).
@@ -237,17 +238,17 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
                     "limits": limits}
     elif not aligned:
         hi = unaligned_top(hi, hi, lo)
-    table = []
+    table, lead = [], {}
 
     def wins(n: int) -> bool:
-        if not aligned:
-            n = unaligned(n)
-        a, _ = best(op, small_unit, n, dtype, hw, on_chip, options)
-        b, _ = best(op, large_unit, n, dtype, hw, on_chip, options)
-        table.append({"n": n, small_unit: a, large_unit: b})
+        m = n if aligned else unaligned(n)
+        a, _ = best(op, small_unit, m, dtype, hw, on_chip, options)
+        b, _ = best(op, large_unit, m, dtype, hw, on_chip, options)
+        table.append({"n": m, small_unit: a, large_unit: b})
+        lead[n] = abs(1 - b / a) if 0 < a < float("inf") and b < float("inf") else 1.0
         return b < a
 
-    spans = windows(wins, lo, hi)
+    spans = windows(wins, lo, hi, near=lambda n: lead[n] < NEAR)
     n = stays_from(spans, hi)
     edge = range_edge(n, lo, hi)
     if not aligned:  # name the sizes actually simulated
@@ -286,7 +287,7 @@ def window_leads(table: list[dict], spans: list[list[int]], small_unit: str, lar
     """Per window [a, b] of ``spans``, the probed size in it where ``large_unit`` leads least:
     {"window", "n", "lead"} (as ``closest_lead``, which sees only the window reaching the top). A
     window is as much an answer as a crossover (weighted_sum fp32 in GM: the Cube from 217 to
-    7,680, by 0.11% at 217), so its lead gets the same ``CLOSE`` check.
+    256, by 0.11% at 217), so its lead gets the same ``CLOSE`` check.
 
     >>> window_leads([{"n": 8, "v": 10.0, "c": 9.0}, {"n": 16, "v": 10.0, "c": 9.99}, {"n": 32, "v": 1.0, "c": 2.0}],
     ...              [[8, 16]], "v", "c")
@@ -306,9 +307,34 @@ def stays_from(spans: list[list[int]], hi: int = 16384) -> int | None:
     return spans[-1][0] if spans and spans[-1][1] == hi else None
 
 
-def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
+NEAR = 0.03  # a probed lead under this calls for a probe between it and the next probe on the same side
+NEAR_PROBES = 32  # at most this many such probes per search (each simulates both units' grids)
+
+
+def densify(sizes: list[int], ask, near, most: int = NEAR_PROBES) -> list[int]:
+    """``sizes`` with midpoints added between neighbours that ``ask`` puts on the same side where
+    either is ``near`` a tie, repeated down to 16 apart (``most`` at most): a near tie at both probes
+    can hide a short range of the other unit (weighted_sum fp32 in GM: the Cube 1.1% ahead at 256
+    and 11% at 512, the Vector faster at n = 258..296).
+
+    >>> densify([16, 32, 64], lambda n: n < 60 or n > 62, lambda n: n > 16)
+    [16, 32, 48, 64]
+    """
+    out, i, added = list(sizes), 0, 0
+    while i < len(out) - 1 and added < most:
+        a, b = out[i], out[i + 1]
+        if b - a > 16 and ask(a) == ask(b) and (near(a) or near(b)):
+            out.insert(i + 1, (a + b) // 2)
+            added += 1
+        else:
+            i += 1
+    return out
+
+
+def windows(wins, lo: int = 16, hi: int = 16384, near=None) -> list[list[int]]:
     """The size ranges [first, last] in which ``wins(n)`` holds: log2 ``grid(lo, hi)``, every edge
-    refined by integer bisection.
+    refined by integer bisection; with ``near`` (n -> whether the probe at n is near a tie, asked
+    after ``wins(n)``), ``densify`` adds probes between near ties first.
 
     A unit can win only in a middle range (the Cube end to end: its fixed costs lose below it, and
     above it the Vector's larger core count wins once data movement dominates); ``locate`` then
@@ -325,6 +351,10 @@ def windows(wins, lo: int = 16, hi: int = 16384) -> list[list[int]]:
         return cache[n]
 
     sizes = grid(lo, hi)
+    for n in sizes:
+        ask(n)
+    if near is not None:
+        sizes = densify(sizes, ask, near)
     flags = [ask(n) for n in sizes]
     out: list[list[int]] = []
     start = sizes[0] if flags[0] else None
