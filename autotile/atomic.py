@@ -137,7 +137,8 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             _fsync(fh.fileno())
         # mkstemp makes 0600: a new output gets the usual mode, a replaced file keeps its own
         # (a read-only 0444 header stays read-only, as after an editor's save)
-        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None and stat.S_ISREG(mode) else 0o666 & ~_UMASK)
+        # (permission bits only: a setuid or sticky bit is not carried over to new contents)
+        os.chmod(tmp, mode & 0o777 if mode is not None and stat.S_ISREG(mode) else 0o666 & ~_UMASK)
         if _stage is not None:  # renamed with the rest of its set
             old = _stage.renames.pop(path, None)
             if old is not None:

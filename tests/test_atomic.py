@@ -35,6 +35,9 @@ def test_a_replaced_file_keeps_its_mode_and_a_new_one_gets_the_usual_one(tmp_pat
     os.umask(umask)
     assert old.read_text() == "new" and stat.S_IMODE(old.stat().st_mode) == 0o444
     assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
+    old.chmod(0o4755)  # a setuid bit is not carried over to new contents
+    atomic.write_text(old, "newer")
+    assert stat.S_IMODE(old.stat().st_mode) == 0o755
 
 
 def test_a_stream_is_written_in_place(tmp_path):

@@ -72,3 +72,12 @@ def test_two_specs_of_one_file_name_are_refused_naming_both(tmp_path, run_cli):
     code, out, err = run_cli("tune", a, b, "--trials", "1", "--out", str(tmp_path / "o"))
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert f"{a} and {b} share a file name" in err and not (tmp_path / "o").exists(), err
+    # the pair that clashes, not the first two of the queue; a spec given twice says so
+    for d in ("d3", "d4"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "other.yaml").write_text(EW)
+    c, d = str(tmp_path / "d3" / "other.yaml"), str(tmp_path / "d4" / "other.yaml")
+    code, out, err = run_cli("tune", c, a, d, b, "--trials", "1", "--out", str(tmp_path / "o"))
+    assert code == 2 and f"{c} and {d} share a file name" in err, err
+    code, out, err = run_cli("tune", a, a, "--trials", "1")
+    assert code == 2 and err == f"autotile: error: tune: {a} is given twice; expected each spec once\n", err

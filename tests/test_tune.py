@@ -474,3 +474,7 @@ def test_a_huge_integer_range_tunes_without_numpy_warnings(run_cli, tmp_path, re
     assert code == 0, err
     assert "Warning" not in err and not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], \
         [str(w.message) for w in recwarn][:5]
+    # CMA-ES said "Constraints have been set, but CmaEsSampler will not use them" once a trial
+    code, out, err = run_cli("tune", str(spec), "--trials", "5", "--sampler", "cmaes", "--out", str(tmp_path / "c"),
+                             "--quiet")
+    assert code == 0 and "Warning" not in err and not [w for w in recwarn if "Constraints" in str(w.message)], err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from autotile.atomic import refuse_input
@@ -46,8 +47,11 @@ def run(args) -> int:
     specs = [load_spec(path) for path in args.spec]
     stems = [Path(s.file).stem for s in specs]
     if len(set(stems)) < len(stems):
-        clash = [s.file for s in specs if stems.count(Path(s.file).stem) > 1]
-        raise InputError(f"tune: {clash[0]} and {clash[1]} share a file name; their outputs in --out would "
+        first = next(s for s in specs if stems.count(Path(s.file).stem) > 1)
+        other = next(s for s in specs[specs.index(first) + 1:] if Path(s.file).stem == Path(first.file).stem)
+        if os.path.realpath(first.file) == os.path.realpath(other.file):
+            raise InputError(f"tune: {first.file} is given twice; expected each spec once")
+        raise InputError(f"tune: {first.file} and {other.file} share a file name; their output folders would "
                          "collide (rename one, or tune them separately)")
     opts = []
     for spec in specs:

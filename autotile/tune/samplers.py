@@ -75,6 +75,9 @@ def _optuna_sampler(name: str, seed: int | None, n_startup: int):
     # a huge integer range (a spec's cores to 2**53) overflows TPE's density arithmetic and NumPy
     # printed ~200 RuntimeWarning lines in a 25-trial tune; the sampler still proposes values
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"optuna\.samplers\.")
+    # trials record their constraint values (the portfolio credits feasibility); CMA-ES models only
+    # the objective and said so once a trial, 64 lines in a 5-trial tune
+    warnings.filterwarnings("ignore", message="Constraints have been set", category=UserWarning)
     if name == "tpe":
         # multivariate TPE over the whole space (group=False): on bench/specs/matmul_subspace.yaml
         # it came within 2% of the exhaustive optimum in 12 of 18 seeded 150-trial runs (three
