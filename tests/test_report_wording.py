@@ -257,6 +257,13 @@ def test_an_exact_pick_within_the_dtype_tolerance_is_not_reported_as_held_to_its
     ver["beyond_tolerance"] = True
     assert sections.verification(data).blocks[1].rows[0][1] == "passed (against its recorded error)"
     assert sections.best(data).blocks[1].rows[0][-1] == "yes (to its own error)"
+    # a recorded 0 admits nothing: an element the tail allowance passed needed no recorded error
+    ver["claimed"], row["values"]["max_abs_error"] = 0.0, 0.0
+    data = ReportData(out_dir=tmp_path, summary=_summary(**row) | {"op": "sigmoid",
+                                                                  "objectives": ["cycles", "max_abs_error"]}, hw=None)
+    assert sections.verification(data).blocks[1].rows[0][1] == "passed"
+    assert sections.best(data).blocks[1].rows[0][-1] == "yes"
+    assert "on the tail inputs by more than the tail allowance alone" in sections.verification(data).blocks[0].text
 
 def test_the_verification_of_a_study_that_trades_accuracy_states_the_rule_the_gate_applies(tmp_path):
     """The intro said such a pick is held to its recorded error "instead (rtol 0, atol that error)",

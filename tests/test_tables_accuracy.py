@@ -24,10 +24,11 @@ STUDY = Path(__file__).resolve().parent.parent / "studies" / "sigmoid.yaml"
 ERR = 0.02099609375
 
 
-def _spec(tmp_path: Path, objective: str = "[cycles, max_abs_error]", units: str = "[scalar]", n: int = 1024):
+def _spec(tmp_path: Path, objective: str = "[cycles, max_abs_error]", units: str = "[scalar]", n: int = 1024,
+          dtype: str = "fp16"):
     """studies/sigmoid.yaml cut to fp16 n=1024 on the scalar unit (the QA finding's study)."""
     text = STUDY.read_text()
-    for key, value in (("dtypes", "[fp16]"), ("units", units), ("shapes", f"[{{n: {n}}}]"),
+    for key, value in (("dtypes", f"[{dtype}]"), ("units", units), ("shapes", f"[{{n: {n}}}]"),
                        ("objective", objective)):
         text = re.sub(rf"^{key}:.*$", f"{key}: {value}", text, flags=re.M)
     path = tmp_path / "sigmoid.yaml"
@@ -167,3 +168,32 @@ def test_only_an_entry_that_needed_its_recorded_error_is_held_to_it(tmp_path, ca
         line = next(x for x in render(path, fmt).splitlines() if "/* n=1000 fp16 vector:" in x)
         assert line.endswith("not the fp16 tolerance */" if flagged else ", verified */"), line
     assert v.beyond_tolerance is flagged  # what the table's label rests on
+
+
+def test_an_error_the_tail_allowance_passed_does_not_hold_the_entry_to_its_recorded_error(tmp_path, capsys):
+    """bf16 n=16 lut_linear on the scalar unit (objective [cycles, max_abs_error]): it recorded max
+    abs error 0, and its only element outside atol + rtol x |ref| was on the tail inputs, within the
+    TAIL_ERROR the gate allows there; the gate said beyond_tolerance, and the table, lookup and the
+    headers that it was "verified within its recorded max abs error 0", which admitted nothing."""
+    spec = _spec(tmp_path, units="[scalar]", n=16, dtype="bf16")
+    space = spec.space({"n": 16}, "bf16", "scalar")
+    params = {**space.default_tiling(), "variant": "lut_linear"}
+    hw = load_profile()
+    tails = S.tail_inputs({"n": 16}, "bf16", 1)
+    diff = np.abs(S.execute(tails, params, "bf16", hw, unit="scalar").astype(np.float64) - S.reference(tails, "bf16"))
+    rtol, atol = S.tolerance("bf16", {"n": 16}, params, "scalar", inputs=tails)
+    outside = diff > atol + rtol * np.abs(S.reference(tails, "bf16"))
+    assert outside.any() and (diff[outside] <= S.TAIL_ERROR).all()  # the case: only the tail allowance needed
+    v = verify.verify_one(S, {"n": 16}, params, "bf16", hw, unit="scalar", claimed_abs_error=0.0,
+                          recorded_abs_error=0.0)
+    assert v.passed and v.runs > 1 and v.beyond_tolerance is False, v
+    r = {"shape": {"n": 16}, "dtype": "bf16", "unit": "scalar", "params": params, "cycles": 499.0,
+         "time_us": 0.28, "pct_of_peak": 0.1, "verified": True, "study": "sigmoid/bf16", "trial": 1,
+         "chosen": True, "values": {"max_abs_error": 0.0}, "verification": v.to_json()}
+    path = write_table(tmp_path / "table.json", build_table(spec, {"results": [r]}))
+    assert load_table(path).entries[0].verified_within is None
+    assert cli(["lookup", str(path), "--shape", "n=16"]) == 0
+    assert "verified within" not in capsys.readouterr().out
+    # a recorded 0 admits nothing, whatever the gate recorded beside it
+    r["verification"] = {**v.to_json(), "beyond_tolerance": True}
+    assert load_table(write_table(tmp_path / "t2.json", build_table(spec, {"results": [r]}))).entries[0].verified_within is None

@@ -197,10 +197,12 @@ def own_error(data: ReportData, r: dict) -> float | None:
     tolerance, not the dtype's (``verify_one``'s ``claimed_abs_error``), so passing means "as
     accurate as the table says", not "exact". None for other picks, and for one whose every
     element was within the dtype's tolerance (its verification's ``beyond_tolerance`` false: an
-    exact variant, which the table does not label as held to its error either)."""
+    exact variant, which the table does not label as held to its error either), or whose recorded
+    error is 0 (it admits nothing)."""
     if (r.get("verification") or {}).get("beyond_tolerance") is False:
         return None
-    return trades_error(data, r)
+    err = trades_error(data, r)
+    return err if err is None or err > 0 else None
 
 
 def trades_error(data: ReportData, r: dict) -> float | None:
@@ -549,7 +551,9 @@ def verification(data: ReportData) -> Section:
                   "max(atol + rtol x |ref|, that error), so such a pick passes when it is as accurate as the table "
                   "says or within the dtype's tolerance" + _tail_text(data) + "; its row says "
                   "\"against its recorded error\" when an element needed that error (it was off by more than "
-                  "atol + rtol x |ref|), as an approximate variant's do and an exact one's do not.")
+                  "atol + rtol x |ref|" + (", and on the tail inputs by more than the tail allowance alone"
+                                           if _tail_text(data) else "")
+                  + "), as an approximate variant's do and an exact one's do not.")
     if failed:
         intro += (f" {count(len(failed), 'study')} FAILED verification: every candidate the gate checked disagreed "
                   "with the reference, so the study has no table entry; its row gives the errors of its best-ranked "

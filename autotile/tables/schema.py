@@ -194,11 +194,13 @@ def verified_within(r: dict) -> float | None:
     error its study recorded: ``claimed``) when some element needed it (``beyond_tolerance``: it was
     off by more than atol + rtol x |ref|), or None when the tolerance decided: no recorded error, or
     every element within the tolerance (an exact variant, whose recorded 0.000488 exceeds fp16's
-    atol but not rtol x |ref|, was labelled as held to it). A summary from before
-    ``beyond_tolerance`` was recorded: whether the recorded error exceeds ``atol``."""
+    atol but not rtol x |ref|, was labelled as held to it), or a recorded error of 0, which admits
+    nothing. A summary from before ``beyond_tolerance`` was recorded: whether the recorded error
+    exceeds ``atol``."""
     v = r.get("verification") or {}
     claimed = v.get("claimed")
-    if not r.get("verified") or not isinstance(claimed, (int, float)) or not math.isfinite(claimed):
+    if (not r.get("verified") or not isinstance(claimed, (int, float)) or not math.isfinite(claimed)
+            or claimed <= 0):
         return None
     if isinstance(v.get("beyond_tolerance"), bool):
         return float(claimed) if v["beyond_tolerance"] else None
