@@ -72,3 +72,46 @@ def test_a_model_answer_over_the_limits_is_passed_over(tmp_path):
     look.model = lambda op, shape, dtype: {"unit": "vector", "params": dict(default), "how": "test"}
     with pytest.raises(NoFeasibleTiling, match=r"model \(vector\): cycles \d+ exceeds the limit 1; default \(vector\)"):
         look.find({"n": 4096})
+
+
+def test_an_error_limit_too_dear_to_execute_is_not_checked_and_said_so(tmp_path, monkeypatch):
+    """A resize table with limits {max_abs_error: 0.01} executed the default at the whole query
+    shape for its errors (n=1,c=64,1024x1024: 22 s and 3.1 GB, 1.8 s without the limit): past
+    EXECUTE_ELEMENTS the answer is given, its error limits named as not checked, and the cycles and
+    time caps still checked from count mode. Here the bound is lowered below weighted_sum n=4096."""
+    from autotile.tables import default_unit
+    from autotile.tune.evaluate import Evaluator
+
+    monkeypatch.setattr(default_unit, "EXECUTE_ELEMENTS", 4095)
+    monkeypatch.setattr(Evaluator, "errors", lambda *a: pytest.fail("executed"))
+    got = Lookup(_table(tmp_path, "{max_abs_error: 1.0e-9}", "fp32", "[scalar, vector]")).find({"n": 4096})
+    assert got.match == "default" and got.cycles > 1
+    assert re.search(r"the spec's error limits \(max_abs_error\) not checked: executing it would take inputs and "
+                     r"output of 4,096 elements, more than the 4,095 a lookup executes", got.how), got.how
+    with pytest.raises(NoFeasibleTiling, match=r"default \(vector\): over the spec's limits: cycles \d+ exceeds"):
+        Lookup(_table(tmp_path, "{max_abs_error: 1.0e-9, cycles: 1}", "fp32")).find({"n": 4096})
+    look = Lookup(_table(tmp_path, "{max_abs_error: 1.0e-9}", "fp32"))  # a model answer says so too
+    default = look.table.spec.space({"n": 4096}, "fp32", "vector").default_tiling()
+    look.model = lambda op, shape, dtype: {"unit": "vector", "params": dict(default), "how": "test"}
+    got = look.find({"n": 4096})
+    assert got.match == "model" and got.how.startswith("test; the spec's error limits (max_abs_error) not checked")
+
+
+def test_an_error_that_could_not_be_measured_is_not_over_the_limit(tmp_path, monkeypatch):
+    """resize fp32 at n=1,c=64,2048x2048 -> 512x512 (285M elements, past what execute mode runs)
+    was refused: "over the spec's limits: errors not measured", where without the limit it
+    answered 759,653 cycles. Here execute mode's bound is lowered below a tiny resize."""
+    from autotile.tune import verify
+
+    text = (Path(__file__).resolve().parents[1] / "studies" / "resize.yaml").read_text()
+    text = re.sub(r"(?m)^dtypes: .*$", "dtypes: [fp32]", text)
+    text = re.sub(r"(?m)^shapes:\n(?:  - .*\n)+", "shapes: [{n: 1, c: 4, h_in: 8, w_in: 8, h_out: 16, w_out: 16}]\n",
+                  text) + "limits: {max_abs_error: 0.01}\n"
+    (tmp_path / "rz.yaml").write_text(text)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps(build_table(load_spec(str(tmp_path / "rz.yaml")), {"results": []})))
+    monkeypatch.setattr(verify, "MAX_IO_ELEMENTS", 1000)
+    got = Lookup(str(table)).find({"n": 1, "c": 4, "h_in": 8, "w_in": 8, "h_out": 16, "w_out": 16})
+    assert got.match == "default" and got.cycles > 1 and got.how == (
+        "the spec's error limits (max_abs_error) not checked: errors not measured: inputs and output hold "
+        "1,280 elements, more than the 1,000 execute mode runs"), got.how

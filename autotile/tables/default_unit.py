@@ -11,6 +11,10 @@ the cube default took 601.
 A default simulated over one of the spec's ``limits`` is infeasible, as tune prunes it: it is
 passed over (``how`` names it), and when every default simulated is, the lookup has no answer
 (``OverLimits``). One not simulated is answered with ``how`` saying the limits were not checked.
+An error limit (``max_abs_error``) is checked by executing the default, which costs far more than
+its count mode (resize fp32 at 134M elements of inputs and output: 20 s and 3 GB, where count mode
+took 1.8 s): only within ``EXECUTE_ELEMENTS``; past it, or where execute mode cannot run the shape,
+the answer's ``how`` says the error limits were not checked. An error not measured is never "over".
 
 When the defaults together would take longer to simulate than ``sim_budget.BUDGET_S`` (matmul
 on the vector unit from ~4300^3), none is simulated: the unit of the table's nearest entry of the
@@ -27,9 +31,16 @@ from them by being wrong.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from autotile.models import sim_budget
+
+# inputs and output (a kernel's ``io_elements``, else its shape's product) up to which a lookup
+# executes a tiling for an error limit: execute mode took 50 to 150 ns an element (resize fp32,
+# 134M: 20 s and 3 GB; 2.1M: 0.10 s; matmul fp32 m=65536 n=k=16, 2.1M: 0.12 s), so at most ~0.3 s
+# here beside the count mode's budget
+EXECUTE_ELEMENTS = 1 << 21
 
 
 class OverLimits(Exception):
@@ -61,10 +72,10 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
         est = sim_budget.estimate_seconds(look.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
         if est > sim_budget.BUDGET_S:
             return UnitChoice(unit, params, how=_unchecked(spec, None))
-        cycles, over = scored(look, shape, dtype, unit, params)
-        if over is not None:
-            raise OverLimits([(unit, over)])
-        return UnitChoice(unit, params, cycles=cycles)
+        got = scored(look, shape, dtype, unit, params)
+        if got.over is not None:
+            raise OverLimits([(unit, got.over)])
+        return UnitChoice(unit, params, cycles=got.cycles, how=got.unchecked)
     units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
@@ -73,22 +84,23 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
     est = sum(sim_budget.estimate_seconds(look.table.op, shape, dtype, u, p, spec.backend, spec.inputs or {})
               for u, p in feasible)
     if est <= sim_budget.BUDGET_S:
-        ran = [(*scored(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
-        sims = [(c, i) for c, over, i in ran if c is not None and over is None]
-        broke = [(feasible[i][0], over) for c, over, i in ran if over is not None]
+        ran = [(scored(look, shape, dtype, u, p), i) for i, (u, p) in enumerate(feasible)]
+        sims = [(s.cycles, i) for s, i in ran if s.cycles is not None and s.over is None]
+        broke = [(feasible[i][0], s.over) for s, i in ran if s.over is not None]
         if broke and not sims:
             raise OverLimits(broke)
         over = f"; over the spec's limits: {'; '.join(f'{u} {why}' for u, why in broke)}" if broke else ""
         if len(feasible) == 1 and sims:
-            return UnitChoice(*feasible[0], cycles=sims[0][0], how=f"the only feasible default of {units}{none}")
+            return UnitChoice(*feasible[0], cycles=sims[0][0],
+                              how=_also(f"the only feasible default of {units}{none}", ran[0][0].unchecked))
         if sims:
             c, i = min(sims)  # a tie goes to the spec's earlier unit
             each = ", ".join(f"{feasible[j][0]} {cj:,.0f}" for cj, j in sorted(sims))
-            refused = [feasible[j][0] for c, _, j in ran if c is None]
+            refused = [feasible[j][0] for s, j in ran if s.cycles is None]
             if refused:
                 each += f"; the simulator refused {_names(refused)}"
-            return UnitChoice(*feasible[i], cycles=c, how=f"the fastest default of {units} on the simulator "
-                                                          f"(cycles: {each}){none}{over}")
+            return UnitChoice(*feasible[i], cycles=c, how=_also(f"the fastest default of {units} on the simulator "
+                                                                f"(cycles: {each}){none}{over}", ran[i][0].unchecked))
         why = "none of them ran on the simulator"
     else:
         why = sim_budget.too_long(est, sim_budget.BUDGET_S, "them")
@@ -115,22 +127,59 @@ def _unsimulated(look, shape, dtype, feasible, why: str) -> UnitChoice:
     return UnitChoice(unit, params, how=f"the spec's first unit with a feasible default; {why}")
 
 
-def scored(look, shape, dtype, unit, params) -> tuple[float | None, str | None]:
-    """``params``' simulated cycles on ``unit`` (count mode; None when the simulator refuses it)
-    and, when it ran, why it breaks one of the spec's ``limits`` (None: it keeps them). Scored as
-    tune scores a trial (``Evaluator``, the errors executed when a limit caps one), so a tiling
-    over a cap, which tune prunes as infeasible, is never answered as feasible."""
-    from autotile.tune.evaluate import Evaluator
+@dataclass(frozen=True)
+class Score:
+    """A tiling simulated at the queried shape, held to the spec's ``limits`` as tune holds a trial."""
+
+    cycles: float | None  # count mode's (None: the simulator refused it; nothing else is then known)
+    over: str | None = None  # why it breaks a limit it was checked against (None: it keeps them)
+    unchecked: str | None = None  # why its error limits were not checked (None: checked, or none)
+
+
+def scored(look, shape, dtype, unit, params) -> Score:
+    """``params`` simulated on ``unit`` (count mode) and checked against the spec's ``limits`` as
+    tune checks a trial (``over_limit``), so a tiling over a cap, which tune prunes as infeasible,
+    is never answered as feasible. An error limit needs execute mode (``Evaluator.errors``); it
+    runs only within ``EXECUTE_ELEMENTS``, else the error limits are ``unchecked``, not over."""
+    from autotile.tune.evaluate import ERROR_OBJECTIVES, Evaluator, over_limit
 
     spec = look.table.spec
-    if not spec.limits:
-        res = look.kernel.simulate(dict(shape), dict(params), dtype, spec.hardware, unit=unit,
-                                   options=dict(spec.inputs or {}))
-        return (float(res.cycles) if res.feasible else None), None
-    out = Evaluator(spec.space(shape, dtype, unit), kernel=look.kernel).score(dict(params))
-    if out.result is None or not out.result.feasible:
-        return None, None
-    return float(out.result.cycles), None if out.feasible else out.reason
+    res = look.kernel.simulate(dict(shape), dict(params), dtype, spec.hardware, unit=unit,
+                               options=dict(spec.inputs or {}))
+    if not res.feasible:
+        return Score(None)
+    values = {"cycles": float(res.cycles), "time_us": float(res.time_us)}
+    caps = dict(spec.limits)
+    errors = [m for m in caps if m in ERROR_OBJECTIVES]
+    unchecked = None
+    if errors:
+        why = too_dear_to_execute(look.kernel, shape, params)
+        got = why or Evaluator(spec.space(shape, dtype, unit), kernel=look.kernel).errors(dict(params))
+        if isinstance(got, str):  # unknown, so neither kept nor broken
+            unchecked = f"the spec's error limits ({', '.join(errors)}) not checked: {got}"
+            caps = {m: c for m, c in caps.items() if m not in ERROR_OBJECTIVES}
+        else:
+            values.update(got)
+    return Score(float(res.cycles), over_limit(values, caps), unchecked)
+
+
+def too_dear_to_execute(kernel, shape: dict, params: dict) -> str | None:
+    """Why a lookup does not execute ``params`` at ``shape`` for its errors (the inputs and output
+    of the shape execute mode runs exceed ``EXECUTE_ELEMENTS``), or None."""
+    from autotile.tune.verify import execute_shape
+
+    run_shape, _ = execute_shape(kernel, shape, params)
+    size = getattr(kernel, "io_elements", None)
+    n = size(run_shape) if size is not None else math.prod(int(v) for v in run_shape.values())
+    if n > EXECUTE_ELEMENTS:
+        return (f"executing it would take inputs and output of {n:,} elements, more than the "
+                f"{EXECUTE_ELEMENTS:,} a lookup executes within its budget")
+    return None
+
+
+def _also(how: str | None, note: str | None) -> str | None:
+    """``how`` and ``note``, either of which may be None."""
+    return f"{how}; {note}" if how and note else how or note
 
 
 def _unchecked(spec, how: str | None) -> str | None:

@@ -24,7 +24,8 @@ The rule, in order (the first that gives a feasible tiling wins):
 
 A lookup never returns a tiling that is infeasible for the queried shape; a model or default
 answer it simulates at the shape is held to the spec's ``limits`` too (``default_unit.scored``),
-as tune prunes a trial over a cap. An op without a kernel
+as tune prunes a trial over a cap (an error limit only where executing the tiling for its errors
+is cheap: ``default_unit.EXECUTE_ELEMENTS``; elsewhere ``how`` says it was not checked). An op without a kernel
 (``replay``) has no kernel check and no heuristic: its table answers its tuned shapes, and any
 other shape is a :class:`NoFeasibleTiling` that lists them.
 """
@@ -230,9 +231,12 @@ class Lookup:
             if unit not in self.table.spec.units_for(dtype):
                 skipped.append(f"model ({unit}): {unit} does not compute {dtype}")
                 continue
-            why = self.reason(shape, params, dtype, unit) or self._over_limits(shape, params, dtype, unit)
+            why, unchecked = self.reason(shape, params, dtype, unit), None
+            if why is None:
+                why, unchecked = self._over_limits(shape, params, dtype, unit)
             if why is None:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
+                how = f"{how}; {unchecked}" if how and unchecked else how or unchecked
                 # the model step may keep the default tiling: it was faster than the model's best
                 match = "default" if "params" in answer and answer.get("match") == "default" else "model"
                 cycles = answer.get("cycles") if "params" in answer else None
@@ -244,17 +248,21 @@ class Lookup:
             skipped.append("model: its params fit no unit of the spec")
         return None
 
-    def _over_limits(self, shape, params, dtype, unit) -> str | None:
-        """Why ``params`` break one of the spec's ``limits`` at ``shape`` (scored as tune scores a
-        trial), else None; None too when the spec has none or its simulation would not fit the
-        lookup's budget (its metrics are then unknown)."""
+    def _over_limits(self, shape, params, dtype, unit) -> tuple[str | None, str | None]:
+        """Why ``params`` break one of the spec's ``limits`` at ``shape`` (``default_unit.scored``,
+        as tune scores a trial), else None; and why some limits were not checked, else None: all
+        of them when the simulation would not fit the lookup's budget, the error limits when
+        executing for them would not (their values are then unknown, which is not "over")."""
         spec = self.table.spec
         if not spec.limits or self.kernel is None:
-            return None
+            return None, None
         from autotile.models import sim_budget
 
         est = sim_budget.estimate_seconds(self.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
-        return scored(self, shape, dtype, unit, params)[1] if est <= sim_budget.BUDGET_S else None
+        if est > sim_budget.BUDGET_S:
+            return None, f"the spec's limits ({', '.join(m for m, _ in spec.limits)}) not checked: not simulated"
+        got = scored(self, shape, dtype, unit, params)
+        return got.over, got.unchecked
 
     def _default(self, shape, dtype, skipped) -> Match:
         spec = self.table.spec
