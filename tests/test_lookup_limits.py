@@ -113,5 +113,5 @@ def test_an_error_that_could_not_be_measured_is_not_over_the_limit(tmp_path, mon
     monkeypatch.setattr(verify, "MAX_IO_ELEMENTS", 1000)
     got = Lookup(str(table)).find({"n": 1, "c": 4, "h_in": 8, "w_in": 8, "h_out": 16, "w_out": 16})
     assert got.match == "default" and got.cycles > 1 and got.how == (
-        "the spec's error limits (max_abs_error) not checked: errors not measured: inputs and output hold "
+        "the default of vector, the only unit for fp32; the spec's error limits (max_abs_error) not checked: errors not measured: inputs and output hold "
         "1,280 elements, more than the 1,000 execute mode runs"), got.how

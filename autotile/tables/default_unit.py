@@ -70,12 +70,13 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
     if len(computing) == 1:  # nothing to choose; its cycles still, as every answer gives them when known
         unit, params = feasible[0]
         est = sim_budget.estimate_seconds(look.table.op, shape, dtype, unit, params, spec.backend, spec.inputs or {})
+        only = f"the default of {unit}, the only unit for {dtype}"  # said only beside a note on the limits
         if est > sim_budget.BUDGET_S:
-            return UnitChoice(unit, params, how=_unchecked(spec, None))
+            return UnitChoice(unit, params, how=_unchecked(spec, only) if spec.limits else None)
         got = scored(look, shape, dtype, unit, params)
         if got.over is not None:
             raise OverLimits([(unit, got.over)])
-        return UnitChoice(unit, params, cycles=got.cycles, how=got.unchecked)
+        return UnitChoice(unit, params, cycles=got.cycles, how=_also(only, got.unchecked) if got.unchecked else None)
     units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
