@@ -271,3 +271,25 @@ def test_the_combine_moves_its_bytes_once(unit, cores, n):
     assert r.bytes["gm_read"] == 2 * n * 4 + 32
     assert sum(entry[0] for entry in traces) == r.block_dim == cores
     assert traces[0][0] == 1  # the combining core is a class of its own
+
+
+def test_cube_reads_the_data_from_gm_not_its_fractal_padding():
+    """QA: the trace form copied each tile padded to 256 elements from GM (gm_read 2048 for x and w
+    of 68 bytes at n=17, where the naive form reads 68) while pct_of_bandwidth counted the true
+    bytes. The padding is a fill on chip: GM gives x and w, and % of bandwidth is hbm_read's."""
+    p = {"tile_len": 16, "buffer_num": 2, "cores": 1}
+    trace = W.simulate({"n": 17}, {**p, "cube_form": "trace"}, "fp16", HW, unit="cube")
+    naive = W.simulate({"n": 17}, {**p, "cube_form": "naive"}, "fp16", HW, unit="cube")
+    assert trace.bytes["gm_l0a"] == trace.bytes["gm_l0b"] == 34
+    assert trace.bytes["gm_read"] == trace.bytes["hbm_read"] == naive.bytes["gm_read"] == 68
+    time_s = trace.time_us * 1e-6
+    assert trace.pct_of_bandwidth == pytest.approx(100 * trace.bytes["hbm_read"] / (HW.hbm_bytes_per_second * time_s))
+
+
+def test_no_core_copies_past_the_end_of_x():
+    """At n=65536 on 24 cores (tiles of 4096) gm_l0a was 135,168 bytes, x 131,072: every core's
+    last tile padded to 256 elements, the last core's running past the end of x."""
+    p = W.default_params({"n": 65536}, "fp16", HW, unit="cube")
+    assert p["cores"] > 1 and p["cube_form"] == "trace"
+    res = W.simulate({"n": 65536}, p, "fp16", HW, unit="cube")
+    assert res.bytes["gm_l0a"] == res.bytes["gm_l0b"] == 2 * 65536

@@ -17,9 +17,11 @@ Units and their loop nests (one @njit core per unit, count and execute mode alik
   rearrangement is real work: the Mmad's fractal-view setup on the S pipe (trace), or the scatter
   of each 16 elements into fractal row 0 on MTE1 (naive). The extraction is real too: FixPipe
   moves the diagonal (16 fp32) from L0C to L1 and the S pipe sums it. A partial last fractal
-  holds zeros past the data in both framings: the load that brings the operands pads whole
-  fractals (a constant fill issued before it, which does not depend on the data, hides behind
-  it), so n = 500 costs no more than n = 512.
+  holds zeros past the data in both framings. The loads move only the data (``ln`` elements a
+  tile, what GM holds: a padded copy would read past the end of x on the last core); the zeros
+  past it are a constant fill on chip (at most 255 elements an operand, not GM traffic), which
+  does not depend on the data, so it is issued with the load and lands within the load's GM round
+  trip (~200 cycles): it is not charged, and n = 500 costs no more than n = 512.
 
 ``cores`` > 1 splits n; each core writes its partial to GM and one core combines them after all
 finish. Options: ``{"data": "on_chip"}`` is the published table's framing (inputs already in the
@@ -139,10 +141,9 @@ def cube_core(st, cost, L, tile, depth, trace, onchip, in_bytes, sc_add, sc_load
         ready = max(free, setup)
         if trace:
             kk = (ln + 15) // 16  # columns of the [16 x K] view
-            padded = ((ln + 255) // 256) * 256
-            if not onchip:
-                ra = E.copy(st, cost, E.GM_L0A, float(padded * in_bytes), ready)
-                rb = E.copy(st, cost, E.GM_L0B, float(padded * in_bytes), ready)
+            if not onchip:  # the data only: the fractals' padding is a fill on chip (docstring)
+                ra = E.copy(st, cost, E.GM_L0A, float(ln * in_bytes), ready)
+                rb = E.copy(st, cost, E.GM_L0B, float(ln * in_bytes), ready)
                 ready = max(ra, rb)
             last = E.mmad(st, cost, 16, kk, 16, 16, ready)
         else:
