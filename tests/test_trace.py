@@ -238,3 +238,32 @@ def test_a_forked_simulate_reports_its_cut_trace(tmp_path):
     cov = json.loads(proc.stdout)["trace_coverage"]
     assert cov["events_kept"] == 5 and cov["events_dropped"] > 0
     assert json.loads(out.read_text())["otherData"]["events_dropped"] == cov["events_dropped"]
+
+
+def test_simulate_trace_records_its_configuration_as_json(run_cli, tmp_path):
+    """QA: otherData held shape and params as Python repr text ("{'n': 4096}", not JSON) and no
+    unit, inputs or cycles, so a Vector and a Scalar trace with the same params read alike. They
+    nest as JSON now and name what was simulated, as the report's traces do."""
+    from pathlib import Path
+
+    study = str(Path(__file__).resolve().parents[1] / "studies" / "sigmoid.yaml")
+    docs = {}
+    for unit in ("vector", "scalar"):
+        out = tmp_path / f"{unit}.json"
+        code, text, _ = run_cli("simulate", study, "--shape", "n=4096", "--unit", unit, "--json", "--trace", str(out))
+        assert code == 0
+        res, other = json.loads(text), json.loads(out.read_text())["otherData"]
+        assert other["shape"] == {"n": 4096} and other["params"] == res["params"]
+        assert other["unit"] == unit and other["cycles"] == res["cycles"] and other["hw"] == res["hw"]
+        assert other["inputs"]["data"] == "gm"  # the spec's inputs completed with their defaults
+        docs[unit] = other
+    assert docs["vector"]["unit"] != docs["scalar"]["unit"]
+
+
+def test_write_chrome_trace_nests_values_json_has_no_scalar_for(tmp_path, hw, runs):
+    import numpy as np
+
+    _, traces = runs["db"]
+    meta = {"shape": {"m": 1, "n": [2, 3]}, "params": {"base_m": np.int64(128)}, "opts": (1, "a")}
+    other = json.loads(write_chrome_trace(tmp_path / "t.json", traces, hw, meta).read_text())["otherData"]
+    assert other["shape"] == {"m": 1, "n": [2, 3]} and other["params"] == {"base_m": 128} and other["opts"] == [1, "a"]

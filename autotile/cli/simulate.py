@@ -94,8 +94,9 @@ def run(args) -> int:
     label = spec.hardware.label  # an edited copy of a bundled profile is not the shipped chip
     data = {**res.to_json(), "hw": label, "hw_hash": spec.hardware.content_hash()}
     if want and res.feasible:  # an infeasible configuration has no schedule to show
-        write_chrome_trace(args.trace, traces, spec.hardware,
-                           {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "params": params})
+        meta = {"op": spec.op.name, "shape": space.shape, "dtype": space.dtype, "unit": space.unit,
+                "params": params, "inputs": spec.op.check_options(spec.inputs), "cycles": res.cycles}
+        write_chrome_trace(args.trace, traces, spec.hardware, meta)  # the report's traces record the same
         data["trace"] = args.trace
         cut = coverage(traces)
         if cut is not None:  # said, not silent: the file ends before the schedule does

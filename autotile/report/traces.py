@@ -54,7 +54,8 @@ def write_traces(data: ReportData) -> dict[str, dict]:
             continue
         rel = f"traces/{name}.json"
         meta = {"op": data.summary["op"], "shape": r["shape"], "dtype": r["dtype"], "unit": r["unit"],
-                "params": r["params"], "cycles": res.cycles}
+                "params": r["params"], "inputs": registry.get(data.summary["op"]).check_options(options),
+                "cycles": res.cycles}
         keep = shown_classes(res.core_classes) if len(res.core_classes) == len(traces) else list(range(len(traces)))
         if len(keep) < len(traces):
             meta["core_classes_shown"] = (f"{len(keep)} of {len(traces)}: class 0 and the slowest others "

@@ -97,18 +97,31 @@ def coverage(traces) -> dict | None:
 def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict | None = None,
                        ids=None) -> Path:
     """Write a Chrome trace JSON file atomically, compact (an event indented took ~270 bytes);
-    ``meta`` lands in ``otherData``, with ``coverage``'s figures when the trace lost operations to
+    ``meta`` lands in ``otherData`` (mappings and lists nested as JSON), with ``coverage``'s figures when the trace lost operations to
     its capacity; ``ids`` as for ``chrome_events``."""
     meta = dict(meta or {})
     doc = {
         "traceEvents": chrome_events(traces, hw, ids),
         "displayTimeUnit": "ns",
         "otherData": {"hw": hw.label, "clock_ghz": hw.clock_ghz,
-                      **{k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
-                         for k, v in meta.items()},
+                      **{k: _json_value(v) for k, v in meta.items()},
                       **(coverage(traces) or {})},
     }
     return write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+def _json_value(v):
+    """``v`` as JSON nests it (a shape or params mapping stays a mapping a reader can load; its
+    repr text was not JSON); a value JSON has no form for (a numpy integer) as its text."""
+    if isinstance(v, (str, int, float, bool, type(None))):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return str(v)
 
 
 def pipe_overlap(rows, a: int, b: int) -> tuple[float, float]:
