@@ -267,3 +267,19 @@ def test_write_chrome_trace_nests_values_json_has_no_scalar_for(tmp_path, hw, ru
     meta = {"shape": {"m": 1, "n": [2, 3]}, "params": {"base_m": np.int64(128)}, "opts": (1, "a")}
     other = json.loads(write_chrome_trace(tmp_path / "t.json", traces, hw, meta).read_text())["otherData"]
     assert other["shape"] == {"m": 1, "n": [2, 3]} and other["params"] == {"base_m": 128} and other["opts"] == [1, "a"]
+
+
+def test_an_infeasible_json_simulate_says_no_trace_was_written(run_cli, tmp_path):
+    """QA: with --json an infeasible configuration exited 0 in silence, leaving an older trace
+    in place for a user to open as this one. It says so on stderr as the text answer does, and
+    leaves the user's file alone."""
+    from pathlib import Path
+
+    study = str(Path(__file__).resolve().parents[1] / "studies" / "weighted_sum.yaml")
+    out = tmp_path / "st.json"
+    out.write_text("an older trace\n")
+    code, text, err = run_cli("simulate", study, "--shape", "n=4096", "--set", "tile_len=3", "--json",
+                              "--trace", str(out))
+    assert code == 0 and not json.loads(text)["feasible"] and "trace" not in json.loads(text)
+    assert err == f"autotile: note: no trace written to {out} (infeasible)\n"
+    assert out.read_text() == "an older trace\n"

@@ -105,6 +105,8 @@ def run(args) -> int:
                   f"core class; {cut['events_dropped']:,} more not recorded): {args.trace} covers the schedule "
                   f"up to cycle {math.floor(cut['complete_until_cycle']):,} of {res.cycles:,.0f}", file=sys.stderr)
     if args.json:
+        if want and not res.feasible:  # said, as the text answer does: a file already there is an older run's
+            print(f"autotile: note: no trace written to {args.trace} (infeasible)", file=sys.stderr)
         print_json(data)
     elif not data["feasible"]:
         print(f"infeasible: {data['reason']} (on {label}" + (f"; no trace written to {args.trace})" if want else ")"))
