@@ -74,7 +74,7 @@ def test_one_tuned_size_gets_simulated_lines_and_says_it_was_one_size(hw):
     plot = next(b for b in blocks if isinstance(b, Plot))
     assert "on on" not in plot.caption and plot.caption.startswith("Lines: each unit at its best tiling on a size grid")
     table = next(b for b in blocks if isinstance(b, Table))  # the grid now reaches the cube -> vector change
-    assert [r[2:4] for r in table.rows] == [["cube → vector", "n = 15,617"]]
+    assert [r[2:4] for r in table.rows] == [["cube → vector", "n = 15,702"]]
     unsimulated = ReportData(out_dir=Path("."), summary=summary, hw=None)
     note = [b.text for b in perf.crossover(unsimulated).blocks if isinstance(b, Para) and b.note]
     assert note == ["One size was tuned (4,096 elements), so the tuned shapes show no crossover and none can be "

@@ -125,7 +125,7 @@ def test_missing_profile_op_fails_clearly():
 
 
 def test_a_partial_fractal_costs_no_more_than_a_whole_one():
-    """The operands' load pads whole fractals in both framings: one tile of 16000 elements is one
+    """A partial last fractal is padded with zeros on chip in both framings: one tile of 16000 elements is one
     Mmad of 63 fractals, no later than 16384's, and cheaper than 17000 in two tiles."""
     p = {"tile_len": 16384, "buffer_num": 2, "cores": 1, "cube_form": "trace"}
     res, traces = W.simulate({"n": 16000}, p, "fp16", HW, unit="cube", options=ON, trace_capacity=64,

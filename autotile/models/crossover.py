@@ -262,7 +262,7 @@ def crossover(op: str, dtype: str, hw: HardwareProfile, *, small_unit: str = "ve
 
 CLOSE = 0.01  # a lead under 1% of the slower unit's cycles: uneven splits over cores or tiles move the
 # best cycles of either unit by about that much from one size to the next (weighted_sum in GM near
-# n = 90,000: the Cube 0.05% ahead at 89,857, the Vector 1.1% ahead at 95,000, between two probes)
+# n = 90,000: the Cube 0.05% ahead at 89,857, the Vector 0.2% ahead at 92,160, between two probes)
 
 
 def closest_lead(table: list[dict], n: int | None, small_unit: str, large_unit: str) -> dict | None:

@@ -92,10 +92,10 @@ def step(op: str, dtype: str, hw: HardwareProfile, on_chip: bool, n: int, before
     change there, by how much, and why when its best tiling at n - 1 no longer fits at n, it is a
     cube past a whole number of fractals, or its core count changes.
 
-    weighted_sum bf16 in GM, n = 16,129: the Cube's cycles step from 944.8 to 953.8 as its trace form
-    needs a 64th 16 x 16 fractal, past the Vector's 951.4, while the Vector has the less fixed cost
-    but grows the faster (which would make it faster below 16,129 too, where the Cube wins).
-    weighted_sum fp16 on chip, n = 32,769: the Cube's trace form no longer fits L0A, and the naive
+    A cube past whole fractals: weighted_sum bf16 in GM at n = 16,129, while the Cube's GM loads were
+    charged whole fractals, stepped from 944.8 to 953.8 cycles, past the Vector's 951.4, though the
+    Vector has the less fixed cost but grows the faster (which would make it faster below 16,129 too,
+    where the Cube won). weighted_sum fp16 on chip, n = 32,769: the Cube's trace form no longer fits L0A, and the naive
     form takes 13,991 cycles against 176 at 32,768 (the Vector's line, below the Cube's on both
     sides, was read as "grows more slowly").
     """
