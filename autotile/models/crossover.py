@@ -286,8 +286,8 @@ def closest_lead(table: list[dict], n: int | None, small_unit: str, large_unit: 
 def window_leads(table: list[dict], spans: list[list[int]], small_unit: str, large_unit: str) -> list[dict]:
     """Per window [a, b] of ``spans``, the probed size in it where ``large_unit`` leads least:
     {"window", "n", "lead"} (as ``closest_lead``, which sees only the window reaching the top). A
-    window is as much an answer as a crossover (weighted_sum fp32 in GM: the Cube from 217 to
-    256, by 0.11% at 217), so its lead gets the same ``CLOSE`` check.
+    window is as much an answer as a crossover (weighted_sum fp32 in GM: the Cube from 193 to
+    7,806, by only 0.0027% at 7,806), so its lead gets the same ``CLOSE`` check.
 
     >>> window_leads([{"n": 8, "v": 10.0, "c": 9.0}, {"n": 16, "v": 10.0, "c": 9.99}, {"n": 32, "v": 1.0, "c": 2.0}],
     ...              [[8, 16]], "v", "c")
@@ -314,8 +314,8 @@ NEAR_PROBES = 32  # at most this many such probes per search (each simulates bot
 def densify(sizes: list[int], ask, near, most: int = NEAR_PROBES) -> list[int]:
     """``sizes`` with midpoints added between neighbours that ``ask`` puts on the same side where
     either is ``near`` a tie, repeated down to 16 apart (``most`` at most): a near tie at both probes
-    can hide a short range of the other unit (weighted_sum fp32 in GM: the Cube 1.1% ahead at 256
-    and 11% at 512, the Vector faster at n = 258..296).
+    can hide a short range of the other unit (weighted_sum fp32 in GM, while the Cube's GM loads were
+    charged whole fractals: the Cube 1.1% ahead at 256 and 11% at 512, the Vector faster at n = 258..296).
 
     >>> densify([16, 32, 64], lambda n: n < 60 or n > 62, lambda n: n > 16)
     [16, 32, 48, 64]
