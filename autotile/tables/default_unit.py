@@ -6,7 +6,7 @@ one simulation per unit: milliseconds for a 1-D op of 1e8 elements) and the fewe
 so the answer is never slower than another unit's default and its cycles are those of the tiling
 returned. The spec's unit order used to decide (the first feasible default won): a weighted_sum
 table that picked the cube at n=4096 answered n=4097 with the vector default, 959 cycles, where
-the cube default took 601.
+the cube default took 593 (601 while its GM loads were charged whole fractals).
 
 A default simulated over one of the spec's ``limits`` is infeasible, as tune prunes it: it is
 passed over (``how`` names it), and when every default simulated is, the lookup has no answer
