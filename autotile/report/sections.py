@@ -50,7 +50,7 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
         ("autotile version", str(s.get("autotile_version", "?"))),
         ("search", f"{s.get('sampler', '?')} sampler, seed {s.get('seed', '?')}, {_budget(data)}, "
                    f"objective(s) {', '.join(s.get('objectives', []))}"
-                   + (f" ({resumed_note(s)})" if resumed_note(s) else "")),
+                   + (f" ({resumed})" if (resumed := resumed_note(s)) else "")),
         ("tuning time", f"{s.get('elapsed_s', 0):.1f} s"
                         + (" this run (its studies also hold trials of other runs, whose time is not included)"
                            if _other_runs(data) else "")

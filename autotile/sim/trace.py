@@ -104,24 +104,17 @@ def write_chrome_trace(path: str | Path, traces, hw: HardwareProfile, meta: dict
         "traceEvents": chrome_events(traces, hw, ids),
         "displayTimeUnit": "ns",
         "otherData": {"hw": hw.label, "clock_ghz": hw.clock_ghz,
-                      **{k: _json_value(v) for k, v in meta.items()},
+                      **meta,
                       **(coverage(traces) or {})},
     }
-    return write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
+    return write_text(path, json.dumps(doc, separators=(",", ":"), default=_plain) + "\n")
 
 
-def _json_value(v):
-    """``v`` as JSON nests it (a shape or params mapping stays a mapping a reader can load; its
-    repr text was not JSON); a value JSON has no form for (a numpy integer) as its text."""
-    if isinstance(v, (str, int, float, bool, type(None))):
-        return v
-    if isinstance(v, dict):
-        return {str(k): _json_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, np.generic):
-        return v.item()
-    return str(v)
+def _plain(v):
+    """A value JSON has no form for, for ``json.dumps``: a NumPy scalar as its number, else its text.
+    Mappings and lists in ``meta`` nest as JSON (a shape or params mapping a reader can load; their
+    repr text was not JSON)."""
+    return v.item() if isinstance(v, np.generic) else str(v)
 
 
 def pipe_overlap(rows, a: int, b: int) -> tuple[float, float]:

@@ -76,7 +76,7 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
         got = scored(look, shape, dtype, unit, params)
         if got.over is not None:
             raise OverLimits([(unit, got.over)])
-        return UnitChoice(unit, params, cycles=got.cycles, how=_also(only, got.unchecked) if got.unchecked else None)
+        return UnitChoice(unit, params, cycles=got.cycles, how=also(only, got.unchecked) if got.unchecked else None)
     units = "/".join(computing)
     none = ("" if not infeasible else f"; {infeasible[0]}'s default is infeasible here" if len(infeasible) == 1
             else f"; the defaults of {_names(infeasible)} are infeasible here")
@@ -93,14 +93,14 @@ def choose(look, shape: dict, dtype: str, feasible: list[tuple[str, dict]], infe
         over = f"; over the spec's limits: {'; '.join(f'{u} {why}' for u, why in broke)}" if broke else ""
         if len(feasible) == 1 and sims:
             return UnitChoice(*feasible[0], cycles=sims[0][0],
-                              how=_also(f"the only feasible default of {units}{none}", ran[0][0].unchecked))
+                              how=also(f"the only feasible default of {units}{none}", ran[0][0].unchecked))
         if sims:
             c, i = min(sims)  # a tie goes to the spec's earlier unit
             each = ", ".join(f"{feasible[j][0]} {cj:,.0f}" for cj, j in sorted(sims))
             refused = [feasible[j][0] for s, j in ran if s.cycles is None]
             if refused:
                 each += f"; the simulator refused {_names(refused)}"
-            return UnitChoice(*feasible[i], cycles=c, how=_also(f"the fastest default of {units} on the simulator "
+            return UnitChoice(*feasible[i], cycles=c, how=also(f"the fastest default of {units} on the simulator "
                                                                 f"(cycles: {each}){none}{over}", ran[i][0].unchecked))
         why = "none of them ran on the simulator"
     else:
@@ -178,7 +178,7 @@ def too_dear_to_execute(kernel, shape: dict, params: dict) -> str | None:
     return None
 
 
-def _also(how: str | None, note: str | None) -> str | None:
+def also(how: str | None, note: str | None) -> str | None:
     """``how`` and ``note``, either of which may be None."""
     return f"{how}; {note}" if how and note else how or note
 
@@ -187,8 +187,7 @@ def _unchecked(spec, how: str | None) -> str | None:
     """``how``, and that the spec's limits were not checked (the default was not simulated)."""
     if not spec.limits:
         return how
-    note = f"the spec's limits ({', '.join(m for m, _ in spec.limits)}) not checked: not simulated"
-    return f"{how}; {note}" if how else note
+    return also(how, f"the spec's limits ({', '.join(m for m, _ in spec.limits)}) not checked: not simulated")
 
 
 def _names(units: list[str]) -> str:

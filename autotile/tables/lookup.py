@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from autotile.errors import InfeasibleConfig, InputError
 from autotile.kernels import registry
-from autotile.tables.default_unit import OverLimits, choose, scored
+from autotile.tables.default_unit import OverLimits, also, choose, scored
 from autotile.tables.region import Region, empty, exact, region_of
 from autotile.tables.region_rules import custom_rule
 from autotile.tables.schema import Table, load_table
@@ -236,7 +236,7 @@ class Lookup:
                 why, unchecked = self._over_limits(shape, params, dtype, unit)
             if why is None:
                 how, warning = (answer.get("how"), answer.get("warning")) if "params" in answer else (None, None)
-                how = f"{how}; {unchecked}" if how and unchecked else how or unchecked
+                how = also(how, unchecked)
                 # the model step may keep the default tiling: it was faster than the model's best
                 match = "default" if "params" in answer and answer.get("match") == "default" else "model"
                 cycles = answer.get("cycles") if "params" in answer else None
