@@ -56,6 +56,18 @@ def test_mismatched_inputs_are_an_input_error(run, match):
         run()
 
 
+@pytest.mark.parametrize("inputs, kind, match", [
+    ((ONE,), "add", r"^inputs: expected 2 input arrays for add, got 1"),
+    ((ONE, ONE), "relu", r"^inputs: expected 1 input array for relu, got 2"),
+    ((ONE, ONE[:10]), "mul", r"^b: expected 1000 elements, as a has, got 10"),
+    ((ONE.reshape(10, 100),), "relu", r"^a: expected a 1-D array"),
+])
+def test_the_elementwise_reference_checks_its_inputs_as_execute_does(inputs, kind, match):
+    """The reference of add given one array raised a bare IndexError (execute named the input)."""
+    with pytest.raises(InputError, match=match):
+        elementwise.reference(inputs, "fp32", options={"kind": kind})
+
+
 SHAPES = {"copy": {"n": 64}, "weighted_sum": {"n": 64}, "global_sum": {"n": 64}, "sigmoid": {"n": 64},
           "elementwise": {"n": 64}, "resize": {"n": 1, "c": 1, "h_in": 4, "w_in": 4, "h_out": 3, "w_out": 3},
           "roi_align": {"n": 1, "c": 4, "h": 8, "w": 8, "rois": 4, "pooled_h": 2, "pooled_w": 2}}

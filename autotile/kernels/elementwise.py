@@ -161,11 +161,10 @@ def simulate(shape: dict, params: dict, dtype: str, hw: HardwareProfile, *, unit
     return (res, traces) if want_traces else res
 
 
-def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
-            options: dict | None = None) -> np.ndarray:
-    """Execute mode: the same loop nest; returns y rounded to ``dtype``."""
-    unit = unit or UNITS[0]
-    kind = kind_of(options)
+def _operands(inputs: tuple, kind: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """(a, b) of ``inputs`` as float64 (b None for relu), or an InputError naming the bad input:
+    as many 1-D arrays of one length as ``kind`` takes. Execute and the reference both check
+    (the reference of add given one array raised a bare IndexError)."""
     nin = KINDS[kind][0]
     if len(inputs) != nin:
         raise InputError(f"expected {nin} input array{'s' if nin > 1 else ''} for {kind}, got {len(inputs)}",
@@ -173,7 +172,15 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
     arrays = {name: C.input_array(x, name, 1) for name, x in zip(("a", "b"), inputs)}
     C.same_length(arrays)
     a = np.ascontiguousarray(arrays["a"], dtype=np.float64)
-    b = np.ascontiguousarray(arrays["b"], dtype=np.float64) if nin > 1 else None
+    return a, np.ascontiguousarray(arrays["b"], dtype=np.float64) if nin > 1 else None
+
+
+def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
+            options: dict | None = None) -> np.ndarray:
+    """Execute mode: the same loop nest; returns y rounded to ``dtype``."""
+    unit = unit or UNITS[0]
+    kind = kind_of(options)
+    a, b = _operands(inputs, kind)
     shape = {"n": a.shape[0]}
     p, _ = check(shape, params, dtype, hw, unit, kind, options)
     _, y, _ = _run(shape, p, dtype, hw, unit, kind, C.on_chip("elementwise", options), execute=True, a=a, b=b)
@@ -183,10 +190,9 @@ def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, uni
 def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.ndarray:
     """NumPy reference in float64, rounded to ``dtype``."""
     kind = kind_of(options)
-    a = inputs[0].astype(np.float64)
+    a, b = _operands(inputs, kind)
     if kind == "relu":
         return dtype_emul.round_to(np.maximum(a, 0.0), dtype)
-    b = inputs[1].astype(np.float64)
     return dtype_emul.round_to(a + b if kind == "add" else a * b, dtype)
 
 
