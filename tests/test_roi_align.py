@@ -6,8 +6,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from tablekit import default_table
 
-from autotile.errors import InputError
+from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import load_profile
+from autotile.kernels import registry
 from autotile.kernels import roi_align as A
 from autotile.tables.lookup import Lookup
 from tests.conftest import MAX_DIM, ROOT, peak_memory
@@ -284,3 +285,58 @@ def test_the_default_uses_every_core_it_asks_for(rois):
     r = A.simulate(shape, p, "fp16", HW, options=o)
     every = A.simulate(shape, {**p, "cores": min(HW.vector_cores, A._ntiles(shape, p))}, "fp16", HW, options=o)
     assert r.block_dim == p["cores"] and r.cycles <= every.cycles
+
+
+def test_a_box_larger_than_the_tiling_holds_is_an_input_error_naming_it():
+    """The default tiling holds the grid of roi_max's boxes (5 x 5 points a bin here, 47 at most);
+    a whole-image box (10 x 10) raised a raw InfeasibleConfig ("UB overflow") out of execute. A
+    box past roi_max whose grid the tiling still holds (6 x 6) runs, as before; a tiling that does
+    not hold even roi_max's grid stays infeasible."""
+    shape = {"n": 1, "c": 256, "h": 64, "w": 64, "rois": 4, "pooled_h": 7, "pooled_w": 7}
+    o = {"spatial_scale": 0.25, "sampling_ratio": 0, "aligned": True}
+    p = A.default_params(shape, "fp16", HW, options=o)
+    feat = np.ones((1, 64, 64, 256), np.float16)
+    rois = np.array([[0, 0, 0, 128, 128], [0, 0, 0, 160, 160], [0, 0, 0, 8, 8], [0, 0, 0, 256, 256]], dtype=float)
+    pooled = np.array([7, 7])
+    assert np.allclose(A.execute((feat, rois[:3], pooled), p, "fp16", HW, options=o), 1.0, rtol=1e-2)
+    with pytest.raises(InputError, match=r"^rois\[3\]: ROI row 3 \(x1, y1, x2, y2\) = \(0, 0, 256, 256\) needs a "
+                                         r"10 x 10 sampling grid a bin, more than the tiling holds in UB .* sized for "
+                                         r"boxes up to roi_max 0\.5 of the image side \(25 points a bin\); tune with "
+                                         r"a larger roi_max \(inputs\.roi_max\)$"):
+        A.execute((feat, rois, pooled), p, "fp16", HW, options=o)
+    with pytest.raises(InfeasibleConfig, match=r"^UB overflow"):
+        A.execute((feat, rois, pooled), {**p, "tile_bins": 49}, "fp16", HW, options=o)
+
+
+@pytest.mark.parametrize("roi, aligned", [
+    ([0, -1e30, 0, 1e30, 2], True),  # 2 x 2e30 points a bin
+    ([0, 0, -1e38, 2, 1e38], False),  # 2e38 rows: near float32's largest
+    ([0, 1e30, 0, -1e30, 2], True),  # reversed: no points, but a loop of -2e30 columns
+    ([0, 0, 0, 65, 64], False),  # 64 x 65: one side past the largest sampling_ratio's 64 x 64
+])
+def test_a_box_past_the_largest_sampling_grid_is_an_input_error(roi, aligned):
+    """A box of 1e30 took execute's int grid to -2**63 (zeros out, its UB check fooled alike) and
+    set the reference looping over 2e30 points; both refuse it before running (execute first: it
+    returned)."""
+    feat = np.ones((1, 64, 64, 1), np.float32)
+    o = {"spatial_scale": 1.0, "sampling_ratio": 0, "aligned": aligned}
+    inputs = (feat, np.array([[0, 0, 0, 2, 2.0], roi]), np.array([1, 1]))
+    p = {"tile_rois": 1, "tile_bins": 1, "tile_c": 1, "buffer_num": 1, "cores": 1}
+    for run in (lambda: A.execute(inputs, p, "fp32", HW, options=o), lambda: A.reference(inputs, "fp32", options=o)):
+        with pytest.raises(InputError, match=r"^rois\[1\]: ROI row 1 \(x1, y1, x2, y2\) = .* needs a .* adaptive "
+                                             r"sampling grid a bin: past 4,096 points a bin or on a side"):
+            run()
+
+
+def test_the_largest_sampling_grid_is_sampled_and_reversed_boxes_sample_nothing():
+    """64 x 64 points a bin (the bound) is no error for the reference, a small reversed box
+    (aligned: a negative side) samples nothing, and a huge box's grid is no longer 1 to ub_grid."""
+    feat = np.ones((1, 64, 64, 1), np.float32)
+    o = {"spatial_scale": 1.0, "sampling_ratio": 0, "aligned": True}
+    rois = np.array([[0, 0.5, 0.5, 64.5, 64.5], [0, 100, 0, 0, 2]])
+    assert A.reference((feat, rois, np.array([1, 1])), "fp32", options=o).ravel().tolist() == [1.0, 0.0]
+    shape = {"n": 1, "c": 1, "h": 64, "w": 64, "rois": 1, "pooled_h": 1, "pooled_w": 1}
+    assert A.ub_grid(shape, rois, A.opts(o)) == A.MAX_GRID
+    assert A.ub_grid(shape, np.array([[0, -1e30, 0, 1e30, 2]]), A.opts(o)) > A.MAX_GRID
+    sr = next(opt for opt in registry.get("roi_align").options if opt.name == "sampling_ratio")
+    assert A.MAX_GRID == sr.high ** 2  # the largest sampling_ratio's grid

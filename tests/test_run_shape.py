@@ -69,3 +69,21 @@ def test_roi_align_reads_its_shape_from_features_rois_and_pooled(tmp_path):
     with pytest.raises(InputError, match=r"^inputs: expected three inputs, features \[n, h, w, c\], rois \[rois, 5\] "
                                          r"and pooled \[pooled_h, pooled_w\], got 2$"):
         run_with_table("roi_align", inputs[:2], table)
+
+
+def test_roi_align_names_a_box_larger_than_the_table_entry_was_tiled_for(tmp_path):
+    """The entry's tiling holds the sampling grid of roi_max's boxes (a host tiles before the ROIs
+    exist); a whole-image box (10 x 10 points a bin against 5 x 5) raised a raw InfeasibleConfig
+    ("UB overflow") out of run_with_table. Now an InputError naming the ROI row and roi_max."""
+    shape = {"n": 1, "c": 256, "h": 64, "w": 64, "rois": 4, "pooled_h": 7, "pooled_w": 7}
+    table = default_table(_spec(tmp_path, "roi_align.yaml", f"[{_flow(shape)}]",
+                                inputs="{spatial_scale: 0.25, sampling_ratio: 0, aligned: true}"))
+    feat = np.ones((1, 64, 64, 256), np.float16)
+    rois = np.array([[0, 8, 8, 64, 64], [0, 0, 0, 256, 256], [0, 0, 0, 256, 256], [0, 0, 0, 8, 8]], dtype=float)
+    out, m = run_with_table("roi_align", (feat, rois[[0, 3, 0, 3]], np.array([7, 7])), table)
+    assert m.match == "exact" and out.shape == (4, 7, 7, 256)
+    with pytest.raises(InputError, match=r"^rois\[1\]: ROI row 1 \(x1, y1, x2, y2\) = \(0, 0, 256, 256\) needs a "
+                                         r"10 x 10 sampling grid a bin, more than the tiling holds in UB \(411,648 "
+                                         r"bytes needed, 196,608 held\): it was sized for boxes up to roi_max 0\.5 "
+                                         r"of the image side \(25 points a bin\); tune with a larger roi_max"):
+        run_with_table("roi_align", (feat, rois, np.array([7, 7])), table)

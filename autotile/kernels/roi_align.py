@@ -25,8 +25,10 @@ sums drifted 22% on a constant map). Input and output tiles sit in queues of ``b
 slots; fp16's fp32 sums take one more tile of UB. UB is sized for ``sampling_ratio ** 2`` points per
 bin; with adaptive sampling, for the grid of the largest box the ROI generator can draw
 (``roi_max`` of the image side: the host tiles before the ROIs exist), or of the given ROIs if
-one of them has more. A spec's constraint computes the same (``studies/roi_align.yaml``). A check
-generates ROIs only where it needs them (adaptive sampling, at most ``EXACT_ROIS``).
+one of them has more and the tiling still holds it (else an InputError naming that ROI and
+roi_max). A spec's constraint computes the same (``studies/roi_align.yaml``). A check
+generates ROIs only where it needs them (adaptive sampling, at most ``EXACT_ROIS``). A given
+ROI past ``MAX_GRID`` points a bin is refused (``check_boxes``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ from autotile.errors import InfeasibleConfig, InputError
 from autotile.hardware import HardwareProfile
 from autotile.kernels import _common as C
 from autotile.kernels import dtype_emul, registry
-from autotile.kernels.roi_align_ub import ACC, MAX_ROI_BYTES, rois_problem, ub_used
+from autotile.kernels.roi_align_ub import (
+    ACC,
+    MAX_GRID,
+    MAX_ROI_BYTES,
+    MAX_SIDE,
+    rois_problem,
+    ub_used,
+)
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector, l2_hit_fraction, write_fraction
 from autotile.sim.result import CoreRun, assemble, infeasible
@@ -59,10 +68,9 @@ EXACT_ROIS = 1 << 16
 
 
 @njit(cache=True)
-def _roi_geometry(roi, scale, sr, aligned, ph, pw):
-    """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI, as torchvision computes them
-    for fp32: the ROI, the scale and each operation rounded to float32. An adaptive grid of a
-    size that is not finite (a NaN or infinite coordinate) has no points."""
+def _box(roi, scale, aligned, ph, pw):
+    """(start_h, start_w, bin_h, bin_w) of one ROI, as torchvision computes them for fp32: the
+    ROI, the scale and each operation rounded to float32."""
     f = np.float32
     s = f(scale)
     off = f(0.5) if aligned else f(0.0)
@@ -73,11 +81,24 @@ def _roi_geometry(roi, scale, sr, aligned, ph, pw):
     if not aligned:
         rw = f(max(rw, f(1.0)))
         rh = f(max(rh, f(1.0)))
-    bh = f(rh / f(ph))
-    bw = f(rw / f(pw))
-    gh = sr if sr > 0 else int(math.ceil(bh)) if math.isfinite(bh) else 0
-    gw = sr if sr > 0 else int(math.ceil(bw)) if math.isfinite(bw) else 0
-    return sh, sw, bh, bw, gh, gw
+    return sh, sw, f(rh / f(ph)), f(rw / f(pw))
+
+
+@njit(cache=True)
+def _side(size, sr):
+    """A bin's sampling grid side, as a float: ``sr``, or adaptive (``sr`` <= 0) ``ceil(size)``,
+    0 (no points) for a size that is not finite (a NaN or infinite coordinate). A float, since
+    a huge finite box (1e30) took an int to -2**63 (``check_boxes`` refuses it)."""
+    if sr > 0:
+        return float(sr)
+    return float(np.ceil(size)) if math.isfinite(size) else 0.0
+
+
+@njit(cache=True)
+def _roi_geometry(roi, scale, sr, aligned, ph, pw):
+    """(start_h, start_w, bin_h, bin_w, grid_h, grid_w) of one ROI of sane size (``check_boxes``)."""
+    sh, sw, bh, bw = _box(roi, scale, aligned, ph, pw)
+    return sh, sw, bh, bw, int(_side(bh, sr)), int(_side(bw, sr))
 
 
 @njit(cache=True)
@@ -219,13 +240,14 @@ def make_rois(shape: dict, options: dict | None = None) -> np.ndarray:
 
 
 @njit(cache=True)
-def _grid_max(rois, scale, sr, aligned, ph, pw):
-    """The most sampling points a bin of any of ``rois`` has (at least 1)."""
-    m = 1
+def _grid_sides(rois, scale, sr, aligned, ph, pw):
+    """[rois, 2]: each ROI's sampling grid sides (rows, columns of a bin) as floats (``_side``)."""
+    out = np.empty((rois.shape[0], 2))
     for i in range(rois.shape[0]):
-        _, _, _, _, gh, gw = _roi_geometry(rois[i], scale, sr, aligned, ph, pw)
-        m = max(m, gh * gw)
-    return m
+        _, _, bh, bw = _box(rois[i], scale, aligned, ph, pw)
+        out[i, 0] = _side(bh, sr)
+        out[i, 1] = _side(bw, sr)
+    return out
 
 
 @njit(cache=True)
@@ -238,11 +260,64 @@ def _samples(rois, scale, sr, aligned, ph, pw):
     return total
 
 
+def grid_sides(rois, pooled_h: int, pooled_w: int, o: dict) -> np.ndarray:
+    """[rois, 2] float sampling grid sides of ``rois`` (one loop in Numba: a Python loop over 256
+    ROIs cost 1 ms per checked configuration)."""
+    return _grid_sides(np.ascontiguousarray(rois, dtype=np.float64), float(o["spatial_scale"]),
+                       int(o["sampling_ratio"]), bool(o["aligned"]), int(pooled_h), int(pooled_w))
+
+
+def _points(sides: np.ndarray) -> np.ndarray:
+    """Sampling points a bin of each ROI of ``grid_sides`` (a reversed box's negative side: none)."""
+    return np.maximum(sides, 0.0).prod(axis=1)
+
+
 def _max_grid(shape, rois, o) -> int:
-    """The largest sampling grid of the ROIs (one loop in Numba: a Python loop over 256 ROIs
-    cost 1 ms per checked configuration)."""
-    return int(_grid_max(np.ascontiguousarray(rois, dtype=np.float64), float(o["spatial_scale"]),
-                         int(o["sampling_ratio"]), bool(o["aligned"]), int(shape["pooled_h"]), int(shape["pooled_w"])))
+    """The largest sampling grid of the ROIs (at least 1)."""
+    return int(max(_points(grid_sides(rois, shape["pooled_h"], shape["pooled_w"], o)).max(initial=1.0), 1.0))
+
+
+def check_boxes(rois: np.ndarray, pooled, o: dict) -> None:
+    """InputError for the first ROI whose adaptive sampling grid is beyond ``MAX_GRID``: more
+    points a bin, or a longer side (a reversed box's too: the loops run over it), than the
+    largest ``sampling_ratio`` gives. A box of 1e30 took the kernel's grid to -2**63 (zeros out)
+    and the reference looped over 2.5e29 points; non-finite coordinates sample nothing, as before."""
+    if int(o["sampling_ratio"]) > 0:
+        return
+    sides = grid_sides(rois, int(pooled[0]), int(pooled[1]), o)
+    bad = np.flatnonzero((np.abs(sides).max(axis=1, initial=0.0) > MAX_GRID) | (_points(sides) > MAX_GRID))
+    if bad.size:
+        r = int(bad[0])
+        raise InputError(f"ROI row {r} {_box_text(rois[r])} needs a {_grid_text(sides[r])} adaptive sampling "
+                         f"grid a bin: past {MAX_GRID:,} points a bin or on a side (the largest sampling_ratio's "
+                         f"{MAX_SIDE} x {MAX_SIDE}) a box is refused", field=f"rois[{r}]")
+
+
+def _box_text(roi) -> str:
+    return "(x1, y1, x2, y2) = (" + ", ".join(f"{float(v):g}" for v in roi[1:]) + ")"
+
+
+def _grid_text(sides) -> str:
+    return " x ".join(f"{float(v):g}" for v in sides)
+
+
+def _roi_too_big(shape, p, dtype, hw, o, rois, used) -> InputError | None:
+    """The InputError for the first of ``rois`` (given to execute, adaptive sampling) whose grid
+    the tiling's UB cannot hold though it holds the grid of ``roi_max``'s boxes, which the tiling
+    was sized for (a host tiles before the ROIs exist), else None: the tiling's own overflow."""
+    widest = ub_grid(shape, None, o)
+    args = (p["tile_rois"], p["tile_bins"], p["tile_c"], shape["c"], dtype, p["buffer_num"])
+    if int(o["sampling_ratio"]) > 0 or ub_used(widest, *args) > hw.ub_bytes:
+        return None
+    sides = grid_sides(rois, shape["pooled_h"], shape["pooled_w"], o)
+    bad = np.flatnonzero(ub_used(_points(sides), *args) > hw.ub_bytes)
+    if not bad.size:
+        return None
+    r = int(bad[0])
+    return InputError(f"ROI row {r} {_box_text(rois[r])} needs a {_grid_text(sides[r])} sampling grid a bin, "
+                      f"more than the tiling holds in UB ({used:,} bytes needed, {hw.ub_bytes:,} held): it was "
+                      f"sized for boxes up to roi_max {o['roi_max']:g} of the image side ({widest:,} points a bin); "
+                      f"tune with a larger roi_max (inputs.roi_max)", field=f"rois[{r}]")
 
 
 def ub_grid(shape: dict, rois, o: dict) -> int:
@@ -264,6 +339,7 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     ones where the check needed them, else None (see :data:`EXACT_ROIS`)."""
     C.check_shape(shape, DIMS)
     o = opts(options)
+    given = rois is not None
     if rois is None and (int(o["sampling_ratio"]) > 0 or shape["rois"] > EXACT_ROIS):
         grid = ub_grid(shape, None, o)  # sampling_ratio ** 2, or the generator's largest box
     else:
@@ -276,6 +352,8 @@ def check(shape: dict, params: dict, dtype: str, hw: HardwareProfile, options: d
     used = ub_used(grid, p["tile_rois"], p["tile_bins"], p["tile_c"], shape["c"], dtype, p["buffer_num"])
     bufs = {"ub": {"used": used, "capacity": hw.ub_bytes}}
     if used > hw.ub_bytes:
+        if given and (exc := _roi_too_big(shape, p, dtype, hw, o, rois, used)) is not None:
+            raise exc
         raise InfeasibleConfig(f"UB overflow: the tiling needs {used} bytes ({grid} sampling points per bin at "
                                f"most, 2 x 2 neighbours each), UB holds {hw.ub_bytes}")
     C.check_spread(p, hw, max_cores=hw.vector_cores, unit="vector", work=_ntiles(shape, p), what="tiles")
@@ -399,8 +477,11 @@ def check_inputs(inputs: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def execute(inputs: tuple, params: dict, dtype: str, hw: HardwareProfile, *, unit: str | None = None,
             options: dict | None = None) -> np.ndarray:
-    """Execute mode: the same tiles computing ``[rois, pooled_h, pooled_w, c]``."""
-    feat, rois, _ = check_inputs(inputs)
+    """Execute mode: the same tiles computing ``[rois, pooled_h, pooled_w, c]``. A ROI whose
+    sampling grid the tiling's UB cannot hold, though it holds ``roi_max``'s, is an InputError
+    naming it, as is one past ``MAX_GRID`` (``check_boxes``)."""
+    feat, rois, pooled = check_inputs(inputs)
+    check_boxes(rois, pooled, opts(options))
     shape = shape_of(inputs)
     p, _, o, rois = check(shape, params, dtype, hw, options, rois)
     _, out, _, _, _ = _run(shape, p, dtype, hw, o, rois, execute=True, feat=np.ascontiguousarray(feat, dtype=np.float64))
@@ -423,6 +504,7 @@ def reference(inputs: tuple, dtype: str, *, options: dict | None = None) -> np.n
     (each operation rounded, in its order), the weighted sums in float64, rounded once."""
     feat, rois, pooled = check_inputs(inputs)
     o = opts(options)
+    check_boxes(rois, pooled, o)
     f = np.float32
     x = np.asarray(feat, dtype=np.float64)
     _, H, W, Cn = x.shape

@@ -19,6 +19,12 @@ from autotile.dtypes import get as get_dtype
 ACC = "fp32"  # the bins' sums, whatever the dtype
 ROI_BYTES = 96
 MAX_ROI_BYTES = 1 << 30
+# the largest sampling grid a bin of a given ROI may have (adaptive sampling): the largest
+# sampling_ratio the options take (registry), squared; no bundled profile's UB holds it (the
+# smallest tiling needs 262,176 bytes, the 910's UB 262,144). A box of 1e30 wrapped the kernel's
+# int grid to -2**63 and set the reference looping over 2.5e29 points.
+MAX_SIDE = 64
+MAX_GRID = MAX_SIDE * MAX_SIDE
 
 
 def rois_problem(shape: dict, limit: int = MAX_ROI_BYTES) -> str | None:
