@@ -274,7 +274,7 @@ def _points(sides: np.ndarray) -> np.ndarray:
 
 def _max_grid(shape, rois, o) -> int:
     """The largest sampling grid of the ROIs (at least 1)."""
-    return int(max(_points(grid_sides(rois, shape["pooled_h"], shape["pooled_w"], o)).max(initial=1.0), 1.0))
+    return int(_points(grid_sides(rois, shape["pooled_h"], shape["pooled_w"], o)).max(initial=1.0))
 
 
 def check_boxes(rois: np.ndarray, pooled, o: dict) -> None:

@@ -94,7 +94,9 @@ def run_with_table(op: str, inputs: tuple, table, dtype: str | None = None, *, s
                    model: Callable | None = None) -> tuple[np.ndarray, Match]:
     """Run ``op`` on ``inputs`` with the tiling ``table`` gives; returns (output, match). ``dtype``
     defaults to the inputs' (``input_dtype``), the shape to theirs (``shape_of``); a ``shape``
-    given must name every dim and agree with the inputs (``agreed``), or it is an InputError.
+    given must name every dim and agree with the inputs (``agreed``), or it is an InputError, as is
+    an input the entry's tiling cannot run (roi_align: a ROI larger than the ``roi_max`` it was
+    tuned for, whose sampling grid its UB cannot hold; tune with a larger ``roi_max``).
 
     >>> out, m = run_with_table("matmul", (a, b), "results/matmul")  # doctest: +SKIP
     >>> m.match  # doctest: +SKIP
