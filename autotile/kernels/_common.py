@@ -139,17 +139,28 @@ def combine(st, cost, vcost_cadd, nparts, part_bytes, ready, use_vector, sc_add,
 # Python side
 
 
+class MissingCost(InputError):
+    """A vector cost (``op``, ``sig``) a kernel asked ``vtable`` for and the profile lacks: an
+    InputError located in the profile, which says which cost so that a probe of what the kernels
+    need (``tune.preflight.missing_vector_costs``) can list them all."""
+
+    def __init__(self, error: InputError, op: str, sig: str) -> None:
+        super().__init__(error.message, file=error.file, line=error.line, col=error.col, field=error.field)
+        self.op, self.sig = op, sig
+
+
 def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray:
     """``vector_table`` for a kernel's instructions (``None``: a row this configuration never
     issues, left at zero). Profiles read from files have every op in ``KERNEL_VECTOR_OPS``; one
     built in code may not, and no profile need cost every signature: either is an InputError
     naming what is missing."""
     used = [(i, o) for i, o in enumerate(ops) if o is not None]
-    for op, _sig in (o for _, o in used):
+    for op, sig in (o for _, o in used):
         _known(op, KERNEL_VECTOR_OPS, "vector op")
         if op not in hw.vector:
-            raise profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.name} has no cost for vector op "
-                                f"{op!r}, which this kernel needs: add it under vector.ops")
+            raise MissingCost(profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.reference} has no cost "
+                                            f"for vector op {op!r}, which this kernel needs: add it under vector.ops"),
+                              op, sig)
     out = np.zeros((max(1, len(ops)), 4))
     out[:, 3] = -1  # op code (trace names): none for a row never issued
     if used:
@@ -157,9 +168,9 @@ def vtable(hw: HardwareProfile, ops: list[tuple[str, str] | None]) -> np.ndarray
             out[[i for i, _ in used]] = vector_table(hw, [o for _, o in used])
         except KeyError as exc:
             op, sig = exc.args[1:3]
-            raise profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.name} has no cost for vector "
-                                f"op {op} in {sig} (has {', '.join(hw.vector[op])}), which this kernel needs: "
-                                f"add it under vector.ops.{op}") from None
+            raise MissingCost(profile_error(hw, ("vector", "ops", op), f"hardware profile {hw.reference} has no cost "
+                                            f"for vector op {op} in {sig} (has {', '.join(hw.vector[op])}), which "
+                                            f"this kernel needs: add it under vector.ops.{op}"), op, sig) from None
     return out
 
 
@@ -192,7 +203,7 @@ def scalar_cost(hw: HardwareProfile, name: str) -> float:
     """Cycles of one scalar ``name`` op from the profile (InputError naming it when missing)."""
     _known(name, KERNEL_SCALAR_OPS, "scalar cost")
     if name not in hw.scalar:
-        raise profile_error(hw, ("scalar",), f"hardware profile {hw.name} has no scalar cost {name!r}, which this "
+        raise profile_error(hw, ("scalar",), f"hardware profile {hw.reference} has no scalar cost {name!r}, which this "
                             f"kernel needs (has {', '.join(sorted(hw.scalar))})")
     return float(hw.scalar[name])
 

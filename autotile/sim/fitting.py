@@ -293,6 +293,31 @@ def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
 
 
 
+def compute_dtype_warnings(hw: HardwareProfile, new: HardwareProfile, source: str) -> tuple:
+    """One warning per dtype whose Vector arithmetic the fit moves (``vector_compute_dtype``): a
+    VADD cost fitted in bf16 makes the 910B compute bf16 natively, not in fp32 between VCONVs, so
+    every bf16 kernel then asks for bf16 costs the profile may lack (weighted_sum and sigmoid in
+    bf16 failed on the written profile, and nothing had said so). Names those the bundled
+    studies' kernels ask for (``tune.preflight.missing_vector_costs``)."""
+    from autotile.tune.preflight import missing_vector_costs
+
+    out = []
+    for d in DTYPES:
+        was, now = hw.vector_compute_dtype(d), new.vector_compute_dtype(d)
+        if was == now or hw.dtype_problem(None, d):
+            continue
+        missing = missing_vector_costs(new, d)
+        head = (f"vadd {'_'.join([d] * 3)} fitted to {source} makes the Vector compute {d} in {now}, not in {was}"
+                + (" between VCONVs" if was != d else "") + f": every {d} vector kernel is costed anew")
+        if missing:
+            studies = sorted({s for v in missing.values() for s in v})
+            head += (f", and the profile has no cost for {', '.join(f'{op} {sig}' for op, sig in sorted(missing))}, "
+                     f"which the kernels of the bundled studies {', '.join(studies)} ask for in {d}: they fail "
+                     f"on it in {d} until those are added (or fitted: measure them in the same file)")
+        out.append(head)
+    return tuple(out)
+
+
 def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, notes=()) -> Fit:
     """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors.
 
@@ -365,6 +390,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             vector[path[2]][path[3]] = value
     new = replace(hw, cube=cube, vector=vector,
                   derived={p: rel for p, rel in hw.derived.items() if p not in updates})  # a fitted one follows no other
+    warnings = tuple(warnings) + compute_dtype_warnings(hw, new, source)
     after = evaluate(new, rows, notes)
     if before is None:
         before = after

@@ -45,3 +45,55 @@ def check_costs(plans) -> None:
         for params in variants(sp, plan.baseline):
             kernel.simulate(sp.shape, params, sp.dtype, sp.spec.hardware, unit=sp.unit,
                             options=dict(sp.spec.inputs or {}))
+
+
+PLACEHOLDER = (0.0, 1.0, 1.0)  # startup, per_repeat, min_cycles: lets a probe run past a missing cost
+
+
+def missing_vector_costs(hw, dtype: str) -> dict:
+    """(op, signature) -> the bundled studies that ask for it: the vector costs ``hw`` lacks that
+    the kernels of the bundled studies ask for in ``dtype`` (each study at its smallest shape, on
+    each of its units that compute ``dtype``, with every choice combination, as ``check_costs``
+    runs them; a study that does not list ``dtype`` is probed in it when its op has it). A kernel
+    stops at the first cost it lacks, so each one found is filled with a placeholder and the
+    simulation repeated, to list them all. ``calibrate`` warns with these when a fit changes the
+    dtype a Vector computes ``dtype`` in (a VADD cost in it makes its arithmetic native)."""
+    import math
+    from dataclasses import replace
+
+    from autotile.errors import InfeasibleConfig, InputError
+    from autotile.hardware import VectorCost
+    from autotile.kernels._common import MissingCost
+    from autotile.space.loader import load_spec
+    from autotile.space.studies import bundled_studies
+
+    out: dict = {}
+    work = hw
+    for name in bundled_studies():
+        spec = load_spec(name)
+        if spec.backend != "simulator" or not spec.op.module or dtype not in spec.op.dtypes:
+            continue
+        spec = replace(spec, hardware=hw, dtypes=(dtype,))
+        shape = min(spec.shapes, key=lambda s: math.prod(s.values()))
+        kernel = registry.implementation(spec.op.name)
+        for unit in spec.units_for(dtype):
+            try:
+                space = spec.space(shape, dtype, unit)
+            except InputError:
+                continue
+            base = space.default_tiling()
+            if space.check(base) is not None:
+                continue
+            for params in variants(space, base):
+                while True:
+                    try:
+                        kernel.simulate(space.shape, params, dtype, work, unit=unit, options=dict(spec.inputs or {}))
+                    except MissingCost as exc:
+                        out.setdefault((exc.op, exc.sig), []).append(name)
+                        table = {**work.vector.get(exc.op, {}), exc.sig: VectorCost(*PLACEHOLDER)}
+                        work = replace(work, vector={**work.vector, exc.op: table})
+                        continue
+                    except (InputError, InfeasibleConfig):
+                        pass
+                    break
+    return {k: sorted(set(v)) for k, v in out.items()}

@@ -1,0 +1,52 @@
+"""calibrate and micro defects a QA pass reproduced: a fit that silently switches a dtype's vector
+arithmetic, lenient CSV numbers, fits pinned at a bound, a cube note that claims a move it did
+not make, and an empty --measurements."""
+
+import json
+
+from autotile.cli import run
+from autotile.hardware import load_profile
+
+HEADER = "chip,op,dtype,m,k,n,elems,repeat,cycles,series\n"
+BF16_VADD = "".join(f"910b2,vadd,bf16_bf16_bf16,,,,,{r},{c},vector\n" for r, c in ((1, 6.1), (10, 20.1), (20, 40.1)))
+
+
+def _write(tmp_path, body, name="m.csv"):
+    p = tmp_path / name
+    p.write_text(body)
+    return str(p)
+
+
+def test_a_fit_that_makes_bf16_native_warns_with_the_costs_kernels_lack(tmp_path, capsys):
+    csv, out = _write(tmp_path, HEADER + BF16_VADD), tmp_path / "g1.yaml"
+    assert run(["calibrate", "--hw", "ascend910b2", "--measurements", csv, "-o", str(out), "--json"]) == 0
+    cap = capsys.readouterr()
+    (warning,) = json.loads(cap.out)["warnings"]
+    assert "compute bf16 in bf16, not in fp32" in warning
+    # the costs the bundled weighted_sum and sigmoid ask for in bf16 and the fit did not add
+    for need in ("vmul bf16_bf16_bf16", "vmla bf16_bf16_fp32", "vexp bf16_bf16", "vmuls bf16_bf16_bf16"):
+        assert need in warning
+    assert "sigmoid" in warning and "weighted_sum" in warning and "vadd bf16" not in warning.split("no cost")[1]
+    assert f"autotile: warning: {warning}" in cap.err
+    assert load_profile(str(out)).vector_compute_dtype("bf16") == "bf16"
+
+
+def test_a_fit_that_keeps_compute_dtypes_does_not_warn(tmp_path, capsys):
+    rows = "".join(f"910b2,vadd,fp32_fp32_fp32,,,,,{r},{3 + 2 * r},vector\n" for r in (4, 10, 20))
+    csv = _write(tmp_path, HEADER + rows)
+    assert run(["calibrate", "--measurements", csv, "-o", str(tmp_path / "p.yaml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+
+
+def test_a_missing_kernel_cost_names_an_edited_profiles_file(tmp_path, capsys):
+    csv, prof = _write(tmp_path, HEADER + BF16_VADD), tmp_path / "g1.yaml"
+    assert run(["calibrate", "--measurements", csv, "-o", str(prof)]) == 0
+    spec = tmp_path / "ws.yaml"
+    from autotile.space.studies import spec_file
+
+    spec.write_text(spec_file("weighted_sum").read_text().replace("hardware: ascend910b2", f"hardware: {prof}"))
+    capsys.readouterr()
+    assert run(["simulate", str(spec), "--shape", "n=1024", "--dtype", "bf16", "--unit", "vector"]) == 2
+    err = capsys.readouterr().err
+    assert f"hardware profile {prof} has no cost for vector op vmul in bf16_bf16_bf16" in err
+    assert "profile ascend910b2 " not in err and err.count("\n") == 1
