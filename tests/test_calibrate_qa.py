@@ -4,6 +4,8 @@ not make, and an empty --measurements."""
 
 import json
 
+import pytest
+
 from autotile.cli import run
 from autotile.hardware import load_profile
 
@@ -50,3 +52,27 @@ def test_a_missing_kernel_cost_names_an_edited_profiles_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"hardware profile {prof} has no cost for vector op vmul in bf16_bf16_bf16" in err
     assert "profile ascend910b2 " not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("row,needle", [
+    ("910b2,vadd,fp16_fp16_fp16,,,,,4,3_0,vector", ":2:9: cycles: expected a number in ASCII decimal"),
+    ("910b2,vadd,fp16_fp16_fp16,,,,,1_28,30,vector", ":2:8: repeat: expected a whole number in ASCII digits"),
+    ("910b2,mmad,fp16,1_6,16,16,,,30,back_to_back", ":2:4: m: expected a whole number in ASCII digits, got '1_6'"),
+    ("910b2,mmad,fp16,\uff11\uff16,16,16,,,30,back_to_back", ":2:4: m: expected a whole number"),
+    ("910b2,mmad,fp16,16,16,16,,,\uff13\uff10,back_to_back", ":2:9: cycles: expected a number"),
+    ("910b2,mmad,fp16,16,16,16,,,nan,back_to_back", ":2:9: cycles: expected a number"),
+    ("910b2,mmad,fp16,16.0,16,16,,,30,back_to_back", ":2:4: m: expected a whole number"),
+])
+def test_numbers_are_plain_ascii(tmp_path, capsys, row, needle):
+    path = _write(tmp_path, HEADER + row + "\n")
+    assert run(["calibrate", "--measurements", path]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}{needle}" in err and err.count("\n") == 1, err
+
+
+def test_plain_and_exponent_numbers_are_read():
+    import autotile.sim.calibrate as C
+
+    for text in ("30", "30.", "4.862", ".5", "1e3", "2.5E-1", "+7"):
+        assert C.FLOAT.fullmatch(text), text
+    assert C.INT.fullmatch("128") and not C.INT.fullmatch("1_28")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,10 @@ FAR_OFF = 0.25  # |relative error| above which a row is reported as far off
 LOSS_SCALE = 0.05  # soft-L1 transition, in log-cycles (~5%)
 MIN_CYCLES = 0.01  # a measured micro-operation takes at least this long (1e-308 is not a time)
 MAX_CYCLES = 1e12  # ... and at most this (minutes at NPU clocks)
+# how a number is written: Python's int() and float() also read 3_0 (30), full-width digits and
+# "nan", which no measurement tool writes, so a typo such as 1_28 read as 128
+INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 # the chips a row may say it was measured on (its `chip` column, "Ascend" and case optional) ->
 # their AI Core: only 910B1..910B4 share one (domain.md), so only they calibrate one another
 AI_CORES = {"910b1": "910B", "910b2": "910B", "910b3": "910B", "910b4": "910B", "910": "910A", "910a": "910A",
@@ -186,10 +191,10 @@ def _row(path, line, rec: dict, header: tuple, known_ops=None, profile: str | No
             if required:
                 raise err(col, "expected a value")
             return None
-        try:
-            v = kind(raw)
-        except ValueError:
-            raise err(col, f"expected a {'whole ' if kind is int else ''}number, got {_short(raw)!r}") from None
+        if not (INT if kind is int else FLOAT).fullmatch(raw):
+            spelled = "ASCII digits" if kind is int else "ASCII decimal or exponent form, e.g. 4.8 or 1e3"
+            raise err(col, f"expected a {'whole ' if kind is int else ''}number in {spelled}, got {_short(raw)!r}")
+        v = kind(raw)
         if not math.isfinite(v) or v <= 0:
             raise err(col, f"expected a positive finite number, got {_short(raw)!r}")
         from autotile.space.loader import MAX_DIM  # m, k, n and elems: as sim.micro takes them
