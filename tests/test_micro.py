@@ -121,12 +121,35 @@ def test_consistent_elems_and_repeat_are_accepted(hw):
     assert r.params == {"op": "vadd", "elems": 2000, "repeat": 16}
 
 
-def test_a_signature_fallback_is_said_in_text_output(capsys):
-    assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp32_fp16"]) == 0
-    out = capsys.readouterr().out
-    assert "no vadd cost for fp16_fp32_fp16: costed as fp16_fp16_fp16" in out
+def test_a_signature_is_costed_exactly_or_refused(capsys):
+    """fp16_fp32_fp16 was costed as fp16_fp16_fp16, and fp16_bf16_int8 (no instruction) too."""
+    for sig in ("fp16_fp32_fp16", "fp16_bf16_int8"):
+        assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", sig]) == 2
+        err = capsys.readouterr().err
+        assert f"vector op vadd has no cost for {sig} in ascend910b2 (it has fp16_fp16_fp16," in err, err
+    assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp16"]) == 2
+    assert "vadd takes a signature of 3 dtypes" in capsys.readouterr().err
     assert run(["micro", "vector", "op=vadd,elems=2048", "--dtype", "fp16_fp16_fp16"]) == 0
     assert "note" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("op,dtype,sig,note", [
+    # the first fp16 key in the profile was taken: VMLA's fp16_fp16_fp32, "exact"
+    ("vmla", "fp16", "fp16_fp16_fp16", "fp16 throughout; the profile also costs fp16_fp16_fp32: give one as --dtype"),
+    ("vaxpy", "fp16", "fp16_fp16_fp16", "fp16 throughout; the profile also costs fp16_fp16_fp32: give one as --dtype"),
+    ("vconv", "int8", "int8_fp16", "the profile's only vconv signature from int8"),
+])
+def test_a_plain_dtype_resolves_by_a_stated_rule(capsys, op, dtype, sig, note):
+    out = _json(capsys, ["micro", "vector", f"op={op},elems=128", "--dtype", dtype, "--json"])
+    assert out["signature"] == sig and out["signature_exact"] is False
+    assert out["note"] == f"--dtype {dtype} is a dtype, not a signature: costed as {op} {sig} ({note})"
+
+
+def test_a_plain_dtype_of_several_signatures_lists_them(capsys):
+    assert run(["micro", "vector", "op=vconv,elems=128"]) == 2
+    err = capsys.readouterr().err
+    assert "--dtype fp16: ascend910b2 has several vconv signatures from fp16 (fp16_fp32, fp16_int8)" in err
+    assert err.count("\n") == 1
 
 
 # -- operands must fit the buffers the operation reads and writes ----------------------------------

@@ -379,7 +379,7 @@ def check_fits(rows: list[Measurement], hw: HardwareProfile, path) -> None:
 
 
 def predictable(hw: HardwareProfile, r: Measurement) -> bool:
-    """Can the profile cost this row (its op, and a signature with the same source dtype)?"""
+    """Can the profile cost this row (its op in its exact signature)?"""
     if r.op == "mmad":
         return True
     try:

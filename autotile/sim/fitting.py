@@ -214,8 +214,8 @@ def _line_undetermined(rs: list[Measurement], reps: np.ndarray, x: np.ndarray) -
 
 
 def prior_cost(hw: HardwareProfile, op: str, sig: str) -> VectorCost | None:
-    """What the profile costs (op, sig) with today (its own entry, or the signature it falls
-    back to), or None when it cannot cost it."""
+    """What the profile costs (op, sig) with today (its own entry: never another signature's),
+    or None when it has none."""
     try:
         used, _ = U.vector_signature(hw, op, sig)
     except InputError:
@@ -329,7 +329,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
     known = [r for r in rows if predictable(hw, r)]
     if len(known) < len(rows):
         notes.append(f"{len(rows) - len(known)} rows the input profile could not cost (op or "
-                     "source dtype missing) are only in the 'after' errors")
+                     "signature missing) are only in the 'after' errors")
     before = evaluate(hw, known, notes) if known else None
     updates, undetermined = {}, {}
     cube = hw.cube

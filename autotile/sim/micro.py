@@ -21,7 +21,7 @@ import numpy as np
 from autotile.dtypes import DTYPES
 from autotile.errors import InputError
 from autotile.hardware import HardwareProfile
-from autotile.hardware.ops import VECTOR_OPS
+from autotile.hardware.ops import VECTOR_OPS, signature_problem
 from autotile.sim import engine as E
 from autotile.sim.costs import cost_vector
 from autotile.sim.footprint import DTYPE_BYTES, copy_uses, mmad_uses, overflow, vector_uses
@@ -112,24 +112,42 @@ def _check_keys(kind: str, params: dict) -> None:
             raise InputError(f"micro {kind}: missing parameter {k!r}")
 
 
-def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, bool]:
-    """(signature to cost, exact?) for ``op`` with ``dtype`` (a signature or a plain dtype)."""
+def vector_signature(hw: HardwareProfile, op: str, dtype: str) -> tuple[str, str | None]:
+    """(signature to cost, how a plain dtype chose it; None when ``dtype`` is the signature).
+
+    Costed by the exact signature, never another's cost: a signature (``fp16_fp16_fp32``) must be
+    a real one of ``op`` (``ops.signature_problem``) that the profile costs. A plain dtype is that
+    dtype throughout (fp16: ``fp16_fp16_fp16``) when the profile costs it, else the profile's one
+    signature of ``op`` from that dtype; several, or none, is an InputError listing them. (The
+    first signature from the dtype was taken: VMLA fp16 was costed as fp16_fp16_fp32 and said to
+    be exact, and fp16_bf16_int8, no instruction, as fp16_fp16_fp16.)"""
     if op not in hw.vector:
         raise InputError(f"vector op {op!r} is not in hardware profile {hw.reference} "
                          f"(it has {', '.join(sorted(hw.vector))})")
     table = hw.vector[op]
-    if dtype in table:
-        return dtype, True
     parts = dtype.split("_")
     if any(p not in DTYPE_BYTES for p in parts):
         raise InputError(f"dtype {dtype!r}: expected a dtype or a signature like fp16_fp16_fp32")
-    same_src = [s for s in table if s.split("_")[0] == parts[0]]
-    if len(parts) == 1 and same_src:
-        return same_src[0], True
-    if same_src:
-        return same_src[0], False
-    raise InputError(f"vector op {op} has no cost for {dtype} in {hw.reference} "
-                     f"(it has {', '.join(table)})")
+    if len(parts) > 1:
+        problem = signature_problem(op, dtype)
+        if problem:
+            raise InputError(f"--dtype {dtype}: {problem}")
+        if dtype not in table:
+            raise InputError(f"vector op {op} has no cost for {dtype} in {hw.reference} (it has {', '.join(table)}): "
+                             "expected one of those, or add it to the profile")
+        return dtype, None
+    same = "_".join([dtype] * VECTOR_OPS[op])
+    if same in table:
+        others = [s for s in table if s != same and s.split("_")[0] == dtype]
+        also = f"; the profile also costs {', '.join(others)}: give one as --dtype" if others else ""
+        return same, f"{dtype} throughout{also}"
+    from_dtype = [s for s in table if s.split("_")[0] == dtype]
+    if len(from_dtype) == 1:
+        return from_dtype[0], f"the profile's only {op} signature from {dtype}"
+    what = (f"several {op} signatures from {dtype} ({', '.join(from_dtype)}) and none {dtype} throughout: "
+            "expected one of them as --dtype" if from_dtype else
+            f"no {op} signature from {dtype} (it has {', '.join(table)})")
+    raise InputError(f"--dtype {dtype}: {hw.reference} has {what}")
 
 
 # ops whose repeat spans 256 B of their widest operand (the accumulator they read and write),
@@ -147,12 +165,6 @@ def lanes(hw: HardwareProfile, op: str, signature: str) -> int:
     dtypes = signature.split("_")
     width = max(DTYPE_BYTES[d] for d in dtypes) if op in WIDEST_OPERAND_OPS else DTYPE_BYTES[dtypes[0]]
     return hw.vector_bytes_per_repeat // width
-
-
-def footprint_signature(op: str, dtype: str, costed: str) -> str:
-    """The signature whose tensors an op holds: ``dtype`` when it is a whole signature of ``op``
-    (its cost may come from another), else the one it is costed as."""
-    return dtype if len(dtype.split("_")) == VECTOR_OPS[op] else costed
 
 
 def _chip_has(hw: HardwareProfile, unit: str | None, dtype: str) -> None:
@@ -228,10 +240,10 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
     op = params["op"]
     if not isinstance(op, str):
         raise InputError(f"vector op {op!r}: expected a name such as vadd")
-    sig, exact = vector_signature(hw, op, dtype)
+    sig, how = vector_signature(hw, op, dtype)
     if "elems" not in params and "repeat" not in params:
         raise InputError("micro vector: give elems=, repeat= or both")
-    held = footprint_signature(op, dtype, sig)
+    held = sig
     per = lanes(hw, op, held)
     elems = _positive_int(params, "elems") if "elems" in params else None
     repeat = _positive_int(params, "repeat") if "repeat" in params else -(-elems // per)
@@ -248,9 +260,9 @@ def _micro_vector(params, dtype, hw) -> MicroResult:
     return MicroResult("vector", hw.name, dtype, {"op": op, "elems": elems, "repeat": repeat}, cycles,
                        cycles / instructions, {
                            "signature": sig,
-                           "signature_exact": exact,
-                           **({} if exact else {"note": f"{hw.name} has no {op} cost for {dtype}: "
-                                                        f"costed as {sig}"}),
+                           "signature_exact": how is None,  # --dtype gave the signature, not a plain dtype
+                           **({} if how is None else {"note": f"--dtype {dtype} is a dtype, not a signature: "
+                                                              f"costed as {op} {sig} ({how})"}),
                            "instructions": instructions,
                            "cycles_per_repeat": round(cycles / repeat, 4),
                            "lanes_per_repeat": per,
