@@ -76,3 +76,32 @@ def test_plain_and_exponent_numbers_are_read():
     for text in ("30", "30.", "4.862", ".5", "1e3", "2.5E-1", "+7"):
         assert C.FLOAT.fullmatch(text), text
     assert C.INT.fullmatch("128") and not C.INT.fullmatch("1_28")
+
+
+def test_a_vector_constant_held_at_a_limit_warns(tmp_path, capsys):
+    rows = "".join(f"910b2,vadd,fp16_fp16_fp16,,,,,{r},5e11,vector\n" for r in (1, 10, 20))
+    csv, out = _write(tmp_path, HEADER + rows), tmp_path / "big.yaml"
+    assert run(["calibrate", "--measurements", csv, "-o", str(out), "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    (startup,) = [w for w in warnings if w.startswith("vector.ops.vadd.fp16_fp16_fp16.startup")]
+    assert "held at the fit's upper limit, 1000: fitted with no limits, m.csv's rows ask for 5e+11" in startup
+    note = load_profile(str(out)).notes["vector.ops.vadd.fp16_fp16_fp16"]
+    assert "startup held at the fit's limit 1000 (with none, the rows ask for 5e+11)" in note
+
+
+def test_cube_constants_held_at_limits_warn(tmp_path, capsys):
+    rows = [f"910b2,mmad,fp16,32,16,{n},,,{n * 10**8},back_to_back" for n in (16, 64, 256, 1024)]
+    rows += [f"910b2,mmad,fp16,16,16,{n},,,{n * 2 * 10**8},isolated" for n in (16, 64, 240)]
+    csv, out = _write(tmp_path, HEADER + "\n".join(rows) + "\n"), tmp_path / "mm.yaml"
+    assert run(["calibrate", "--measurements", csv, "-o", str(out), "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    held = {w.split(" held at ")[0]: w.split(" held at ")[1] for w in warnings if " held at " in w}
+    assert held["cube.latency_cycles"].startswith("the fit's upper limit, 512:")
+    assert held["cube.issue_cycles"].startswith("the fit's upper limit, 64:")
+    assert held["cube.macs_per_cycle.fp16"].startswith("the fit's lower limit, 40.96:")  # 0.01 fractal per cycle
+    assert "held at the fit's limit 512" in load_profile(str(out)).notes["cube.latency_cycles"]
+
+
+def test_the_shared_csv_fits_within_the_limits(tmp_path, capsys, csv_path):
+    assert run(["calibrate", "--measurements", str(csv_path), "-o", str(tmp_path / "p.yaml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []

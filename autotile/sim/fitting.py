@@ -63,6 +63,14 @@ def _robust(fun, x0, lo, hi):
                          diff_step=1e-4).x
 
 
+def _unlimited(fun, x0, lo):
+    """``fun``'s least-squares solution above ``lo`` with no upper limit: the value rows ask a
+    constant held at a limit for (plain squares, each constant scaled by its own sensitivity,
+    where the robust loss crept from the limit by a few percent)."""
+    x0 = np.maximum(np.asarray(x0, float), np.asarray(lo) + 1e-9)
+    return least_squares(fun, x0, bounds=(lo, np.inf), x_scale="jac", diff_step=1e-4).x
+
+
 def _padded_macs(base: np.ndarray, r: Measurement) -> float:
     """The MACs one Mmad of row ``r`` pays for (whole fractals), as the engine counts them."""
     c = base.copy()
@@ -71,6 +79,9 @@ def _padded_macs(base: np.ndarray, r: Measurement) -> float:
 
 
 RATE_FLOOR = 0.01  # fractals per cycle: the slowest cube rate a fit considers
+MAX_ISSUE, MAX_LATENCY = 64.0, 512.0  # cycles: the cube's issue and latency a fit considers at most
+MAX_VECTOR = 1e3  # cycles: a vector op's startup, per_repeat and min_cycles a fit considers at most
+MIN_PER_REPEAT = 0.01  # cycles: ... and its per_repeat at least
 
 
 def fractal_macs(dtype: str) -> int:
@@ -99,6 +110,7 @@ class CubeFit:
     latency_cycles: float
     macs: dict
     free: dict
+    clamped: dict = field(default_factory=dict)  # path -> (bound, value the rows asked for)
 
 
 def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> CubeFit:
@@ -117,7 +129,9 @@ def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> CubeFit:
     free = np.array(determined(cube_design(mm, lambda r: _padded_macs(base[r.dtype], r), dtypes)))
     ceiling = np.array([rate_ceiling(hw, d) for d in dtypes])
     lo = np.concatenate([[0.0, 0.0], np.full(len(dtypes), RATE_FLOOR)])
-    hi = np.concatenate([[64.0, 512.0], ceiling])
+    hi = np.concatenate([[MAX_ISSUE, MAX_LATENCY], ceiling])
+    limit_lo = np.concatenate([[False, False], np.ones(len(dtypes), bool)])  # the rate floor
+    limit_hi = np.concatenate([[True, True], np.zeros(len(dtypes), bool)])  # not the peak: the notes say it
 
     def resid_of(fixed, mask):
         def resid(xf):
@@ -136,9 +150,11 @@ def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> CubeFit:
         return resid
 
     x = prior.copy()
+    at = np.zeros(len(x), bool)
     if free.any():
         x0 = np.concatenate([prior[:2], 0.99 * ceiling])  # the rates start near the peak, not at the profile's
         x[free] = _robust(resid_of(prior, free), x0[free], lo[free], hi[free])
+        at |= free & _at_limit(x, lo, hi, limit_lo, limit_hi)
         rates = free.copy()
         rates[:2] = False
         shared = free.copy()
@@ -148,14 +164,36 @@ def fit_cube(hw: HardwareProfile, rows: list[Measurement]) -> CubeFit:
             # hold, else a refit of the written profile moves them (issue 3.425 -> 3.4237)
             x[2:] = np.where(rates[2:], np.round(x[2:] * frac) / frac, x[2:])
             x[shared] = _robust(resid_of(x, shared), x[shared], lo[shared], hi[shared])
-    macs = {d: int(round(x[col[d]] * f)) for d, f in zip(dtypes, frac)}
+            at |= shared & _at_limit(x, lo, hi, limit_lo, limit_hi)
     names = [("cube", "issue_cycles"), ("cube", "latency_cycles")] + [("cube", "macs_per_cycle", d) for d in dtypes]
-    return CubeFit(round(float(x[0]), 4), round(float(x[1]), 4), macs, dict(zip(names, map(bool, free))))
+    clamped = {}
+    if at.any():  # what the rows asked for: the same fit with the limits lifted
+        asked = x.copy()
+        asked[free] = _unlimited(resid_of(x, free), x[free], np.where(limit_lo, 1e-12, lo)[free])
+        scale = np.concatenate([[1.0, 1.0], frac])  # rates in MACs per cycle, as the profile holds them
+        clamped = {names[i]: (*_limit(x[i], lo[i], hi[i], limit_hi[i], scale[i]), float(asked[i]) * scale[i])
+                   for i in np.flatnonzero(at)}
+    macs = {d: int(round(x[col[d]] * f)) for d, f in zip(dtypes, frac)}
+    return CubeFit(round(float(x[0]), 4), round(float(x[1]), 4), macs, dict(zip(names, map(bool, free))), clamped)
 
 
-def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | None) -> tuple[VectorCost, list[bool]]:
-    """(startup, per_repeat, min_cycles) of one (op, signature) series and which of them its rows
-    determine; the others keep ``prior`` (the profile's cost for it; a floor no higher than
+def _limit(v, lo, hi, has_hi, scale=1.0) -> tuple[float, str]:
+    """(the limit ``v`` sits on, times ``scale``; "upper" or "lower")."""
+    up = has_hi and abs(hi - v) <= abs(v - lo)
+    return float(hi if up else lo) * scale, "upper" if up else "lower"
+
+
+def _at_limit(x, lo, hi, limit_lo, limit_hi) -> np.ndarray:
+    """Which of ``x`` sit on a limit the fit imposes (``limit_lo`` / ``limit_hi`` mark the ones that
+    are limits, not physics: a cycle count's floor of 0 is none)."""
+    tol = 1e-6 * np.maximum(1.0, np.abs(np.where(np.isfinite(hi), hi, 0.0)))
+    return (limit_lo & (x - lo <= tol)) | (limit_hi & (hi - x <= tol))
+
+
+def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | None) -> tuple[VectorCost, list, dict]:
+    """(startup, per_repeat, min_cycles) of one (op, signature) series, which of them its rows
+    determine, and the ones held at a limit of the fit (name -> (limit, value the rows asked
+    for): ``clamp_warning``); the others keep ``prior`` (the profile's cost for it; a floor no higher than
     the shortest row). Without a prior an undetermined floor is 0 (none measured); an
     undetermined line is an InputError."""
     reps = np.array([row_repeat(hw, r) for r in rs], float)
@@ -174,7 +212,8 @@ def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | N
     tail = order[len(order) // 2:]
     slope, icpt = np.polyfit(reps[tail], meas[tail], 1) if len(set(reps[tail])) > 1 else (meas[tail][0] / reps[tail][0], 0.0)
     x0 = np.array([max(icpt, 0.0), max(slope, 0.05), float(meas[order[0]])])
-    lo, hi = np.array([0.0, 0.01, 0.0]), np.full(3, 1e3)
+    lo, hi = np.array([0.0, MIN_PER_REPEAT, 0.0]), np.full(3, MAX_VECTOR)
+    limit_lo, limit_hi = np.array([False, True, False]), np.ones(3, bool)  # a floor of 0 cycles is physics
     every = np.ones(3, bool)
     x = _robust(resid_of(x0, every), x0, lo, hi)
     free = np.array(vector_determined(reps, *x))
@@ -187,7 +226,14 @@ def fit_vector(hw: HardwareProfile, rs: list[Measurement], prior: VectorCost | N
         x = held.copy()
         if free.any():
             x[free] = _robust(resid_of(held, free), x0[free], lo[free], hi[free])
-    return VectorCost(*(round(float(v), 4) for v in x)), [bool(f) for f in free]
+    at = free & _at_limit(x, lo, hi, limit_lo, limit_hi)
+    clamped = {}
+    if at.any():  # what the rows asked for: the same fit with the limits lifted
+        asked = x.copy()
+        start = np.where(at, x0, x)  # the physics' start: from the limit the fit creeps
+        asked[free] = _unlimited(resid_of(x, free), start[free], np.where(limit_lo, 1e-12, lo)[free])
+        clamped = {VECTOR_NAMES[i]: (*_limit(x[i], lo[i], hi[i], limit_hi[i]), float(asked[i])) for i in np.flatnonzero(at)}
+    return VectorCost(*(round(float(v), 4) for v in x)), [bool(f) for f in free], clamped
 
 
 def _line_undetermined(rs: list[Measurement], reps: np.ndarray, x: np.ndarray) -> InputError:
@@ -293,6 +339,22 @@ def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
 
 
 
+def _clamp_note(clamp, name: str = "") -> str:
+    """What a constant's note adds when the fit held it (``name`` of a vector cost) at a limit."""
+    if clamp is None:
+        return ""
+    limit, _side, asked = clamp
+    return f"; {name + ' ' if name else ''}held at the fit's limit {limit:g} (with none, the rows ask for {asked:.4g})"
+
+
+def clamp_warning(path: tuple, limit: float, side: str, asked: float, source: str) -> str:
+    """A fitted constant held at a limit of the fit (README: calibrate): rows of 5e11 cycles gave
+    a vadd per_repeat of 1000 and an Mmad rate of 41 MACs per cycle, "fitted" and unremarked."""
+    return (f"{'.'.join(path)} held at the fit's {side} limit, {limit:g}: fitted with no limits, {source}'s rows "
+            f"ask for {asked:.4g}, so the written profile does not match them (cycles in another unit, or another "
+            "operation?)")
+
+
 def compute_dtype_warnings(hw: HardwareProfile, new: HardwareProfile, source: str) -> tuple:
     """One warning per dtype whose Vector arithmetic the fit moves (``vector_compute_dtype``): a
     VADD cost fitted in bf16 makes the 910B compute bf16 natively, not in fp32 between VCONVs, so
@@ -335,7 +397,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
     cube = hw.cube
     series = sorted({r.series for r in rows})
     mm = [r for r in rows if r.op == "mmad"]
-    warnings, amended = (), {}
+    warnings, amended, clamps = (), {}, []
     if mm:
         cf = fit_cube(hw, rows)
         measured = sorted(cf.macs)
@@ -353,11 +415,12 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
                        macs_per_cycle={**cube.macs_per_cycle, **cf.macs})
         for path, (value, note) in values.items():
             if cf.free[path]:
-                updates[path] = (value, note)
+                updates[path] = (value, note + _clamp_note(cf.clamped.get(path)))
             else:
                 undetermined[path] = (value, f"{count(len(mm), 'Mmad row')} do not determine it alone (kept "
                                              f"from the profile): {CUBE_WHY}")
         warnings, amended = shared_cube(hw, updates, measured, source, date)
+        clamps += [clamp_warning(path, *cf.clamped[path], source) for path in values if path in cf.clamped]
     vector = {op: dict(t) for op, t in hw.vector.items()}
     groups: dict = {}
     for r in rows:
@@ -365,8 +428,9 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             groups.setdefault((r.op, r.dtype), []).append(r)
     for (op, sig), rs in groups.items():
         prior = prior_cost(hw, op, sig)
-        vc, free = fit_vector(hw, rs, prior)
+        vc, free, clamped = fit_vector(hw, rs, prior)
         path = ("vector", "ops", op, sig)
+        clamps += [clamp_warning(path + (name,), *clamped[name], source) for name in clamped]
         kept = [n for n, ok in zip(VECTOR_NAMES, free) if not ok]
         held = "kept from the profile" if prior else "0: no floor measured"
         if prior and vc.min_cycles < prior.min_cycles:
@@ -381,6 +445,8 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
         note = f"fitted to {source} ({len(rs)} rows, {ser}), {date}"
         if kept:
             note += f"; {', '.join(kept)} not determined by them, {held}"
+        for name, clamp in clamped.items():
+            note += _clamp_note(clamp, name)
         updates[path] = (vc, note)
     derived = follow(hw, updates, source, date)
     for path, (value, _) in derived.items():
@@ -390,7 +456,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             vector[path[2]][path[3]] = value
     new = replace(hw, cube=cube, vector=vector,
                   derived={p: rel for p, rel in hw.derived.items() if p not in updates})  # a fitted one follows no other
-    warnings = tuple(warnings) + compute_dtype_warnings(hw, new, source)
+    warnings = tuple(warnings) + tuple(clamps) + compute_dtype_warnings(hw, new, source)
     after = evaluate(new, rows, notes)
     if before is None:
         before = after
