@@ -105,3 +105,27 @@ def test_cube_constants_held_at_limits_warn(tmp_path, capsys):
 def test_the_shared_csv_fits_within_the_limits(tmp_path, capsys, csv_path):
     assert run(["calibrate", "--measurements", str(csv_path), "-o", str(tmp_path / "p.yaml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["warnings"] == []
+
+
+def test_a_sub_threshold_move_keeps_the_shared_cube_constants_and_their_notes(tmp_path, capsys, hw):
+    """9 int8 Mmads moved issue 2.1999 -> 2.2 and latency 20.8896 -> 20.8, both relabelled 'fitted
+    to i8.csv ... mmad int8' with no warning, though fp16's rows had fitted them."""
+    from autotile.sim import calibrate as C
+
+    def row(m, k, n, series):
+        cycles = C.predict(hw, C.Measurement(0, "x", "mmad", "int8", m, k, n, None, None, 1.0, series))
+        return f"910b2,mmad,int8,{m},{k},{n},,,{cycles * 1.002:.4f},{series}\n"
+
+    rows = [row(32, 32, n, "back_to_back") for n in (16, 64, 256, 512, 1024)]
+    rows += [row(16, 32, n, "isolated") for n in (16, 64, 128, 240)]
+    csv, out = _write(tmp_path, HEADER + "".join(rows), "i8.csv"), tmp_path / "p.yaml"
+    assert run(["calibrate", "--measurements", csv, "-o", str(out), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["warnings"] == [] and "cube.issue_cycles" not in res["constants"]
+    p = load_profile(str(out))
+    assert (p.cube.issue_cycles, p.cube.latency_cycles) == (hw.cube.issue_cycles, hw.cube.latency_cycles)
+    for path in ("cube.issue_cycles", "cube.latency_cycles"):
+        assert p.notes[path] == hw.notes[path] and "i8.csv" not in p.notes[path]
+        kept = [n for n in res["after"]["notes"] if n.startswith(f"{path} kept at ")]
+        assert len(kept) == 1 and "within 1%" in kept[0] and "fp16, bf16, fp32 Mmads" in kept[0], kept
+    assert "i8.csv" in p.notes["cube.macs_per_cycle.int8"]

@@ -13,7 +13,6 @@ values and are reported as not determined, never marked calibrated.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -293,31 +292,33 @@ def follow(hw: HardwareProfile, updates: dict, source: str, date: str) -> dict:
 
 SHARED_CUBE = (("cube", "issue_cycles"), ("cube", "latency_cycles"))  # one value times every dtype's Mmad
 MOVED = 0.01  # a refit "moves" a shared constant by more than 1% (of at least one cycle)
-NOT_MEASURED = re.compile(r"; [a-z0-9+]+ Mmad rows only: shared with [a-z0-9, ]+, not measured there")  # its caveat
 
 
-def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str, date: str) -> tuple[tuple, dict]:
-    """(warnings, amended notes) when ``updates`` move a cube constant every dtype's Mmad shares
+def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
+                date: str) -> tuple[tuple, dict, list]:
+    """(warnings, amended notes, notes of what it keeps) when ``updates`` move a cube constant every dtype's Mmad shares
     (issue, latency) while the rows measured Mmads of ``measured`` dtypes only. Fitting three
     fp32 Mmads moved issue_cycles 2.2 -> 4.0, put the fp16 anchor m=32,k=16,n=32 33% off, and
     left the fp16 rate and the latency saying 'fitted to ascend910b_microops.csv' as if that fit
     still held. Now the warning names the dtypes not measured and the constants fitted to other
     rows with the old value; the moved constant's note names those dtypes, and each such
     constant's note says what moved under it. (A per-dtype issue constant would avoid this.) A
-    refit that leaves such a constant where it was (the same rows again) keeps its note's caveat
-    while its rows still leave dtypes unmeasured."""
+    refit that moves such a constant, fitted to rows before, by no more than ``MOVED`` while its
+    rows leave dtypes unmeasured keeps it, value and note (the first fit's caveat included), and
+    says so in a note (one the profile estimates is fitted as before): 9 int8 Mmads moved issue 2.1999 -> 2.2 and latency 20.8896 -> 20.8 and relabelled both
+    "fitted to i8.csv ... mmad int8", with no warning, though fp16's rows had fitted them."""
     others = [d for d in hw.cube.macs_per_cycle if d not in measured]
     moved = {p: (getattr(hw.cube, p[1]), updates[p][0]) for p in SHARED_CUBE
              if p in updates and abs(updates[p][0] - getattr(hw.cube, p[1])) > MOVED * max(1.0, getattr(hw.cube, p[1]))}
     rows, also = f"{'+'.join(measured)} Mmad rows only", ", ".join(others)
-    for p in SHARED_CUBE:
-        # a refit that keeps the value (the same int8 rows again) still leaves those dtypes unmeasured:
-        # it dropped the caveat the first fit wrote, with no word
-        if p in updates and p not in moved and others and NOT_MEASURED.search(hw.notes.get(".".join(p), "")):
-            value, note = updates[p]
-            updates[p] = (value, f"{note}; {rows}: shared with {also}, not measured there")
+    kept = []
+    for p in [p for p in SHARED_CUBE if p in updates and p not in moved and others
+              and hw.notes.get(".".join(p), "").startswith("calibrated: ")]:  # an estimate takes the fit
+        was = getattr(hw.cube, p[1])
+        kept.append(f"{'.'.join(p)} kept at {was:g}: {source}'s {rows} put it at {updates.pop(p)[0]:g}, within "
+                    f"{MOVED:.0%} (of at least one cycle), and it also times {also} Mmads, which they do not measure")
     if not moved or not others:
-        return (), {}
+        return (), {}, kept
     what = ", ".join(f"{'.'.join(p)} {a:g} -> {b:g}" for p, (a, b) in moved.items())
     was = ", ".join(f"{'.'.join(p)} = {a:g}" for p, (a, _) in moved.items())
     amended = {}
@@ -335,7 +336,7 @@ def shared_cube(hw: HardwareProfile, updates: dict, measured: list, source: str,
                + (f", and {', '.join('.'.join(p) for p in amended)}, fitted to other rows with the old value, "
                   "no longer fit them"
                   if amended else "") + " (refit with their rows in the same file)")
-    return (warning,), amended
+    return (warning,), amended, kept
 
 
 
@@ -419,7 +420,9 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             else:
                 undetermined[path] = (value, f"{count(len(mm), 'Mmad row')} do not determine it alone (kept "
                                              f"from the profile): {CUBE_WHY}")
-        warnings, amended = shared_cube(hw, updates, measured, source, date)
+        warnings, amended, kept = shared_cube(hw, updates, measured, source, date)
+        notes += kept
+        cube = replace(cube, **{p[1]: getattr(hw.cube, p[1]) for p in SHARED_CUBE if p not in updates})
         clamps += [clamp_warning(path, *cf.clamped[path], source) for path in values if path in cf.clamped]
     vector = {op: dict(t) for op, t in hw.vector.items()}
     groups: dict = {}
