@@ -129,3 +129,13 @@ def test_a_sub_threshold_move_keeps_the_shared_cube_constants_and_their_notes(tm
         kept = [n for n in res["after"]["notes"] if n.startswith(f"{path} kept at ")]
         assert len(kept) == 1 and "within 1%" in kept[0] and "fp16, bf16, fp32 Mmads" in kept[0], kept
     assert "i8.csv" in p.notes["cube.macs_per_cycle.int8"]
+
+
+def test_an_empty_measurements_argument_is_named(tmp_path, monkeypatch, capsys):
+    """`--measurements ""` said `.: cannot read measurements: Is a directory`."""
+    monkeypatch.chdir(tmp_path)
+    for value in ("", " "):
+        assert run(["calibrate", "--measurements", value, "-o", "p.yaml"]) == 2
+        err = capsys.readouterr().err
+        assert err == "autotile: error: --measurements: expected a CSV file, got an empty one\n", err
+    assert list(tmp_path.iterdir()) == []

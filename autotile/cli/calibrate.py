@@ -38,6 +38,7 @@ def run(args) -> int:
     from autotile.sim import fitting
 
     nonempty(args.output, "-o")
+    nonempty(args.measurements, "--measurements", "a CSV file")  # "" read the current folder
     hw = load_profile(args.hw)
     if args.output is not None:
         refuse_input("-o", args.output, {f"the {flag} file this fit reads": path for flag, path in
