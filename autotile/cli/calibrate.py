@@ -36,6 +36,7 @@ def run(args) -> int:
     from autotile.hardware import emit
     from autotile.sim import calibrate as C
     from autotile.sim import fitting
+    from autotile.tune.preflight import missing_vector_costs
 
     nonempty(args.output, "-o")
     nonempty(args.measurements, "--measurements", "a CSV file")  # "" read the current folder
@@ -71,7 +72,7 @@ def run(args) -> int:
     src = Path(args.measurements).name
     date = _dt.date.today().isoformat()
     try:
-        fit = fitting.fit(hw, rows, src, date, notes=skipped)
+        fit = fitting.fit(hw, rows, src, date, notes=skipped, missing_costs=missing_vector_costs)
     except InputError as exc:
         raise exc.located(file=args.measurements) from None
     doc = emit.load_document(hw.path)

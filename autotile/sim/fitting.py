@@ -356,20 +356,19 @@ def clamp_warning(path: tuple, limit: float, side: str, asked: float, source: st
             "operation?)")
 
 
-def compute_dtype_warnings(hw: HardwareProfile, new: HardwareProfile, source: str) -> tuple:
+def compute_dtype_warnings(hw: HardwareProfile, new: HardwareProfile, source: str, missing_costs=None) -> tuple:
     """One warning per dtype whose Vector arithmetic the fit moves (``vector_compute_dtype``): a
     VADD cost fitted in bf16 makes the 910B compute bf16 natively, not in fp32 between VCONVs, so
     every bf16 kernel then asks for bf16 costs the profile may lack (weighted_sum and sigmoid in
-    bf16 failed on the written profile, and nothing had said so). Names those the bundled
-    studies' kernels ask for (``tune.preflight.missing_vector_costs``)."""
-    from autotile.tune.preflight import missing_vector_costs
-
+    bf16 failed on the written profile, and nothing had said so). ``missing_costs(new, dtype)``
+    (the caller's: ``tune.preflight.missing_vector_costs``, since the simulator does not read
+    specs) names those the bundled studies' kernels ask for."""
     out = []
     for d in DTYPES:
         was, now = hw.vector_compute_dtype(d), new.vector_compute_dtype(d)
         if was == now or hw.dtype_problem(None, d):
             continue
-        missing = missing_vector_costs(new, d)
+        missing = missing_costs(new, d) if missing_costs else {}
         head = (f"vadd {'_'.join([d] * 3)} fitted to {source} makes the Vector compute {d} in {now}, not in {was}"
                 + (" between VCONVs" if was != d else "") + f": every {d} vector kernel is costed anew")
         if missing:
@@ -381,12 +380,12 @@ def compute_dtype_warnings(hw: HardwareProfile, new: HardwareProfile, source: st
     return tuple(out)
 
 
-def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, notes=()) -> Fit:
+def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, notes=(), missing_costs=None) -> Fit:
     """Fit the profile's cube and vector constants to ``rows``; returns the new profile and errors.
 
     Only the constants the rows determine (``identify``) change and are marked calibrated; the
     others keep the profile's values and are listed in ``Fit.undetermined``. ``notes`` (rows
-    left out, say) lead the fit's own.
+    left out, say) lead the fit's own; ``missing_costs`` as for ``compute_dtype_warnings``.
     """
     notes = list(notes) + series_notes(hw, rows)
     known = [r for r in rows if predictable(hw, r)]
@@ -459,7 +458,7 @@ def fit(hw: HardwareProfile, rows: list[Measurement], source: str, date: str, no
             vector[path[2]][path[3]] = value
     new = replace(hw, cube=cube, vector=vector,
                   derived={p: rel for p, rel in hw.derived.items() if p not in updates})  # a fitted one follows no other
-    warnings = tuple(warnings) + tuple(clamps) + compute_dtype_warnings(hw, new, source)
+    warnings = tuple(warnings) + tuple(clamps) + compute_dtype_warnings(hw, new, source, missing_costs)
     after = evaluate(new, rows, notes)
     if before is None:
         before = after
