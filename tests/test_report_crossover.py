@@ -36,10 +36,19 @@ def test_the_crossover_that_stays_carries_the_close_call_warning():
     known = {("vector", 65536): 700.0, ("cube", 65536): 720.0, ("vector", 89857): 846.0, ("cube", 89857): 845.0,
              ("vector", 98304): 900.0, ("cube", 98304): 899.82, ("vector", 131072): 1100.0, ("cube", 131072): 1000.0}
     said = perf._close_call(known, 89857, "vector", "cube")
-    assert said.startswith("; close call: cube leads by only 0.02% at n=98,304")
+    assert said.startswith("; close call: cube leads by only 0.020% at n=98,304")
     known["cube", 98304] = 850.0  # a clear lead everywhere past the crossover's own size
     known["cube", 89857] = 830.0
     assert perf._close_call(known, 89857, "vector", "cube") == ""
+
+
+def test_a_lead_far_under_a_hundredth_of_a_percent_is_not_printed_as_zero():
+    """weighted_sum fp32 in GM: the Cube 0.0027% ahead at n = 7,806 read "leads by only 0.00%", a tie."""
+    known = {("vector", 193): 500.0, ("cube", 193): 499.0, ("vector", 7806): 10000.0, ("cube", 7806): 9999.74}
+    said = perf._close_call(known, 193, "vector", "cube")
+    assert said.startswith("; close call: cube leads by only 0.0026% at n=7,806")
+    known["cube", 7806] = 10000.26
+    assert perf._close_call(known, 193, "vector", "cube").startswith("; close call: vector is 0.0026% faster again")
 
 
 def test_on_chip_lines_are_labelled_as_one_core_beside_multi_core_circles():

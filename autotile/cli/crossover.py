@@ -15,6 +15,7 @@ from autotile.models.crossover import (
     grid_restriction,
     range_edge,
 )
+from autotile.report.fmt import lead as fmt_lead
 
 HELP = "size from which one unit (--large-unit) stays faster than another (--small-unit)"
 LOW, HIGH = 16, 16384  # the documented default range (issue #4: "a log grid from 16 to 16384")
@@ -354,7 +355,7 @@ def _close_notes(leads: dict, large_unit: str) -> list[str]:
     faster' then holds at those sizes only (the lead can change sign between them)."""
     where = {"simulated_n": "on chip", "end_to_end_n": "inputs in GM", "simulated_n_unaligned": "on chip, unaligned",
              "end_to_end_n_unaligned": "inputs in GM, unaligned"}
-    return [f"close call ({where[k]}): {large_unit} leads by only {c['lead']:.2%} at n={c['n']:,}; it is faster at "
+    return [f"close call ({where[k]}): {large_unit} leads by only {fmt_lead(c['lead'])} at n={c['n']:,}; it is faster at "
             f"every probed size from its crossover, but sizes between probes can go the other way"
             for k, c in leads.items() if c is not None and c["lead"] < CLOSE]
 
@@ -371,7 +372,7 @@ def _window_notes(out: dict, large_unit: str) -> list[str]:
         for c in out["closest_window_leads"][k] or []:
             a, b = c["window"]
             if c["lead"] < CLOSE and not (a == out[n_key] and out["closest_leads"][n_key] is not None):
-                lines.append(f"close call ({words}): {large_unit} leads by only {c['lead']:.2%} at n={c['n']:,} in "
+                lines.append(f"close call ({words}): {large_unit} leads by only {fmt_lead(c['lead'])} at n={c['n']:,} in "
                              f"[{a:,}, {b:,}]; it is faster at every probed size there, but sizes between probes "
                              f"can go the other way")
     return lines

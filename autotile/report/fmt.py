@@ -104,6 +104,18 @@ def sig(v, digits: int = 3) -> str:
     return f"{v:,.{places}f}"
 
 
+def lead(v: float) -> str:
+    """A unit's lead (a fraction of the slower unit's cycles) as a percentage: two decimals, or two
+    significant digits below 1% ("0.00%" hid a 0.0026% lead, which then read as a tie).
+
+    >>> lead(0.0123), lead(0.004), lead(0.000026), lead(0.0)
+    ('1.23%', '0.40%', '0.0026%', '0%')
+    """
+    if _missing(v):
+        return "-"
+    return f"{v:.2%}" if abs(v) >= 0.01 else (sig(100 * v, 2) + "%" if v else "0%")
+
+
 def budget(trials, timeout_s, configs: str = "configs") -> str:
     """A study's budget as the run applied it: a count of ``configs``, and a timeout if one was set.
 

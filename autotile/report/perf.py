@@ -228,10 +228,10 @@ def _close_call(known: dict, n: int, ua: str, ub: str, end: float = math.inf) ->
         return ""
     lead, at = close["lead"], close["n"]
     if lead <= 0:  # a probe past n where the lead has already turned back
-        how = "as fast" if lead == 0 else f"{-lead:.2%} faster"
+        how = "as fast" if lead == 0 else f"{fmt.lead(-lead)} faster"
         return f"; close call: {ua} is {how} again at n={at:,}: the lead changes sign between the grid's sizes"
     upto = "on" if end == math.inf else f"to the next change (n={end:,})"
-    return (f"; close call: {ub} leads by only {lead:.2%} at n={at:,}; it is faster at every "
+    return (f"; close call: {ub} leads by only {fmt.lead(lead)} at n={at:,}; it is faster at every "
             f"probed size from n={n:,} {upto}, but sizes between probes can go the other way")
 
 
