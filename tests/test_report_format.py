@@ -134,3 +134,20 @@ def test_a_param_name_too_long_for_the_layout_draws_without_a_python_warning(lab
         warnings.simplefilter("error")
         plot = plots.importance(labels, ["p" * 170, "b"], [[0.5, 0.5]] * len(labels))
     assert plot.png and "<svg" in plot.svg
+
+
+def test_long_group_labels_under_the_unit_bars_do_not_run_into_each_other():
+    """matmul_small's units.png: "m=4, n=4, k=16 fp16m=16, n=16, k=16 fp16..." could not be read."""
+    import matplotlib.pyplot as plt
+
+    labels = ["m=4, n=4, k=16 fp16", "m=16, n=16, k=16 fp16", "m=64, n=64, k=64 fp16"]
+    fig, rows = plots._bar_rows(len(labels), 2, 3.2)
+    ax = rows[0][0]
+    ax.bar(range(3), [10.0, 20.0, 30.0])
+    plots._group_ticks(ax, labels)
+    plots.tight(fig)
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels()]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    assert [t.get_text() for t in ax.get_xticklabels()][0] == "m=4, n=4, k=16\nfp16"
+    plt.close(fig)

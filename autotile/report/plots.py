@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import textwrap
 import warnings
 
 import matplotlib
@@ -118,10 +119,20 @@ def _bar_rows(groups: int, bars: int, h: float):
     return fig, out
 
 
+CHAR_IN = 0.075  # the width of a tick label's character at font size 9, in inches (a little over the mean)
+
+
 def _group_ticks(ax, labels: list[str]) -> None:
-    """Group labels under a row of bars, slanted when there are several."""
-    slant = len(labels) > 3
-    ax.set_xticks(np.arange(len(labels)), labels, rotation=20 if slant else 0, ha="right" if slant else "center")
+    """Group labels under a row of bars, each wrapped at its spaces to the width of its group (a
+    shape on one line, its dtype on the next): matmul_small's "m=4, n=4, k=16 fp16" ran into the
+    next group's label. Slanted only when a line is still wider than its group."""
+    lo, hi = ax.get_xlim()
+    per = ax.figure.get_figwidth() * ax.get_position().width / max(1.0, hi - lo)  # inches per group
+    chars = max(6, int(per / CHAR_IN))
+    lines = [textwrap.wrap(t, chars, break_long_words=False, break_on_hyphens=False) or [""] for t in labels]
+    slant = any(len(line) > chars for ls in lines for line in ls)
+    ax.set_xticks(np.arange(len(labels)), ["\n".join(ls) for ls in lines], rotation=20 if slant else 0,
+                  ha="right" if slant else "center")
 
 
 def history_grid(panels: list, objective: str) -> Plot:
