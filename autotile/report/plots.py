@@ -208,8 +208,9 @@ def unit_bars(groups: list[str], units: list[str], cycles: list[list[float | Non
     return finish(fig, "units", "best cycles of each unit per shape", caption)
 
 
-def importance(labels: list[str], params: list[str], values: list[list[float]]) -> Plot:
-    """Bars for one study; a heatmap (a row per study, a column per parameter) for several."""
+def importance(labels: list[str], params: list[str], values: list[list[float]], objective: str = "cycles") -> Plot:
+    """Bars for one study; a heatmap (a row per study, a column per parameter) for several; the caption
+    names the ``objective`` ranked (the first of two)."""
     mat = np.asarray(values, dtype=float)  # studies x params
     if len(labels) == 1:
         order = np.argsort(mat[0])
@@ -232,7 +233,7 @@ def importance(labels: list[str], params: list[str], values: list[list[float]]) 
         fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
     tight(fig)
     return finish(fig, "importance", "parameter importance per study",
-                  "Share of the objective's variation among good trials each parameter explains (PED-ANOVA).")
+                  f"Share of the variation of {objective} among good trials each parameter explains (PED-ANOVA).")
 
 
 def pareto(panels: list, objectives: list[str]) -> Plot:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 from autotile.report import fmt, plots
 from autotile.report.data import ReportData, result_label
@@ -17,7 +18,15 @@ from autotile.tune import drawn
 from autotile.tune.runner import trials_to_within
 from autotile.words import count
 
-MIN_IMPORTANCE_TRIALS = 5
+MIN_IMPORTANCE_TRIALS = 5  # fewer completed trials: no importance at all
+# Fewer completed trials: the shares come with a caveat instead of advice. From
+# `PYTHONPATH=. python bench/importance_stability.py OUT` (20 studies: 5 specs x seeds 0-3, budgets of
+# 100 configurations, 116-181 completed trials): the parameter ranked first from a study's first k
+# trials was the one ranked first from all of them in 25-40% of the studies for k = 5 to 25, 55% at
+# 30, 65% at 40 and 70-74% at 50 and 60; the share that moved (half the L1 distance to the full
+# ranking) fell from 0.43-0.45 (k <= 10) to 0.22 at 40 and stayed near 0.20 after. At 40 the top 10%
+# PED-ANOVA compares holds 4 trials (Optuna's documentation asks for about 5).
+MIN_ADVICE_TRIALS = 40
 MAX_PANELS = 24
 
 
@@ -172,37 +181,71 @@ def portfolio_members(data: ReportData) -> list:
     ]
 
 
-def _importances(study) -> dict[str, float] | str:
-    """PED-ANOVA importances of a study's first objective, or why there are none."""
+@dataclass(frozen=True)
+class Importance:
+    """A study's parameter importance: the shares (empty when there are none, ``why`` says why) and
+    the completed trials they come from."""
+    shares: dict[str, float]
+    trials: int
+    why: str = ""
+
+
+def importances(study) -> Importance:
+    """PED-ANOVA importances of a study's first objective (Optuna's default evaluator, given
+    explicitly so a change of default does not change the report), or why there are none."""
     import optuna
     from optuna.trial import TrialState
 
     done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if len(done) < MIN_IMPORTANCE_TRIALS:
-        return f"only {count(len(done), 'completed trial')}; importance needs at least {MIN_IMPORTANCE_TRIALS}"
+    n = len(done)
+    if n < MIN_IMPORTANCE_TRIALS:
+        return Importance({}, n, f"only {count(n, 'completed trial')}; importance needs at least {MIN_IMPORTANCE_TRIALS}")
     if len({t.values[0] for t in done}) < 2:
-        return "every trial has the same objective value"
+        return Importance({}, n, "every trial has the same objective value")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             imp = optuna.importance.get_param_importances(
                 study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(), target=lambda t: t.values[0])
     except (ValueError, RuntimeError, ZeroDivisionError) as exc:
-        return f"not computable ({exc})"
+        return Importance({}, n, f"not computable ({exc})")
     out: dict[str, float] = {}
     for k, v in imp.items():  # pow2 params are suggested as <name>.log2
         name = k[:-5] if k.endswith(".log2") else k
         out[name] = out.get(name, 0.0) + float(v)
-    return out if out else "no parameter varies"
+    return Importance(out, n, "" if out else "no parameter varies")
+
+
+def _intro(objs: list[str]) -> str:
+    """What the shares measure, naming the objective they rank (the first of two)."""
+    obj = objs[0] if objs else "cycles"
+    two = (f" The studies have two objectives: the shares rank the parameters by the first, {obj}, only "
+           f"({', '.join(objs[1:])} is not ranked).") if len(objs) > 1 else ""
+    return (f"How much of the variation of {obj} among the good trials each parameter explains, per study, from "
+            "Optuna's default importance evaluator (PED-ANOVA: it compares the distribution of each parameter in the "
+            "top 10% of trials with its distribution in all trials). Shares add up to 1 per study." + two)
+
+
+ADVICE = ("A parameter with a large share is the one to get right; one with none can be left at its default for "
+          "that shape.")
+
+
+def _caveat(few: list[tuple[dict, Importance]], every: bool) -> str:
+    """The note for studies with fewer than MIN_ADVICE_TRIALS completed trials: their shares are a first
+    look, not advice (8 trials ranked tile_len first for a sigmoid study whose 60 ranked cores first)."""
+    n = sorted({imp.trials for _, imp in few})
+    trials = count(n[0], "completed trial") if len(n) == 1 else f"{n[0]} to {n[-1]} completed trials"
+    who = ("This study has " if len(few) == 1 else "These studies have ") if every else \
+        f"{', '.join(result_label(r) for r, _ in few)}: "
+    return (f"{who}only {trials}, under the {MIN_ADVICE_TRIALS} from which the ranking settles: "
+            "it is not yet reliable, and the parameter ranked first may not be the one that matters. Take these "
+            "shares as a first look, not as advice; more trials (--trials) give a ranking to act on.")
 
 
 def importance(data: ReportData) -> Section:
-    """Which parameters decide the objective, per study (Optuna's PED-ANOVA evaluator)."""
-    intro = Para("How much of the objective's variation among the good trials each parameter explains, per "
-                 "study, from Optuna's default importance evaluator (PED-ANOVA: it compares the distribution of "
-                 "each parameter in the top 10% of trials with its distribution in all trials). Shares add up to "
-                 "1 per study. A parameter with a large share is the one to get right; one with none can be left "
-                 "at its default for that shape.")
+    """Which parameters decide the objective, per study (Optuna's PED-ANOVA evaluator); advice only
+    for studies with at least MIN_ADVICE_TRIALS completed trials, a caveat for the others."""
+    intro = Para(_intro(data.summary.get("objectives") or ["cycles"]))
     if data.storage is None:
         why = data.storage_note or "No study storage."
         if not data.keeps_storage:
@@ -213,23 +256,33 @@ def importance(data: ReportData) -> Section:
     found, skipped = [], []
     for r in [r for r in data.searched if r.get("history")]:
         study = data.study(r.get("study"))
-        got = _importances(study) if study is not None else "study not in the storage"
-        (skipped if isinstance(got, str) else found).append((r, got))
+        got = importances(study) if study is not None else Importance({}, 0, "study not in the storage")
+        (found if got.shares else skipped).append((r, got))
+    few = [(r, imp) for r, imp in found if imp.trials < MIN_ADVICE_TRIALS]
     blocks = [intro]
+    if len(few) < len(found) or not found:
+        blocks.append(Para(ADVICE if not few else
+                           f"For the studies with at least {MIN_ADVICE_TRIALS} completed trials: " + ADVICE[0].lower()
+                           + ADVICE[1:]))
+    if few:
+        blocks.append(Para(_caveat(few, len(few) == len(found)), note=True))
     if found:
-        params = sorted({p for _, imp in found for p in imp},
-                        key=lambda p: -sum(imp.get(p, 0.0) for _, imp in found))
+        params = sorted({p for _, imp in found for p in imp.shares},
+                        key=lambda p: -sum(imp.shares.get(p, 0.0) for _, imp in found))
         drawn = {id(r) for r in _capped([r for r, _ in found])}
         plotted = [(r, imp) for r, imp in found if id(r) in drawn]
         if plotted:
             blocks.append(plots.importance([label(r) for r, _ in plotted], params,
-                                           [[imp.get(p, math.nan) for p in params] for _, imp in plotted]))
+                                           [[imp.shares.get(p, math.nan) for p in params] for _, imp in plotted],
+                                           (data.summary.get("objectives") or ["cycles"])[0]))
         blocks.extend(_cap_note([r for r, _ in found], [r for r, _ in plotted]))
-        rows = [[result_label(r), ", ".join(f"{k} {v:.2f}" for k, v in sorted(imp.items(), key=lambda kv: -kv[1])[:3])]
+        rows = [[result_label(r), ", ".join(f"{k} {v:.2f}" for k, v in
+                                            sorted(imp.shares.items(), key=lambda kv: -kv[1])[:3]),
+                 str(imp.trials) + (" (too few: not yet reliable)" if imp.trials < MIN_ADVICE_TRIALS else "")]
                 for r, imp in found]
-        blocks.append(Table(["study", "most important parameters (share)"], rows))
+        blocks.append(Table(["study", "most important parameters (share)", "completed trials"], rows, "llr"))
     if skipped:
-        blocks.append(Table(["study", "no importance because"], [[result_label(r), why] for r, why in skipped]))
+        blocks.append(Table(["study", "no importance because"], [[result_label(r), imp.why] for r, imp in skipped]))
     return Section("Parameter importance", blocks, "importance")
 
 
