@@ -275,7 +275,7 @@ def _check_storage(spec: Spec, opts: Options) -> None:
     --restart tunes in this run's storage anyway (the recorded one is left as it is)."""
     import json
 
-    from autotile.tune.outputs import JOURNAL_NAME
+    from autotile.tune.storage import moved_storage
 
     if opts.restart or (opts.sampler or spec.sampler) == "exhaustive":  # it keeps no storage
         return
@@ -283,36 +283,14 @@ def _check_storage(spec: Spec, opts: Options) -> None:
         recorded = json.loads((opts.out / "summary.json").read_text(encoding="utf-8")).get("storage")
     except (OSError, ValueError, AttributeError):
         return
-    if not isinstance(recorded, str) or not recorded:
+    this = moved_storage(recorded, opts.storage, opts.out)
+    if this is None:
         return
     default = "://" not in recorded and not recorded.startswith("journal:")  # the journal in its --out
-    if opts.storage is None:
-        if default:  # the folder's own journal (wherever the folder was when it was written)
-            return
-        this = os.path.abspath(opts.out / JOURNAL_NAME)
-    else:
-        this = redact(absolute_url(opts.storage))
-        if _storage_file(this) is not None and _storage_file(this) == _storage_file(recorded):
-            return
-    if this == recorded:
-        return
     resume = "drop --storage to resume there" if default else f"pass `--storage {recorded}` to resume there"
     raise InputError(f"{opts.out / 'summary.json'}: records the study storage {recorded}, but this run would use "
                      f"{this}; {resume}, or add --restart to tune in {this} instead (what {recorded} holds is "
                      "left as it is)")
-
-
-def _storage_file(url: str) -> str | None:
-    """The real path of the journal or SQLite file a recorded storage names, else None."""
-    from autotile.tune.storage import sqlite_file
-
-    if url.startswith("journal:"):
-        path = url[len("journal:"):]
-    elif "://" in url:
-        path = sqlite_file(url) if url.startswith("sqlite") else None
-    else:
-        path = url
-    return os.path.realpath(path) if path else None
 
 
 def _same_spec_ran(spec: Spec, out: Path) -> bool:
@@ -607,6 +585,8 @@ def _result(spec: Spec, plan: runner.StudyPlan, oc: runner.StudyOutcome, opts: O
     sp = plan.space
     replay = spec.backend == "replay"
     rec = {"shape": sp.shape, "dtype": sp.dtype, "unit": sp.unit, "study": plan.name,
+           # what the study's trials depend on: a report tells a study another spec tuned since by it
+           "identity": identity.digest(plan.identity) if plan.identity is not None else None,
            "trials": oc.trials, "complete": oc.complete, "unique_configs": oc.unique,
            "simulated": oc.simulated, "infeasible": oc.infeasible, "failed": oc.failed,
            "infeasible_pct": round(100.0 * oc.infeasible / oc.trials, 1) if oc.trials else 0.0,

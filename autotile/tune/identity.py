@@ -113,6 +113,14 @@ def mismatch(stored: dict, ident: dict) -> str | None:
     return ", ".join(changes(old, ident)) + " changed"
 
 
+def recorded_digest(stored: dict) -> str | None:
+    """The digest of the identity a study's user attributes ``stored`` hold, as this autotile
+    records it (``_current``), or None when it holds none. A summary records its studies'
+    digests, so a report can tell a study another spec tuned since under the same name."""
+    old = stored.get(IDENTITY_ATTR)
+    return digest(_current(old) if isinstance(old, dict) else old) if old is not None else None
+
+
 def reconcile(plans, storage, where: str, elsewhere: str, *, restart: bool, adopt_unrecorded: bool) -> list[str]:
     """Refuse (InputError) if a planned study in ``storage`` holds trials of another spec; with
     ``restart``, delete such studies instead and return their names. ``where`` names the storage

@@ -620,6 +620,40 @@ def _rdb(url: str):
     raise InputError(f"--storage: cannot open {redact(url)}: {_first_line(last)}") from None
 
 
+def moved_storage(recorded, storage: str | None, out: Path) -> str | None:
+    """The storage ``tune --out out [--storage storage]`` would use (redacted), when it is not
+    the one ``recorded`` (summary.json's ``storage``) names: such a run is refused without
+    --restart. None when it is the same (or nothing usable is recorded).
+
+    >>> moved_storage("/runs/a/studies.journal", None, Path("/runs/b"))  # the folder moved with its journal
+    >>> moved_storage("sqlite:////old/s.db", "sqlite:////new/s.db", Path("/runs/a"))
+    'sqlite:////new/s.db'
+    """
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    default = "://" not in recorded and not recorded.startswith("journal:")  # the journal in its --out
+    if storage is None:
+        if default:  # the folder's own journal (wherever the folder was when it was written)
+            return None
+        this = os.path.abspath(out / JOURNAL_NAME)
+    else:
+        this = redact(absolute_url(storage))
+        if _storage_file(this) is not None and _storage_file(this) == _storage_file(recorded):
+            return None
+    return None if this == recorded else this
+
+
+def _storage_file(url: str) -> str | None:
+    """The real path of the journal or SQLite file a recorded storage names, else None."""
+    if url.startswith("journal:"):
+        path = url[len("journal:"):]
+    elif "://" in url:
+        path = sqlite_file(url) if url.startswith("sqlite") else None
+    else:
+        path = url
+    return os.path.realpath(path) if path else None
+
+
 def redact(url: str) -> str:
     """The URL without its password (if it has one)."""
     if "@" in url and "://" in url:
