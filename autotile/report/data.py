@@ -63,6 +63,7 @@ class ReportData:
     storage_url: str = ""  # the storage this report opened, as a --storage URL (redacted)
     storage_note: str = ""
     _studies: dict = field(default_factory=dict)
+    _foreign: dict = field(default_factory=dict)  # study name -> what changed (``foreign``)
 
     @property
     def storage_text(self) -> str:
@@ -141,6 +142,31 @@ class ReportData:
                           f"{want} then): they run what it holds now.")
         return file_placeholder(name, want), ""
 
+    @cached_property
+    def spec_note(self) -> str:
+        """That the spec file the Reproduce command passes (summary.json's ``spec``) is gone or has
+        changed since this run (its content hash, as tune records it, is not ``spec_hash``), or ""."""
+        from autotile.space.loader import load_spec
+
+        path, then = self.summary.get("spec"), self.summary.get("spec_hash")
+        if not isinstance(path, str) or not isinstance(then, str):
+            return ""
+        where = f"The Reproduce section's autotile tune command passes the spec file {path}"
+        restore = "table.json records the run's spec (its spec.content)"
+        if not Path(path).is_file():
+            return f"{where}, which no longer exists: the command fails until it is back; {restore}."
+        try:
+            spec = load_spec(path)
+        except Exception as exc:  # noqa: BLE001 - any spec that no longer loads: say why, keep the report
+            return f"{where}, which no longer loads ({exc}): the command fails until it is mended; {restore}."
+        if spec.content_hash() == then:
+            return ""
+        what = "whose hardware profile changed" if spec.hardware.content_hash() != self.summary.get("hw_hash") \
+            else "edited"
+        return (f"{where}, {what} since this run (hash {spec.content_hash()} now, {then} then): it tunes what the "
+                "file holds now, and refuses a stored study whose trials depend on what changed (params, "
+                "constraints, inputs, objectives, limits, profile; --restart deletes such studies).")
+
     def _spec_profile_file(self) -> str | None:
         """The profile file the run's spec names (``hardware:``, read from the spec's folder), or None."""
         spec, spec_path = self.spec, self.summary.get("spec")
@@ -194,17 +220,74 @@ class ReportData:
                 "Reproduce section's autotile tune command again to refresh them from the storage.")
 
     def study(self, name: str):
-        """The Optuna study ``name`` from the storage, or None."""
+        """The Optuna study ``name`` from the storage, or None: also when the study under that name
+        is another spec's (``foreign``), which is not this run's search."""
         if self.storage is None or not name:
             return None
         if name not in self._studies:
             import optuna
 
             try:
-                self._studies[name] = optuna.load_study(study_name=name, storage=self.storage)
+                study = optuna.load_study(study_name=name, storage=self.storage)
             except Exception:  # noqa: BLE001 - a study missing from this storage
-                self._studies[name] = None
+                study = None
+            if study is not None and (why := self._not_this_run(name, study.user_attrs)):
+                self._foreign[name], study = why, None
+            self._studies[name] = study
         return self._studies[name]
+
+    def _not_this_run(self, name: str, attrs: dict) -> str:
+        """What changed when the study ``name`` records another identity than this run's, else "".
+        The run's is the digest summary.json records; for a summary before it, tune's own check
+        (``identity.mismatch``) against the recorded spec's. A study without one is taken as is."""
+        from autotile.tune import identity
+
+        r = next((r for r in self.results if r.get("study") == name), None)
+        if r is None or identity.IDENTITY_ATTR not in attrs:
+            return ""
+        want = r.get("identity")
+        if want is not None and identity.recorded_digest(attrs) == want:
+            return ""
+        mine, stored = self._identity(r, attrs[identity.IDENTITY_ATTR]), attrs[identity.IDENTITY_ATTR]
+        if want is None:
+            return (identity.mismatch(attrs, mine) or "") if mine is not None else ""
+        changed = identity.changes(stored, mine) if isinstance(stored, dict) and mine is not None else []
+        return ", ".join(changed) + " changed" if changed else \
+            f"identity {identity.recorded_digest(attrs)}, not this run's {want}"
+
+    def _identity(self, r: dict, stored) -> dict | None:
+        """The identity of result ``r``'s study from the recorded spec, with ``stored``'s simulator (a
+        study is this run's whatever autotile changed since); None when it cannot be had."""
+        from autotile.tune import identity
+
+        if self.spec is None:
+            return None
+        try:
+            mine = identity.identity(self.spec.space(r["shape"], r["dtype"], r["unit"]),
+                                     self.summary.get("objectives") or ["cycles"])
+        except Exception:  # noqa: BLE001 - a spec this autotile no longer reads (or its measurements gone)
+            return None
+        if isinstance(stored, dict) and "simulator" in stored:
+            mine["simulator"] = stored["simulator"]
+        return mine
+
+    @property
+    def foreign(self) -> dict:
+        """{study name: what changed} of the studies the storage holds under this run's names that
+        another spec tuned since: not this run's search (``study`` gives None for them)."""
+        _ = self.searched  # loads every study, and so finds them
+        return self._foreign
+
+    @property
+    def foreign_note(self) -> str:
+        """That the storage now holds another spec's study under a name of this run's, or ""."""
+        if not self.foreign:
+            return ""
+        names = "; ".join(f"{n} ({why})" for n, why in self.foreign.items())
+        return (f"The study storage now holds another spec's study under the name of this run's: {names}. Another "
+                "spec tuned it after this run (`autotile tune --restart` deletes the study it replaces), so the "
+                "search sections show summary.json's record of this run's search, not that study. The Reproduce section's "
+                "autotile tune command is refused there (the storage holds trials of a different spec).")
 
 
 SEARCH_FIELDS = ("trials", "complete", "unique_configs", "infeasible", "failed", "infeasible_pct",
@@ -321,6 +404,7 @@ _TOP = {"op": ((str,), "an op name", True), "hw": ((str,), "a hardware profile n
         "jobs": ((int,), "a number of worker processes", False)}
 _RESULT = {"shape": ((dict,), "an object of dimension sizes", True), "dtype": ((str,), "a dtype name", True),
            "unit": ((str,), "a unit name", True), "study": ((str,), "a study name", False),
+           "identity": ((str,), "a study identity digest", False),
            "cycles": (_NUM, "a number", False), "pct_of_peak": (_NUM, "a number", False),
            "pct_of_bandwidth": (_NUM, "a number", False), "speedup_vs_baseline": (_NUM, "a number", False),
            "baseline_cycles": (_NUM, "a number", False), "optimum_cycles": (_NUM, "a number", False),

@@ -53,6 +53,8 @@ def build(data: data_mod.ReportData, traces: dict) -> Report:
     summary = sections.highlights(data)
     if data.storage_note:
         summary.append(data.storage_note)
+    if data.foreign_note:
+        summary.append(data.foreign_note)
     if data.mismatch_note:
         summary.append(data.mismatch_note)
     return Report(sections.title(data), sections.facts(data), summary, out)

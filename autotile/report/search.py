@@ -256,7 +256,9 @@ def importance(data: ReportData) -> Section:
     found, skipped = [], []
     for r in [r for r in data.searched if r.get("history")]:
         study = data.study(r.get("study"))
-        got = importances(study) if study is not None else Importance({}, 0, "study not in the storage")
+        why = "the storage holds another spec's study under its name" if r.get("study") in data.foreign \
+            else "study not in the storage"
+        got = importances(study) if study is not None else Importance({}, 0, why)
         (found if got.shares else skipped).append((r, got))
     few = [(r, imp) for r, imp in found if imp.trials < MIN_ADVICE_TRIALS]
     blocks = [intro]

@@ -596,6 +596,9 @@ def reproduce(data: ReportData) -> Section:
     tune = f"autotile tune {shlex.quote(str(s.get('spec', 'SPEC')))} --trials {s.get('budget')} --seed {one['seed']} " \
            f"--sampler {one['sampler']}{_switches(s)} --out {out}"
     tune += _storage_option(data)  # resumes where the run kept its trials
+    notes = [Para(n, note=True) for n in (data.spec_note, _foreign_advice(data), _moved_advice(data)) if n]
+    if _moved_advice(data) and not data.foreign:
+        tune += " --restart"
     mixed = [Para(f"No single command reproduces these trials: they were drawn by "
                   f"{'; '.join(label(d) + ' (' + count(d['trials'], 'trial') + ')' for d in by)}. The command below "
                   "resumes them with this run's settings.")] if len(by) > 1 else []
@@ -604,6 +607,7 @@ def reproduce(data: ReportData) -> Section:
             Para("Re-run the search (the exhaustive sampler simulates every configuration again; it keeps no "
                  "Optuna study) or render this report again:"),
             Code(f"{tune}\nautotile report {out}"),
+            *notes,
         ], "reproduce")
     dash = shlex.quote(_dashboard_storage(data))
     return Section("Reproduce", [
@@ -612,6 +616,7 @@ def reproduce(data: ReportData) -> Section:
              "open the study storage, which is plain Optuna storage, in optuna-dashboard "
              "(pip install optuna-dashboard; it also follows a run live):"),
         Code(f"{tune}\nautotile report {out}\noptuna-dashboard {dash}"),
+        *notes,
     ], "reproduce")
 
 
@@ -623,6 +628,38 @@ def _switches(summary: dict) -> str:
     jobs = summary.get("jobs")
     return "".join(f" {flag}" for key, flag in (("verify", "--no-verify"), ("warm_start", "--no-warm-start"))
                    if summary.get(key) is False) + (f" --jobs {jobs}" if isinstance(jobs, int) and jobs > 1 else "")
+
+
+def _foreign_advice(data: ReportData) -> str:
+    """What to do when the storage holds another spec's study under a name of this run's, or "":
+    the tune command below is refused there, and --restart would delete that study."""
+    if not data.foreign:
+        return ""
+    return ("The storage now holds another spec's study under the name of "
+            + ("this run's study" if len(data.foreign) == 1 else f"{len(data.foreign)} of this run's studies")
+            + ", so the autotile tune command is refused there (it holds trials of a different spec). To tune "
+            "this spec again, give it a new --out (and --storage, if the run used one), or add --restart, "
+            "which deletes that study and tunes this one afresh.")
+
+
+def _moved_advice(data: ReportData) -> str:
+    """When the storage this report read is not the one summary.json records, why the tune command
+    adds --restart (else tune refuses a storage other than the recorded one), or ""."""
+    from autotile.tune.storage import moved_storage
+
+    option = _storage_option(data)
+    this = moved_storage(data.summary.get("storage"), shlex.split(option)[1] if option else None, data.out_dir)
+    if this is None or not data.keeps_storage:
+        return ""
+    recorded = data.summary["storage"]
+    if data.foreign:
+        return (f"summary.json records the study storage {recorded}, not {this}: autotile tune needs --restart "
+                "to tune there.")
+    risk = (" (with the spec file as it is now, that may be this run's studies: see above)" if data.spec_note
+            else ": none of this run's studies there is one")
+    return (f"summary.json records the study storage {recorded}, not {this}, which this report read: autotile "
+            f"tune refuses another storage than the recorded one unless given --restart, so the command adds it. "
+            f"It resumes the trials {this} holds; --restart deletes only stored studies of a changed spec{risk}.")
 
 
 def _dashboard_storage(data: ReportData) -> str:
